@@ -1,0 +1,257 @@
+//! Pure parameter checks of the dyn layer: no adapter, no tables, just input.
+
+use crate::error::{Error, Result};
+use crate::types::{MapFlags, MemFlags, NdRange, RectCopy, RectSide};
+
+/// The largest fill pattern, in bytes.
+pub(crate) const MAX_PATTERN: usize = 128;
+
+/// `[offset, offset + len)` must be non-empty and inside `size` bytes.
+pub(crate) fn range(what: &'static str, offset: usize, len: usize, size: usize) -> Result<()> {
+    if len == 0 {
+        return Err(Error::InvalidSize { what, size: len });
+    }
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::OutOfBounds {
+            what,
+            offset,
+            len,
+            size,
+        }),
+    }
+}
+
+/// An alignment: 0 (default) or a power of two.
+pub(crate) fn alignment(align: usize) -> Result<()> {
+    if align == 0 || align.is_power_of_two() {
+        Ok(())
+    } else {
+        Err(Error::InvalidAlignment {
+            align,
+            why: "must be a power of two",
+        })
+    }
+}
+
+/// A fill pattern over `[offset, offset + size)`.
+pub(crate) fn pattern(pattern: &[u8], offset: usize, size: usize, any_length: bool) -> Result<()> {
+    let n = pattern.len();
+    if n == 0 || n > MAX_PATTERN {
+        return Err(Error::InvalidSize {
+            what: "fill pattern (1..=128 bytes)",
+            size: n,
+        });
+    }
+    if !any_length && !n.is_power_of_two() {
+        return Err(Error::unsupported(format!(
+            "fill pattern of {n} bytes (only powers of two on this device)"
+        )));
+    }
+    if size % n != 0 || offset % n != 0 {
+        return Err(Error::invalid(format!(
+            "fill offset {offset} and size {size} must be multiples of the pattern length {n}"
+        )));
+    }
+    Ok(())
+}
+
+/// Buffer flags and initial data agree.
+pub(crate) fn mem_flags(flags: MemFlags, size: usize, init_len: Option<usize>) -> Result<()> {
+    let access = flags & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY);
+    if access.bits().count_ones() > 1 {
+        return Err(Error::invalid("at most one of READ_WRITE, READ_ONLY, WRITE_ONLY"));
+    }
+    if flags.contains(MemFlags::USE_HOST_PTR) && flags.intersects(MemFlags::ALLOC_HOST_PTR | MemFlags::COPY_HOST_PTR) {
+        return Err(Error::invalid("USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR"));
+    }
+    let wants_init = flags.intersects(MemFlags::USE_HOST_PTR | MemFlags::COPY_HOST_PTR);
+    match (wants_init, init_len) {
+        (true, None) => Err(Error::invalid("USE_HOST_PTR / COPY_HOST_PTR need host memory")),
+        (false, Some(_)) => Err(Error::invalid(
+            "host memory given without USE_HOST_PTR or COPY_HOST_PTR",
+        )),
+        (true, Some(n)) if n != size => Err(Error::InvalidSize {
+            what: "host memory for the buffer (must equal its size)",
+            size: n,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Map flags are non-empty and WRITE_INVALIDATE stands alone.
+pub(crate) fn map_flags(flags: MapFlags) -> Result<()> {
+    if flags.is_empty() {
+        return Err(Error::invalid("map flags are empty"));
+    }
+    if flags.contains(MapFlags::WRITE_INVALIDATE) && flags.intersects(MapFlags::READ | MapFlags::WRITE) {
+        return Err(Error::invalid("WRITE_INVALIDATE excludes READ and WRITE"));
+    }
+    Ok(())
+}
+
+fn rect_side(what: &'static str, side: &RectSide, extent: [usize; 3], size: usize) -> Result<RectSide> {
+    let [w, h, _] = extent;
+    let row_pitch = if side.row_pitch == 0 { w } else { side.row_pitch };
+    if row_pitch < w {
+        return Err(Error::invalid(format!(
+            "{what} row pitch {row_pitch} is smaller than the width {w}"
+        )));
+    }
+    let packed_slice = row_pitch
+        .checked_mul(h)
+        .ok_or_else(|| Error::invalid("rect pitch overflows"))?;
+    let slice_pitch = if side.slice_pitch == 0 {
+        packed_slice
+    } else {
+        side.slice_pitch
+    };
+    if slice_pitch < packed_slice {
+        return Err(Error::invalid(format!(
+            "{what} slice pitch {slice_pitch} is smaller than row pitch x height {packed_slice}"
+        )));
+    }
+    let out = RectSide {
+        origin: side.origin,
+        row_pitch,
+        slice_pitch,
+    };
+    let end = (|| {
+        let start = out.origin[2]
+            .checked_mul(slice_pitch)?
+            .checked_add(out.origin[1].checked_mul(row_pitch)?)?
+            .checked_add(out.origin[0])?;
+        start
+            .checked_add((extent[2] - 1).checked_mul(slice_pitch)?)?
+            .checked_add((extent[1] - 1).checked_mul(row_pitch)?)?
+            .checked_add(w)
+            .map(|end| (start, end))
+    })();
+    match end {
+        Some((_, end)) if end <= size => Ok(out),
+        Some((start, end)) => Err(Error::OutOfBounds {
+            what,
+            offset: start,
+            len: end - start,
+            size,
+        }),
+        None => Err(Error::invalid("rect region overflows")),
+    }
+}
+
+/// Validates a rect copy between objects of `src_size` and `dst_size` bytes
+/// and returns it with explicit pitches.
+pub(crate) fn rect(rect: &RectCopy, src_size: usize, dst_size: usize) -> Result<RectCopy> {
+    if rect.extent.contains(&0) {
+        return Err(Error::InvalidSize {
+            what: "rect extent (every dimension must be non-zero)",
+            size: 0,
+        });
+    }
+    Ok(RectCopy {
+        src: rect_side("rect source", &rect.src, rect.extent, src_size)?,
+        dst: rect_side("rect destination", &rect.dst, rect.extent, dst_size)?,
+        extent: rect.extent,
+    })
+}
+
+/// A launch range is well formed for a device with this work-group limit.
+pub(crate) fn nd_range(range: &NdRange, max_work_group: usize) -> Result<()> {
+    let d = range.dims as usize;
+    if !(1..=3).contains(&d) {
+        return Err(Error::invalid(format!("launch dimensions must be 1..=3, got {d}")));
+    }
+    if range.global[..d].contains(&0) {
+        return Err(Error::InvalidSize {
+            what: "global launch size",
+            size: 0,
+        });
+    }
+    if range.global[d..].iter().any(|&g| g != 1) || range.offset[d..].iter().any(|&o| o != 0) {
+        return Err(Error::invalid("unused launch dimensions must have size 1 and offset 0"));
+    }
+    if let Some(local) = range.local {
+        if local[..d].contains(&0) || local[d..].iter().any(|&l| l != 1) {
+            return Err(Error::invalid(
+                "work-group sizes must be non-zero (1 in unused dimensions)",
+            ));
+        }
+        if (0..d).any(|i| range.global[i] % local[i] != 0) {
+            return Err(Error::invalid("global size is not a multiple of the work-group size"));
+        }
+        let total: usize = local.iter().product();
+        if total > max_work_group {
+            return Err(Error::invalid(format!(
+                "work-group of {total} exceeds the device limit {max_work_group}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Two byte ranges overlap.
+pub(crate) fn overlaps(a: usize, b: usize, len: usize) -> bool {
+    a < b + len && b < a + len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert!(range("b", 0, 4, 4).is_ok());
+        assert_eq!(range("b", 0, 0, 4), Err(Error::InvalidSize { what: "b", size: 0 }));
+        assert!(matches!(range("b", 1, 4, 4), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(range("b", usize::MAX, 2, 4), Err(Error::OutOfBounds { .. })));
+    }
+
+    #[test]
+    fn patterns() {
+        assert!(pattern(&[1, 2, 3], 0, 9, true).is_ok());
+        assert!(matches!(
+            pattern(&[1, 2, 3], 0, 9, false),
+            Err(Error::Unsupported { .. })
+        ));
+        assert!(matches!(pattern(&[1, 2], 1, 4, true), Err(Error::InvalidValue(_))));
+        assert!(matches!(
+            pattern(&[0; 129], 0, 129, true),
+            Err(Error::InvalidSize { .. })
+        ));
+        assert!(matches!(pattern(&[], 0, 4, true), Err(Error::InvalidSize { .. })));
+    }
+
+    #[test]
+    fn rect_pitches_default_and_bounds() {
+        let r = RectCopy {
+            extent: [4, 2, 1],
+            ..Default::default()
+        };
+        let n = rect(&r, 8, 8).unwrap();
+        assert_eq!((n.src.row_pitch, n.src.slice_pitch), (4, 8));
+        assert!(matches!(rect(&r, 7, 8), Err(Error::OutOfBounds { .. })));
+        let bad = RectCopy {
+            src: RectSide {
+                row_pitch: 3,
+                ..Default::default()
+            },
+            ..r
+        };
+        assert!(matches!(rect(&bad, 64, 64), Err(Error::InvalidValue(_))));
+    }
+
+    #[test]
+    fn ranges_nd() {
+        assert!(nd_range(&NdRange::d1(8), 64).is_ok());
+        assert!(nd_range(&NdRange::d1(8).with_local([3, 1, 1]), 64).is_err());
+        assert!(nd_range(
+            &NdRange {
+                dims: 4,
+                ..NdRange::d1(1)
+            },
+            64
+        )
+        .is_err());
+        assert!(nd_range(&NdRange::d2(8, 0), 64).is_err());
+    }
+}

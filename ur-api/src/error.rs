@@ -1,0 +1,179 @@
+//! The one error type of the API.
+
+use std::fmt;
+
+use crate::types::Backend;
+
+/// Result alias used across the API.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Which kind of object a handle names; carried by [`Error::InvalidHandle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandleKind {
+    /// A platform handle.
+    Platform,
+    /// A device handle.
+    Device,
+    /// A context handle.
+    Context,
+    /// A buffer or sub-buffer handle.
+    Buffer,
+    /// A queue handle.
+    Queue,
+    /// An event handle.
+    Event,
+    /// A program handle.
+    Program,
+    /// A kernel handle.
+    Kernel,
+    /// A USM pointer that is not (or no longer) an allocation of the context.
+    UsmPointer,
+}
+
+impl fmt::Display for HandleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            HandleKind::Platform => "platform",
+            HandleKind::Device => "device",
+            HandleKind::Context => "context",
+            HandleKind::Buffer => "buffer",
+            HandleKind::Queue => "queue",
+            HandleKind::Event => "event",
+            HandleKind::Program => "program",
+            HandleKind::Kernel => "kernel",
+            HandleKind::UsmPointer => "USM pointer",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Every failure the API reports.
+///
+/// The dyn layer turns bad input into one of the first variants before any
+/// adapter sees it; adapters report backend failures with the later ones,
+/// mapping native codes in their own `conv.rs`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The handle was released, is stale, or belongs to another adapter.
+    #[error("invalid {kind} handle (released, stale, or from another adapter)")]
+    InvalidHandle {
+        /// What the handle was supposed to name.
+        kind: HandleKind,
+    },
+    /// An object of one context was used with an object of another context,
+    /// and the adapter does not report the two locations as `Unified`.
+    #[error("{what} belongs to another context and its memory is not usable there")]
+    WrongContext {
+        /// Which argument was in the wrong context.
+        what: &'static str,
+    },
+    /// A device was named that the context does not contain.
+    #[error("the device is not part of the context")]
+    DeviceNotInContext,
+    /// A size that must be non-zero (or otherwise constrained) was not.
+    #[error("invalid size for {what}: {size}")]
+    InvalidSize {
+        /// What the size describes.
+        what: &'static str,
+        /// The size given.
+        size: usize,
+    },
+    /// A region does not fit inside the object it addresses.
+    #[error("region at offset {offset} of {len} bytes is out of bounds of {what} ({size} bytes)")]
+    OutOfBounds {
+        /// What the region was in.
+        what: &'static str,
+        /// Start of the region.
+        offset: usize,
+        /// Length of the region.
+        len: usize,
+        /// Size of the object.
+        size: usize,
+    },
+    /// An alignment that is not a power of two, or an address that violates one.
+    #[error("invalid alignment {align}: {why}")]
+    InvalidAlignment {
+        /// The alignment in question.
+        align: usize,
+        /// Why it is invalid.
+        why: &'static str,
+    },
+    /// Any other invalid argument.
+    #[error("invalid value: {0}")]
+    InvalidValue(String),
+    /// The device or adapter lacks a capability the call needs.
+    #[error("unsupported: {what}")]
+    Unsupported {
+        /// The missing capability.
+        what: String,
+    },
+    /// The device ran out of memory.
+    #[error("out of device memory")]
+    OutOfDeviceMemory,
+    /// The host ran out of memory.
+    #[error("out of host memory")]
+    OutOfHostMemory,
+    /// The device was lost (reset, removed, or failed).
+    #[error("device lost")]
+    DeviceLost,
+    /// A program failed to build; the log says why.
+    #[error("program build failed:\n{log}")]
+    ProgramBuild {
+        /// The compiler's build log.
+        log: String,
+    },
+    /// No kernel of that name exists in the program.
+    #[error("no kernel named `{name}` in the program")]
+    KernelNotFound {
+        /// The name asked for.
+        name: String,
+    },
+    /// Kernel arguments do not match what the kernel expects.
+    #[error("invalid kernel arguments: {0}")]
+    InvalidKernelArgs(String),
+    /// Profiling information was asked of an event that has none.
+    #[error("profiling information unavailable: {0}")]
+    ProfilingUnavailable(&'static str),
+    /// A command failed at execution time; carries the cause's text.
+    #[error("command failed: {0}")]
+    CommandFailed(String),
+    /// A backend error that has no more specific variant.
+    #[error("{backend} error {code}: {message}")]
+    Backend {
+        /// The backend that failed.
+        backend: Backend,
+        /// The native error code.
+        code: i64,
+        /// The native error name or message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Shorthand for [`Error::Unsupported`].
+    pub fn unsupported(what: impl Into<String>) -> Self {
+        Error::Unsupported { what: what.into() }
+    }
+
+    /// Shorthand for [`Error::InvalidValue`].
+    pub fn invalid(what: impl Into<String>) -> Self {
+        Error::InvalidValue(what.into())
+    }
+
+    /// True for errors that describe bad input rather than a runtime failure.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidHandle { .. }
+                | Error::WrongContext { .. }
+                | Error::DeviceNotInContext
+                | Error::InvalidSize { .. }
+                | Error::OutOfBounds { .. }
+                | Error::InvalidAlignment { .. }
+                | Error::InvalidValue(_)
+                | Error::InvalidKernelArgs(_)
+        )
+    }
+}

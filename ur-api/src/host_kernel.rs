@@ -1,0 +1,162 @@
+//! Host kernels: Rust functions registered by name, the program format of
+//! adapters whose devices execute host code (native, sim).
+//!
+//! A SYCL-like runtime that compiles kernels to host code registers them in a
+//! [`HostKernelLibrary`] and builds a program from it with
+//! [`ProgramSource::Host`](crate::ProgramSource::Host).
+//!
+//! ```
+//! use ur_api::host_kernel::{HostKernelLibrary, HostArgs};
+//!
+//! let mut lib = HostKernelLibrary::new();
+//! // add_scalar(buffer<u32>, u32): adds the scalar to every element.
+//! lib.register("add_scalar", 2, |args: &HostArgs<'_>| {
+//!     let k: u32 = args.scalar(1)?;
+//!     // SAFETY: the adapter hands each kernel exclusive access to its buffers
+//!     // for the duration of the launch.
+//!     let data = unsafe { args.mem_mut::<u32>(0)? };
+//!     for i in 0..args.range.global[0] {
+//!         data[i] += k;
+//!     }
+//!     Ok(())
+//! });
+//! assert_eq!(lib.names(), vec!["add_scalar"]);
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::types::NdRange;
+
+/// One argument as a host kernel sees it.
+#[derive(Debug, Clone, Copy)]
+pub enum HostArg<'a> {
+    /// Memory (a buffer or USM allocation) at a host address the kernel may access.
+    Mem {
+        /// Start address.
+        ptr: *mut u8,
+        /// Length in bytes.
+        len: usize,
+    },
+    /// A by-value argument.
+    Scalar(&'a [u8]),
+    /// Work-group local memory of this many bytes.
+    Local(usize),
+}
+
+/// What a host kernel receives for one launch.
+#[derive(Debug)]
+pub struct HostArgs<'a> {
+    /// The launch range.
+    pub range: NdRange,
+    /// The arguments, in order.
+    pub args: &'a [HostArg<'a>],
+}
+
+impl HostArgs<'_> {
+    /// Reads scalar argument `i` as a `T`.
+    pub fn scalar<T: Copy>(&self, i: usize) -> Result<T, String> {
+        match self.args.get(i) {
+            Some(HostArg::Scalar(b)) if b.len() == std::mem::size_of::<T>() => {
+                // SAFETY: the slice has exactly size_of::<T>() bytes; read_unaligned
+                // has no alignment requirement; T: Copy has no drop glue. Callers only
+                // use plain-data scalar types (integers, floats).
+                Ok(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<T>()) })
+            }
+            Some(other) => Err(format!(
+                "argument {i}: expected a {}-byte scalar, got {other:?}",
+                std::mem::size_of::<T>()
+            )),
+            None => Err(format!("argument {i} missing")),
+        }
+    }
+
+    /// Views memory argument `i` as a slice of `T` (trailing bytes ignored).
+    ///
+    /// # Safety
+    ///
+    /// No other live reference may alias the same memory while the returned
+    /// slice is used (two arguments naming one buffer must not both be
+    /// borrowed mutably), and `T` must be valid for any bit pattern.
+    #[allow(clippy::mut_from_ref)] // reason: the adapter grants the kernel exclusive access to argument memory for the launch; the caller upholds no-aliasing per the contract above.
+    pub unsafe fn mem_mut<T: Copy>(&self, i: usize) -> Result<&mut [T], String> {
+        match self.args.get(i) {
+            Some(&HostArg::Mem { ptr, len }) => {
+                if ptr as usize % std::mem::align_of::<T>() != 0 {
+                    return Err(format!("argument {i}: memory not aligned for the element type"));
+                }
+                // SAFETY: the adapter guarantees ptr is valid for len bytes during the
+                // launch; alignment checked above; aliasing is the caller's contract.
+                Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<T>(), len / std::mem::size_of::<T>()) })
+            }
+            Some(other) => Err(format!("argument {i}: expected memory, got {other:?}")),
+            None => Err(format!("argument {i} missing")),
+        }
+    }
+}
+
+/// A host kernel function. It runs the whole range of one launch and
+/// returns an error text on failure.
+pub type HostKernelFn = Arc<dyn Fn(&HostArgs<'_>) -> Result<(), String> + Send + Sync>;
+
+/// A registered kernel: its name, argument count and function.
+#[derive(Clone)]
+pub struct HostKernel {
+    /// Kernel name.
+    pub name: String,
+    /// Number of arguments it takes.
+    pub arity: usize,
+    /// The function.
+    pub func: HostKernelFn,
+}
+
+impl fmt::Debug for HostKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostKernel")
+            .field("name", &self.name)
+            .field("arity", &self.arity)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A set of host kernels keyed by name.
+#[derive(Debug, Clone, Default)]
+pub struct HostKernelLibrary {
+    kernels: BTreeMap<String, HostKernel>,
+}
+
+impl HostKernelLibrary {
+    /// An empty library.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers (or replaces) a kernel taking `arity` arguments.
+    pub fn register(
+        &mut self,
+        name: &str,
+        arity: usize,
+        func: impl Fn(&HostArgs<'_>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.kernels.insert(
+            name.to_owned(),
+            HostKernel {
+                name: name.to_owned(),
+                arity,
+                func: Arc::new(func),
+            },
+        );
+        self
+    }
+
+    /// Looks a kernel up by name.
+    pub fn get(&self, name: &str) -> Option<&HostKernel> {
+        self.kernels.get(name)
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.kernels.keys().map(String::as_str).collect()
+    }
+}

@@ -1,0 +1,349 @@
+//! [`Runtime`]: every adapter of a process behind one set of handles.
+
+use std::sync::Arc;
+
+use crate::adapter::Adapter;
+use crate::dynamic::{AdapterHost, ArgValue, BufferInfo, DynAdapter};
+use crate::error::{Error, HandleKind, Result};
+use crate::handles::*;
+use crate::selector::DeviceSelector;
+use crate::types::*;
+
+/// Routes each call to the adapter owning its first handle.
+macro_rules! forward {
+    ($( $(#[$m:meta])* fn $name:ident(&self, $first:ident : $fty:ty $(, $arg:ident : $aty:ty)* $(,)?) -> $ret:ty; )*) => {$(
+        $(#[$m])*
+        pub fn $name(&self, $first: $fty $(, $arg: $aty)*) -> $ret {
+            self.adapter_of($first)?.$name($first $(, $arg)*)
+        }
+    )*};
+}
+
+/// The adapters of a process and the devices a selector picked.
+///
+/// Handles of every adapter can be passed to one `Runtime`; mixing handles
+/// of two adapters in one call is an [`Error::InvalidHandle`] (or, for
+/// [`Runtime::memory_connection`], the answer `None`).
+///
+/// ```
+/// # fn demo<A: ur_api::Adapter>(adapter: A) -> ur_api::Result<()> {
+/// use ur_api::{BufferDesc, QueueProps, Runtime};
+/// let mut rt = Runtime::new();
+/// rt.add(adapter)?;
+/// let dev = rt.all_devices()[0];
+/// let ctx = rt.create_context(&[dev])?;
+/// let q = rt.create_queue(ctx, dev, &QueueProps::default())?;
+/// let buf = rt.create_buffer(ctx, &BufferDesc::new(16).on(dev), None)?;
+/// rt.write(q, buf, 0, &[7u8; 16])?;
+/// let mut back = [0u8; 16];
+/// rt.read(q, buf, 0, &mut back)?;
+/// assert_eq!(back, [7u8; 16]);
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct Runtime {
+    adapters: Vec<Arc<dyn DynAdapter>>,
+    selector: DeviceSelector,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field(
+                "adapters",
+                &self.adapters.iter().map(|a| a.backend()).collect::<Vec<_>>(),
+            )
+            .field("selector", &self.selector.to_string())
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// An empty runtime selecting every device.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty runtime that will only show devices `selector` picks.
+    pub fn with_selector(selector: DeviceSelector) -> Self {
+        Runtime {
+            adapters: Vec::new(),
+            selector,
+        }
+    }
+
+    /// The selector in force.
+    pub fn selector(&self) -> &DeviceSelector {
+        &self.selector
+    }
+
+    /// Adds an adapter through the dyn layer.
+    pub fn add<A: Adapter>(&mut self, adapter: A) -> Result<()> {
+        self.add_dyn(Arc::new(AdapterHost::new(adapter)?));
+        Ok(())
+    }
+
+    /// Adds an already wrapped adapter.
+    pub fn add_dyn(&mut self, adapter: Arc<dyn DynAdapter>) {
+        self.adapters.push(adapter);
+    }
+
+    /// The adapters, in the order added.
+    pub fn adapters(&self) -> &[Arc<dyn DynAdapter>] {
+        &self.adapters
+    }
+
+    /// The adapter owning a handle.
+    pub fn adapter_of<H: Handle>(&self, handle: H) -> Result<&Arc<dyn DynAdapter>> {
+        self.adapters
+            .iter()
+            .find(|a| a.adapter_id() == handle.adapter_id())
+            .ok_or(Error::InvalidHandle { kind: H::KIND })
+    }
+
+    /// The backend of the adapter owning a handle.
+    pub fn backend_of<H: Handle>(&self, handle: H) -> Result<Backend> {
+        Ok(self.adapter_of(handle)?.backend())
+    }
+
+    fn selected(&self, adapter: &dyn DynAdapter) -> Vec<(PlatformId, Vec<DeviceId>)> {
+        let backend = adapter.backend();
+        let mut index = 0;
+        let mut out = Vec::new();
+        for p in adapter.platforms() {
+            let mut devs = Vec::new();
+            for d in adapter.devices(p).unwrap_or_default() {
+                let ty = adapter
+                    .device_info(d)
+                    .map(|i| i.device_type)
+                    .unwrap_or(DeviceType::Custom);
+                if self.selector.selects(backend, index, ty) {
+                    devs.push(d);
+                }
+                index += 1;
+            }
+            if !devs.is_empty() {
+                out.push((p, devs));
+            }
+        }
+        out
+    }
+
+    /// Platforms with at least one selected device, over all adapters.
+    pub fn platforms(&self) -> Vec<PlatformId> {
+        self.adapters
+            .iter()
+            .flat_map(|a| self.selected(a.as_ref()))
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    /// The selected devices of a platform.
+    pub fn devices(&self, platform: PlatformId) -> Result<Vec<DeviceId>> {
+        let a = self.adapter_of(platform)?;
+        a.platform_info(platform)?;
+        Ok(self
+            .selected(a.as_ref())
+            .into_iter()
+            .find(|(p, _)| *p == platform)
+            .map(|(_, d)| d)
+            .unwrap_or_default())
+    }
+
+    /// Every selected device of every adapter, in order.
+    pub fn all_devices(&self) -> Vec<DeviceId> {
+        self.adapters
+            .iter()
+            .flat_map(|a| self.selected(a.as_ref()))
+            .flat_map(|(_, d)| d)
+            .collect()
+    }
+
+    /// Creates a context over devices of one platform.
+    pub fn create_context(&self, devices: &[DeviceId]) -> Result<ContextId> {
+        let first = devices
+            .first()
+            .ok_or_else(|| Error::invalid("a context needs at least one device"))?;
+        self.adapter_of(*first)?.create_context(devices)
+    }
+
+    /// The connection between two locations; `None` across adapters.
+    pub fn memory_connection(&self, src: Location, dst: Location) -> Result<MemoryConnection> {
+        let a = self.adapter_of(src)?;
+        let b = self.adapter_of(dst)?;
+        if a.adapter_id() != b.adapter_id() {
+            // Both must still be valid locations of their adapters.
+            a.memory_connection(src, src)?;
+            b.memory_connection(dst, dst)?;
+            return Ok(MemoryConnection::None);
+        }
+        a.memory_connection(src, dst)
+    }
+
+    /// Waits for events, of any adapters.
+    pub fn wait(&self, events: &[EventId]) -> Result<()> {
+        if events.iter().any(|e| self.adapter_of(*e).is_err()) {
+            return Err(Error::InvalidHandle {
+                kind: HandleKind::Event,
+            });
+        }
+        for a in &self.adapters {
+            let mine: Vec<EventId> = events
+                .iter()
+                .copied()
+                .filter(|e| e.adapter_id() == a.adapter_id())
+                .collect();
+            if !mine.is_empty() {
+                a.wait(&mine)?;
+            }
+        }
+        Ok(())
+    }
+
+    forward! {
+        /// Describes a platform.
+        fn platform_info(&self, platform: PlatformId) -> Result<PlatformInfo>;
+        /// Describes a device.
+        fn device_info(&self, device: DeviceId) -> Result<DeviceInfo>;
+        /// The platform of a device.
+        fn device_platform(&self, device: DeviceId) -> Result<PlatformId>;
+        /// The devices of a context.
+        fn context_devices(&self, context: ContextId) -> Result<Vec<DeviceId>>;
+        /// Releases a context.
+        fn release_context(&self, context: ContextId) -> Result<()>;
+        /// Creates a buffer (see [`DynAdapter::create_buffer`]).
+        fn create_buffer(&self, context: ContextId, desc: &BufferDesc<DeviceId>, init: Option<HostPtr>) -> Result<BufferId>;
+        /// Creates a sub-buffer.
+        fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId>;
+        /// Describes a buffer.
+        fn buffer_info(&self, buffer: BufferId) -> Result<BufferInfo>;
+        /// Releases a buffer.
+        fn release_buffer(&self, buffer: BufferId) -> Result<()>;
+        /// Allocates USM memory.
+        fn usm_alloc(&self, context: ContextId, desc: &UsmDesc<DeviceId>) -> Result<UsmPtr>;
+        /// Frees USM memory.
+        fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()>;
+        /// Finds the USM allocation containing a pointer.
+        fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>>;
+        /// Registers (pins) host memory.
+        fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()>;
+        /// Unregisters host memory.
+        fn host_unregister(&self, context: ContextId, mem: HostPtr) -> Result<()>;
+        /// Creates an in-order queue.
+        fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId>;
+        /// The location of a queue.
+        fn queue_location(&self, queue: QueueId) -> Result<Location>;
+        /// Releases a queue.
+        fn release_queue(&self, queue: QueueId) -> Result<()>;
+        /// Submits pending work.
+        fn flush(&self, queue: QueueId) -> Result<()>;
+        /// Waits for all work on a queue.
+        fn finish(&self, queue: QueueId) -> Result<()>;
+        /// Status of an event.
+        fn event_status(&self, event: EventId) -> Result<EventStatus>;
+        /// Profiling timestamps of an event.
+        fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo>;
+        /// Releases an event.
+        fn release_event(&self, event: EventId) -> Result<()>;
+        /// Builds a program.
+        fn create_program(&self, context: ContextId, source: &ProgramSource, options: &str) -> Result<ProgramId>;
+        /// Releases a program.
+        fn release_program(&self, program: ProgramId) -> Result<()>;
+        /// Looks up a kernel.
+        fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
+        /// Releases a kernel.
+        fn release_kernel(&self, kernel: KernelId) -> Result<()>;
+        /// Reads a buffer into host memory (asynchronous; see [`HostPtr`]).
+        fn enqueue_read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
+        /// Writes host memory into a buffer (asynchronous; see [`HostPtr`]).
+        fn enqueue_write(&self, queue: QueueId, buffer: BufferId, offset: usize, src: HostPtr, wait: &[EventId]) -> Result<EventId>;
+        /// Copies between buffers.
+        fn enqueue_copy(&self, queue: QueueId, src: BufferId, src_offset: usize, dst: BufferId, dst_offset: usize, size: usize, wait: &[EventId]) -> Result<EventId>;
+        /// Copies a box between buffers.
+        fn enqueue_copy_rect(&self, queue: QueueId, src: BufferId, dst: BufferId, rect: &RectCopy, wait: &[EventId]) -> Result<EventId>;
+        /// Reads a box of a buffer into host memory.
+        fn enqueue_read_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
+        /// Writes a box of host memory into a buffer.
+        fn enqueue_write_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, src: HostPtr, wait: &[EventId]) -> Result<EventId>;
+        /// Fills a buffer range with a pattern.
+        fn enqueue_fill(&self, queue: QueueId, buffer: BufferId, offset: usize, size: usize, pattern: &[u8], wait: &[EventId]) -> Result<EventId>;
+        /// Maps a buffer range into host memory.
+        fn enqueue_map(&self, queue: QueueId, buffer: BufferId, flags: MapFlags, offset: usize, size: usize, wait: &[EventId]) -> Result<(EventId, HostPtr)>;
+        /// Unmaps a mapping.
+        fn enqueue_unmap(&self, queue: QueueId, buffer: BufferId, mapped: HostPtr, wait: &[EventId]) -> Result<EventId>;
+        /// Copies between USM and/or host memory.
+        fn enqueue_usm_copy(&self, queue: QueueId, dst: MemRef, src: MemRef, size: usize, wait: &[EventId]) -> Result<EventId>;
+        /// Fills USM memory.
+        fn enqueue_usm_fill(&self, queue: QueueId, ptr: UsmPtr, size: usize, pattern: &[u8], wait: &[EventId]) -> Result<EventId>;
+        /// Prefetches USM memory.
+        fn enqueue_usm_prefetch(&self, queue: QueueId, ptr: UsmPtr, size: usize, wait: &[EventId]) -> Result<EventId>;
+        /// Advises on USM memory.
+        fn usm_advise(&self, queue: QueueId, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()>;
+        /// Launches a kernel.
+        fn enqueue_launch(&self, queue: QueueId, kernel: KernelId, range: &NdRange, args: &[ArgValue<'_>], wait: &[EventId]) -> Result<EventId>;
+        /// A barrier.
+        fn enqueue_barrier(&self, queue: QueueId, wait: &[EventId]) -> Result<EventId>;
+    }
+
+    /// Waits for `event` and releases it.
+    pub fn complete(&self, event: EventId) -> Result<()> {
+        let waited = self.wait(&[event]);
+        self.release_event(event)?;
+        waited
+    }
+
+    /// Creates a buffer initialised from `data` (`COPY_HOST_PTR`).
+    pub fn create_buffer_with_data(
+        &self,
+        context: ContextId,
+        desc: &BufferDesc<DeviceId>,
+        data: &[u8],
+    ) -> Result<BufferId> {
+        let desc = desc.with_flags(desc.flags | MemFlags::COPY_HOST_PTR);
+        // SAFETY: COPY_HOST_PTR only reads `data` during the call.
+        let init = unsafe { HostPtr::new(data.as_ptr().cast_mut(), data.len()) };
+        self.create_buffer(context, &desc, Some(init))
+    }
+
+    /// Writes `src` at `offset` of `buffer` and waits.
+    pub fn write(&self, queue: QueueId, buffer: BufferId, offset: usize, src: &[u8]) -> Result<()> {
+        // SAFETY: the borrow outlives the call, which waits for the command.
+        let p = unsafe { HostPtr::new(src.as_ptr().cast_mut(), src.len()) };
+        self.complete(self.enqueue_write(queue, buffer, offset, p, &[])?)
+    }
+
+    /// Reads into `dst` from `offset` of `buffer` and waits.
+    pub fn read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the exclusive borrow outlives the call, which waits for the command.
+        let p = unsafe { HostPtr::new(dst.as_mut_ptr(), dst.len()) };
+        self.complete(self.enqueue_read(queue, buffer, offset, p, &[])?)
+    }
+
+    /// Reads a box into `dst` (laid out as `rect.dst`) and waits.
+    pub fn read_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the exclusive borrow outlives the call, which waits for the command.
+        let p = unsafe { HostPtr::new(dst.as_mut_ptr(), dst.len()) };
+        self.complete(self.enqueue_read_rect(queue, buffer, rect, p, &[])?)
+    }
+
+    /// Writes a box from `src` (laid out as `rect.src`) and waits.
+    pub fn write_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, src: &[u8]) -> Result<()> {
+        // SAFETY: the borrow outlives the call, which waits for the command.
+        let p = unsafe { HostPtr::new(src.as_ptr().cast_mut(), src.len()) };
+        self.complete(self.enqueue_write_rect(queue, buffer, rect, p, &[])?)
+    }
+
+    /// Copies `src` into USM memory at `dst` and waits.
+    pub fn usm_write(&self, queue: QueueId, dst: UsmPtr, src: &[u8]) -> Result<()> {
+        // SAFETY: the borrow outlives the call, which waits for the command.
+        let p = unsafe { HostPtr::new(src.as_ptr().cast_mut(), src.len()) };
+        self.complete(self.enqueue_usm_copy(queue, MemRef::Usm(dst), MemRef::Host(p), src.len(), &[])?)
+    }
+
+    /// Copies USM memory at `src` into `dst` and waits.
+    pub fn usm_read(&self, queue: QueueId, src: UsmPtr, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the exclusive borrow outlives the call, which waits for the command.
+        let p = unsafe { HostPtr::new(dst.as_mut_ptr(), dst.len()) };
+        self.complete(self.enqueue_usm_copy(queue, MemRef::Host(p), MemRef::Usm(src), dst.len(), &[])?)
+    }
+}

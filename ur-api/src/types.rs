@@ -1,0 +1,669 @@
+//! Plain data types shared by every adapter: device descriptions, flags,
+//! allocation descriptions, regions and ranges.
+
+use std::fmt;
+
+use bitflags::bitflags;
+use serde::Serialize;
+
+/// Which backend an adapter drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// The host CPU adapter (always present).
+    Native,
+    /// Simulated discrete devices (tests and topologies).
+    Sim,
+    /// OpenCL platforms through the ICD loader.
+    OpenCl,
+    /// NVIDIA CUDA through the driver API.
+    Cuda,
+    /// oneAPI Level Zero.
+    LevelZero,
+}
+
+impl Backend {
+    /// Every backend, in display order.
+    pub const ALL: [Backend; 5] = [
+        Backend::Native,
+        Backend::Sim,
+        Backend::OpenCl,
+        Backend::Cuda,
+        Backend::LevelZero,
+    ];
+
+    /// The name used in device selectors and test names (`native`, `opencl`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Native => "native",
+            Backend::Sim => "sim",
+            Backend::OpenCl => "opencl",
+            Backend::Cuda => "cuda",
+            Backend::LevelZero => "level_zero",
+        }
+    }
+
+    /// Parses a selector backend name; accepts the oneAPI aliases `native_cpu` and `ext_oneapi_cuda`-style prefixes.
+    pub fn from_name(s: &str) -> Option<Backend> {
+        let s = s.trim().to_ascii_lowercase();
+        let s = s.strip_prefix("ext_oneapi_").unwrap_or(&s);
+        Some(match s {
+            "native" | "native_cpu" | "host" => Backend::Native,
+            "sim" => Backend::Sim,
+            "opencl" => Backend::OpenCl,
+            "cuda" => Backend::Cuda,
+            "level_zero" | "levelzero" | "ze" => Backend::LevelZero,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What kind of device this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceType {
+    /// A CPU.
+    Cpu,
+    /// A GPU.
+    Gpu,
+    /// An accelerator (FPGA, DSP, ...).
+    Accelerator,
+    /// Anything else (simulated devices report their configured type).
+    Custom,
+}
+
+impl DeviceType {
+    /// Selector name: `cpu`, `gpu`, `fpga`/`acc`, `custom`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceType::Cpu => "cpu",
+            DeviceType::Gpu => "gpu",
+            DeviceType::Accelerator => "acc",
+            DeviceType::Custom => "custom",
+        }
+    }
+}
+
+bitflags! {
+    /// Which unified-shared-memory allocation kinds a device supports.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[serde(transparent)]
+    pub struct UsmCaps: u32 {
+        /// Host allocations accessible by the device.
+        const HOST = 1 << 0;
+        /// Device allocations.
+        const DEVICE = 1 << 1;
+        /// Shared (migrating) allocations.
+        const SHARED = 1 << 2;
+    }
+}
+
+bitflags! {
+    /// Optional device capabilities. The dyn layer checks these before
+    /// calling an adapter, so adapters never implement "unsupported" stubs.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[serde(transparent)]
+    pub struct DeviceCaps: u32 {
+        /// Events of profiling-enabled queues carry timestamps.
+        const PROFILING = 1 << 0;
+        /// Sub-buffers can be created.
+        const SUB_BUFFERS = 1 << 1;
+        /// Buffers can be mapped into host memory.
+        const MAP = 1 << 2;
+        /// Kernels can be launched.
+        const KERNELS = 1 << 3;
+        /// Existing host memory can be registered (pinned) with the adapter.
+        const HOST_REGISTER = 1 << 4;
+        /// Buffers may be created over caller-owned host memory (`USE_HOST_PTR`).
+        const USE_HOST_PTR = 1 << 5;
+        /// Fill patterns whose length is not a power of two are supported.
+        const FILL_ANY_PATTERN = 1 << 6;
+    }
+}
+
+bitflags! {
+    /// Program formats a device accepts.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[serde(transparent)]
+    pub struct ProgramFormats: u32 {
+        /// Host kernels: Rust functions registered by name.
+        const HOST = 1 << 0;
+        /// OpenCL C source.
+        const OPENCL_C = 1 << 1;
+        /// SPIR-V intermediate language.
+        const SPIRV = 1 << 2;
+        /// CUDA C++ source (compiled with NVRTC).
+        const CUDA_C = 1 << 3;
+        /// PTX assembly.
+        const PTX = 1 << 4;
+    }
+}
+
+/// Describes one platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlatformInfo {
+    /// Platform name.
+    pub name: String,
+    /// Vendor name.
+    pub vendor: String,
+    /// Version string as the backend reports it.
+    pub version: String,
+    /// The backend serving the platform.
+    pub backend: Backend,
+}
+
+/// Describes one device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceInfo {
+    /// Device name.
+    pub name: String,
+    /// Vendor name.
+    pub vendor: String,
+    /// CPU, GPU, ...
+    pub device_type: DeviceType,
+    /// Global memory in bytes.
+    pub global_mem_size: u64,
+    /// Largest single allocation in bytes.
+    pub max_alloc_size: u64,
+    /// The device's memory is the host's memory.
+    pub host_unified_memory: bool,
+    /// Supported USM allocation kinds.
+    pub usm: UsmCaps,
+    /// Optional capabilities.
+    pub caps: DeviceCaps,
+    /// Accepted program formats.
+    pub program_formats: ProgramFormats,
+    /// Compute units.
+    pub max_compute_units: u32,
+    /// Largest work-group (block) size.
+    pub max_work_group_size: usize,
+    /// Required alignment, in bytes, of a sub-buffer's offset.
+    pub sub_buffer_align: usize,
+    /// Driver version.
+    pub driver_version: String,
+    /// Backend API version the device supports.
+    pub backend_version: String,
+}
+
+/// The answer to "can memory of location A be used at location B?".
+///
+/// A location is a (context, device) pair. The answer is directional:
+/// `connection(a, b)` may differ from `connection(b, a)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryConnection {
+    /// The adapter cannot move the data: it must travel through host memory
+    /// (read to host at the source, write from host at the destination).
+    None,
+    /// Not usable in place, but the adapter can copy it directly
+    /// (`enqueue_copy` on a queue of either location).
+    Migratable,
+    /// Memory allocated at the source location is usable at the destination
+    /// as it is: no copy and no second allocation is needed.
+    Unified,
+}
+
+impl fmt::Display for MemoryConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MemoryConnection::None => "none",
+            MemoryConnection::Migratable => "migratable",
+            MemoryConnection::Unified => "unified",
+        })
+    }
+}
+
+bitflags! {
+    /// Buffer creation flags.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[serde(transparent)]
+    pub struct MemFlags: u32 {
+        /// Kernels read and write the buffer (the default when no access flag is set).
+        const READ_WRITE = 1 << 0;
+        /// Kernels only read the buffer.
+        const READ_ONLY = 1 << 1;
+        /// Kernels only write the buffer.
+        const WRITE_ONLY = 1 << 2;
+        /// The buffer lives in caller-owned host memory.
+        const USE_HOST_PTR = 1 << 3;
+        /// Back the buffer with host-accessible (pinned) memory.
+        const ALLOC_HOST_PTR = 1 << 4;
+        /// Initialise the buffer from caller data.
+        const COPY_HOST_PTR = 1 << 5;
+    }
+}
+
+/// Describes a buffer to create. `D` is the device type: a handle in the dyn
+/// layer, a reference to the adapter's device in the static trait.
+#[derive(Debug, Clone, Copy)]
+pub struct BufferDesc<D> {
+    /// Size in bytes; must be non-zero.
+    pub size: usize,
+    /// Creation flags.
+    pub flags: MemFlags,
+    /// The device this allocation is meant for. Backends that allocate per
+    /// context (OpenCL) place the memory there; backends that allocate per
+    /// device (CUDA) allocate on it. `None`: the context's first device.
+    pub device_hint: Option<D>,
+}
+
+impl<D> BufferDesc<D> {
+    /// A read-write buffer of `size` bytes with no device hint.
+    pub fn new(size: usize) -> Self {
+        BufferDesc {
+            size,
+            flags: MemFlags::READ_WRITE,
+            device_hint: None,
+        }
+    }
+
+    /// The same description with a device hint.
+    pub fn on(self, device: D) -> Self {
+        BufferDesc {
+            device_hint: Some(device),
+            ..self
+        }
+    }
+
+    /// The same description with these flags.
+    pub fn with_flags(self, flags: MemFlags) -> Self {
+        BufferDesc { flags, ..self }
+    }
+
+    /// Converts the device type.
+    pub fn map_device<E>(self, f: impl FnOnce(D) -> E) -> BufferDesc<E> {
+        BufferDesc {
+            size: self.size,
+            flags: self.flags,
+            device_hint: self.device_hint.map(f),
+        }
+    }
+}
+
+/// USM allocation kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsmKind {
+    /// Host memory the devices of the context can access.
+    Host,
+    /// Device memory.
+    Device,
+    /// Memory that migrates between host and device on demand.
+    Shared,
+}
+
+bitflags! {
+    /// Advice attached to a USM allocation or range.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[serde(transparent)]
+    pub struct UsmAdvice: u32 {
+        /// Mostly read; the backend may replicate it.
+        const READ_MOSTLY = 1 << 0;
+        /// Prefer keeping the memory on the device.
+        const PREFER_DEVICE = 1 << 1;
+        /// Prefer keeping the memory on the host.
+        const PREFER_HOST = 1 << 2;
+        /// The host will access the memory.
+        const ACCESSED_BY_HOST = 1 << 3;
+    }
+}
+
+/// Describes a USM allocation. `D` as in [`BufferDesc`].
+#[derive(Debug, Clone, Copy)]
+pub struct UsmDesc<D> {
+    /// Host, device or shared.
+    pub kind: UsmKind,
+    /// Size in bytes; must be non-zero.
+    pub size: usize,
+    /// Alignment in bytes; 0 means the adapter's default, otherwise a power of two.
+    pub align: usize,
+    /// The device the allocation is for (required for device allocations).
+    pub device: Option<D>,
+    /// Initial advice.
+    pub advice: UsmAdvice,
+}
+
+impl<D> UsmDesc<D> {
+    /// An allocation of `kind` and `size` with default alignment and no advice.
+    pub fn new(kind: UsmKind, size: usize) -> Self {
+        UsmDesc {
+            kind,
+            size,
+            align: 0,
+            device: None,
+            advice: UsmAdvice::empty(),
+        }
+    }
+
+    /// The same description for this device.
+    pub fn on(self, device: D) -> Self {
+        UsmDesc {
+            device: Some(device),
+            ..self
+        }
+    }
+
+    /// The same description with this alignment.
+    pub fn aligned(self, align: usize) -> Self {
+        UsmDesc { align, ..self }
+    }
+
+    /// Converts the device type.
+    pub fn map_device<E>(self, f: impl FnOnce(D) -> E) -> UsmDesc<E> {
+        UsmDesc {
+            kind: self.kind,
+            size: self.size,
+            align: self.align,
+            device: self.device.map(f),
+            advice: self.advice,
+        }
+    }
+}
+
+/// A USM address. For host and shared allocations of host-addressable
+/// backends it is a host address; for device allocations it is an address
+/// in the device's space that only the adapter interprets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct UsmPtr(pub u64);
+
+impl UsmPtr {
+    /// The address `bytes` further on.
+    pub fn offset(self, bytes: usize) -> UsmPtr {
+        UsmPtr(self.0 + bytes as u64)
+    }
+}
+
+impl fmt::Display for UsmPtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// What a pointer query returns. `D` as in [`BufferDesc`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsmPointerInfo<D> {
+    /// Allocation kind.
+    pub kind: UsmKind,
+    /// Base address of the allocation containing the pointer.
+    pub base: UsmPtr,
+    /// Size of that allocation.
+    pub size: usize,
+    /// The device of the allocation, if any.
+    pub device: Option<D>,
+}
+
+/// A span of host memory handed to an adapter for an operation that may run
+/// after the call returns.
+///
+/// Creating one is `unsafe`: the creator promises the memory stays valid for
+/// the whole operation (until its event completes), and that nothing else
+/// writes it meanwhile (for operations that read it) or accesses it
+/// meanwhile (for operations that write it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostPtr {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a HostPtr is only an address and a length; the promise made in
+// `HostPtr::new` covers use from the adapter's worker threads.
+unsafe impl Send for HostPtr {}
+// SAFETY: as above; sharing the address does not access the memory.
+unsafe impl Sync for HostPtr {}
+
+impl HostPtr {
+    /// Wraps `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `len` bytes from now until
+    /// every operation given this `HostPtr` has completed (its event is
+    /// complete, or the blocking call returned), and the memory must not be
+    /// accessed by anything else in that time, except by other reads when the
+    /// operations only read it.
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> Self {
+        HostPtr { ptr, len }
+    }
+
+    /// The start address.
+    pub fn as_ptr(self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Length in bytes.
+    pub fn len(self) -> usize {
+        self.len
+    }
+
+    /// True for a zero-length span.
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// The sub-span `[offset, offset + len)`, or `None` if it does not fit.
+    pub fn slice(self, offset: usize, len: usize) -> Option<HostPtr> {
+        let end = offset.checked_add(len)?;
+        (end <= self.len).then(|| HostPtr {
+            // SAFETY: offset <= self.len, so the result stays inside the span.
+            ptr: unsafe { self.ptr.add(offset) },
+            len,
+        })
+    }
+}
+
+/// Memory named by a USM copy: a USM allocation or plain host memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemRef {
+    /// A USM address (any kind).
+    Usm(UsmPtr),
+    /// Host memory that is not a USM allocation.
+    Host(HostPtr),
+}
+
+/// One side of a rectangular copy: where the box starts and how rows and
+/// slices are laid out. `origin` is (byte in row, row, slice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RectSide {
+    /// Start of the box: byte offset in the row, row index, slice index.
+    pub origin: [usize; 3],
+    /// Bytes between the starts of two rows; 0 means tightly packed (the box width).
+    pub row_pitch: usize,
+    /// Bytes between the starts of two slices; 0 means tightly packed (row pitch × height).
+    pub slice_pitch: usize,
+}
+
+impl RectSide {
+    /// Byte offset of the box's first byte.
+    pub fn start(&self) -> usize {
+        self.origin[2] * self.slice_pitch + self.origin[1] * self.row_pitch + self.origin[0]
+    }
+
+    /// One past the box's last byte, for a box of `extent`.
+    pub fn end(&self, extent: [usize; 3]) -> usize {
+        self.start() + (extent[2] - 1) * self.slice_pitch + (extent[1] - 1) * self.row_pitch + extent[0]
+    }
+}
+
+/// A rectangular (2-D or 3-D) copy. `extent` is (width in bytes, rows, slices).
+///
+/// The dyn layer replaces zero pitches by their packed values before an
+/// adapter sees the description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RectCopy {
+    /// Source layout.
+    pub src: RectSide,
+    /// Destination layout.
+    pub dst: RectSide,
+    /// Width in bytes, number of rows, number of slices.
+    pub extent: [usize; 3],
+}
+
+impl RectCopy {
+    /// Calls `f(src_offset, dst_offset, len)` for every contiguous row of the box.
+    /// Pitches must already be explicit (non-zero).
+    pub fn for_each_row(&self, mut f: impl FnMut(usize, usize, usize)) {
+        let [w, h, d] = self.extent;
+        for z in 0..d {
+            for y in 0..h {
+                let s = self.src.start() + z * self.src.slice_pitch + y * self.src.row_pitch;
+                let t = self.dst.start() + z * self.dst.slice_pitch + y * self.dst.row_pitch;
+                f(s, t, w);
+            }
+        }
+    }
+}
+
+bitflags! {
+    /// How a mapping will be used.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[serde(transparent)]
+    pub struct MapFlags: u32 {
+        /// The host reads the mapped memory.
+        const READ = 1 << 0;
+        /// The host writes the mapped memory (written back on unmap).
+        const WRITE = 1 << 1;
+        /// The host overwrites the whole range; its old contents need not be read.
+        const WRITE_INVALIDATE = 1 << 2;
+    }
+}
+
+/// Queue creation properties. Queues are always in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueProps {
+    /// Record profiling timestamps on this queue's events.
+    pub profiling: bool,
+}
+
+/// Where a command is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventStatus {
+    /// Enqueued, not yet handed to the device.
+    Queued,
+    /// Handed to the device.
+    Submitted,
+    /// Running.
+    Running,
+    /// Finished successfully.
+    Complete,
+    /// Finished with an error.
+    Failed(crate::Error),
+}
+
+/// Profiling timestamps of a command, in nanoseconds on a clock that is
+/// monotonic per device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ProfilingInfo {
+    /// When the command was enqueued.
+    pub queued: u64,
+    /// When it was submitted to the device.
+    pub submit: u64,
+    /// When it started running.
+    pub start: u64,
+    /// When it finished.
+    pub end: u64,
+}
+
+/// A 1-, 2- or 3-dimensional launch range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NdRange {
+    /// Number of dimensions used (1..=3).
+    pub dims: u32,
+    /// Global size per dimension; unused dimensions are 1.
+    pub global: [usize; 3],
+    /// Work-group size per dimension, or `None` for the adapter's choice.
+    pub local: Option<[usize; 3]>,
+    /// Global offset per dimension.
+    pub offset: [usize; 3],
+}
+
+impl NdRange {
+    /// A 1-D range of `n` work items.
+    pub fn d1(n: usize) -> Self {
+        NdRange {
+            dims: 1,
+            global: [n, 1, 1],
+            local: None,
+            offset: [0; 3],
+        }
+    }
+
+    /// A 2-D range.
+    pub fn d2(x: usize, y: usize) -> Self {
+        NdRange {
+            dims: 2,
+            global: [x, y, 1],
+            local: None,
+            offset: [0; 3],
+        }
+    }
+
+    /// A 3-D range.
+    pub fn d3(x: usize, y: usize, z: usize) -> Self {
+        NdRange {
+            dims: 3,
+            global: [x, y, z],
+            local: None,
+            offset: [0; 3],
+        }
+    }
+
+    /// The same range with a work-group size.
+    pub fn with_local(self, local: [usize; 3]) -> Self {
+        NdRange {
+            local: Some(local),
+            ..self
+        }
+    }
+
+    /// Total work items.
+    pub fn total(&self) -> usize {
+        self.global.iter().product()
+    }
+}
+
+/// Where a program comes from.
+#[derive(Clone)]
+pub enum ProgramSource {
+    /// Host kernels: Rust functions registered by name (native and sim adapters).
+    Host(std::sync::Arc<crate::host_kernel::HostKernelLibrary>),
+    /// OpenCL C source.
+    OpenClC(String),
+    /// SPIR-V binary.
+    SpirV(Vec<u8>),
+    /// CUDA C++ source, compiled with NVRTC.
+    CudaC(String),
+    /// PTX assembly.
+    Ptx(String),
+}
+
+impl ProgramSource {
+    /// The format flag this source needs.
+    pub fn format(&self) -> ProgramFormats {
+        match self {
+            ProgramSource::Host(_) => ProgramFormats::HOST,
+            ProgramSource::OpenClC(_) => ProgramFormats::OPENCL_C,
+            ProgramSource::SpirV(_) => ProgramFormats::SPIRV,
+            ProgramSource::CudaC(_) => ProgramFormats::CUDA_C,
+            ProgramSource::Ptx(_) => ProgramFormats::PTX,
+        }
+    }
+}
+
+impl fmt::Debug for ProgramSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProgramSource::Host(lib) => f.debug_tuple("Host").field(&lib.names()).finish(),
+            ProgramSource::OpenClC(s) => write!(f, "OpenClC({} bytes)", s.len()),
+            ProgramSource::SpirV(s) => write!(f, "SpirV({} bytes)", s.len()),
+            ProgramSource::CudaC(s) => write!(f, "CudaC({} bytes)", s.len()),
+            ProgramSource::Ptx(s) => write!(f, "Ptx({} bytes)", s.len()),
+        }
+    }
+}
