@@ -1,1 +1,61 @@
-//! Placeholder; see ARCHITECTURE.md.
+//! Finds every compiled-in adapter that is present on this machine and
+//! builds a [`Runtime`] over them.
+//!
+//! Each backend loads its native library at run time, so an absent runtime
+//! (no OpenCL ICD loader, no CUDA driver) means zero platforms for that
+//! backend, never a failure to start.
+//!
+//! ```
+//! let rt = ur_adapters::discover(&ur_api::DeviceSelector::all());
+//! assert!(!rt.all_devices().is_empty(), "the native adapter is always there");
+//! ```
+
+use ur_api::{Adapter, Backend, DeviceSelector, Runtime};
+
+/// What [`discover_with`] includes beyond what the machine has.
+#[derive(Debug, Clone, Default)]
+pub struct DiscoverOptions {
+    /// Include the simulated-device adapter with its default test topology
+    /// even when `UR_SIM_TOPOLOGY` is unset (tests do; users do not).
+    pub sim_for_tests: bool,
+}
+
+/// One adapter that was looked for, and what came of it.
+#[derive(Debug, Clone)]
+pub struct AdapterReport {
+    /// The backend.
+    pub backend: Backend,
+    /// `Ok(n)`: present with `n` platforms; `Err(reason)`: absent or skipped.
+    pub outcome: Result<usize, String>,
+}
+
+fn add<A: Adapter>(rt: &mut Runtime, reports: &mut Vec<AdapterReport>, backend: Backend, made: Result<A, String>) {
+    let outcome = made.and_then(|a| {
+        let before = rt.adapters().len();
+        rt.add(a).map_err(|e| e.to_string())?;
+        let added = &rt.adapters()[before];
+        Ok(added.platforms().len())
+    });
+    if let Err(reason) = &outcome {
+        tracing::info!(%backend, %reason, "adapter not loaded");
+    }
+    reports.push(AdapterReport { backend, outcome });
+}
+
+/// Every present adapter, devices filtered by `selector`.
+pub fn discover(selector: &DeviceSelector) -> Runtime {
+    discover_with(selector, &DiscoverOptions::default()).0
+}
+
+/// Like [`discover`], with options, also reporting what was looked for.
+pub fn discover_with(selector: &DeviceSelector, options: &DiscoverOptions) -> (Runtime, Vec<AdapterReport>) {
+    let _ = options;
+    let mut rt = Runtime::with_selector(selector.clone());
+    let mut reports = Vec::new();
+    if selector.may_select_backend(Backend::Native) {
+        add(&mut rt, &mut reports, Backend::Native, Ok(ur_native::NativeAdapter::new()));
+    }
+    // Further backends (sim, opencl, cuda, level_zero) register here, each
+    // guarded by `selector.may_select_backend(..)`.
+    (rt, reports)
+}
