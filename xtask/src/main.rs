@@ -1,1 +1,65 @@
-fn main() {}
+//! `cargo xtask`: the project's own tooling, written in Rust so it runs
+//! wherever cargo does.
+//!
+//! - `cargo xtask setup`: installs the system packages the real backends need.
+//! - `cargo xtask ci`: the checks CI runs (fmt, clippy, tests, docs).
+//! - `cargo xtask bench [--filter NAME]`: runs the benchmarks and collects
+//!   their `BENCH_ROW` lines into `target/bench/report.json`.
+
+mod bench;
+mod ci;
+mod cmd;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The project's tasks.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "Project tasks: setup, ci, bench")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Install the system packages the backends need (apt-get; a no-op when present).
+    Setup {
+        /// Show what would be installed without installing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Run the CI checks: fmt, clippy, tests (with the conformance suite), docs.
+    Ci,
+    /// Run `cargo bench --workspace` and write target/bench/report.json.
+    Bench {
+        /// Only keep rows (and run benchmarks) whose name contains this text.
+        #[arg(long)]
+        filter: Option<String>,
+    },
+}
+
+/// The workspace root (the parent of this crate's folder).
+pub(crate) fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(PathBuf::from).unwrap_or(here)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Setup { dry_run } => setup::setup(dry_run),
+        Task::Ci => ci::ci(),
+        Task::Bench { filter } => bench::bench(filter.as_deref()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

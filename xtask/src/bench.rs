@@ -1,0 +1,251 @@
+//! `cargo xtask bench`: runs every benchmark of the workspace and collects
+//! the `BENCH_ROW {json}` lines they print into `target/bench/report.json`.
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cmd::{cargo, display, with_backend_env, Result, XtaskError};
+
+/// The prefix of a result line on a benchmark's stdout.
+pub const PREFIX: &str = "BENCH_ROW ";
+
+/// One measured result, compared with its baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// What was measured.
+    pub name: String,
+    /// The measurement.
+    pub value: f64,
+    /// Its unit (`GiB/s`, `us`, ...).
+    pub unit: String,
+    /// What it is compared with.
+    #[serde(default)]
+    pub baseline_name: Option<String>,
+    /// The baseline's measurement, in the same unit.
+    #[serde(default)]
+    pub baseline_value: Option<f64>,
+    /// `value / baseline_value` as the benchmark computed it.
+    #[serde(default)]
+    pub ratio: Option<f64>,
+}
+
+/// The report file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Every row, in the order printed.
+    pub rows: Vec<Row>,
+}
+
+/// Parses one stdout line: `Ok(None)` for a line that is not a result row,
+/// an error for a `BENCH_ROW` line whose JSON is malformed.
+pub fn parse_line(line: &str) -> Result<Option<Row>> {
+    let Some(json) = line.trim_end().strip_prefix(PREFIX) else {
+        return Ok(None);
+    };
+    let mut row: Row = serde_json::from_str(json.trim())
+        .map_err(|e| XtaskError::Other(format!("malformed BENCH_ROW line ({e}): {line}")))?;
+    if row.ratio.is_none() {
+        row.ratio = row.baseline_value.filter(|b| *b != 0.0).map(|b| row.value / b);
+    }
+    Ok(Some(row))
+}
+
+/// Runs the benchmarks and writes the report.
+pub fn bench(filter: Option<&str>) -> Result<()> {
+    let mut cmd = cargo();
+    cmd.args(["bench", "--workspace"]);
+    if let Some(f) = filter {
+        // Harness-less benches receive it as their first free argument, libtest benches as a filter.
+        cmd.args(["--", f]);
+    }
+    with_backend_env(&mut cmd).stdout(Stdio::piped());
+    let shown = display(&cmd);
+    eprintln!("$ {shown}");
+    let mut child = cmd.spawn().map_err(|source| XtaskError::Spawn {
+        cmd: shown.clone(),
+        source,
+    })?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| XtaskError::Other("no stdout pipe".into()))?;
+    let mut rows = Vec::new();
+    let mut bad = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|source| XtaskError::Io {
+            what: "reading benchmark output".into(),
+            source,
+        })?;
+        println!("{line}");
+        match parse_line(&line) {
+            Ok(Some(row)) if filter.is_none_or(|f| row.name.contains(f)) => rows.push(row),
+            Ok(_) => {}
+            Err(e) => bad.push(e.to_string()),
+        }
+    }
+    let status = child.wait().map_err(|source| XtaskError::Io {
+        what: "waiting for cargo bench".into(),
+        source,
+    })?;
+    if !status.success() {
+        return Err(XtaskError::Failed {
+            cmd: shown,
+            status: status.to_string(),
+        });
+    }
+    let path = write_report(&Report { rows: rows.clone() })?;
+    print!("{}", table(&rows));
+    let _ = std::io::stdout().flush();
+    eprintln!("bench: {} rows written to {}", rows.len(), path.display());
+    if !bad.is_empty() {
+        return Err(XtaskError::Other(format!(
+            "{} malformed BENCH_ROW lines:\n{}",
+            bad.len(),
+            bad.join("\n")
+        )));
+    }
+    Ok(())
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::workspace_root().join("target"))
+}
+
+fn write_report(report: &Report) -> Result<PathBuf> {
+    let dir = target_dir().join("bench");
+    let io = |what: String| move |source| XtaskError::Io { what, source };
+    std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+    let path = dir.join("report.json");
+    let text = serde_json::to_string_pretty(report).map_err(|e| XtaskError::Other(e.to_string()))?;
+    std::fs::write(&path, text + "\n").map_err(io(format!("writing {}", path.display())))?;
+    Ok(path)
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
+}
+
+/// The rows as an aligned text table.
+pub fn table(rows: &[Row]) -> String {
+    let header = ["name", "value", "unit", "baseline", "baseline value", "ratio"].map(String::from);
+    let mut cells = vec![header];
+    for r in rows {
+        cells.push([
+            r.name.clone(),
+            format!("{:.3}", r.value),
+            r.unit.clone(),
+            r.baseline_name.clone().unwrap_or_else(|| "-".into()),
+            num(r.baseline_value),
+            r.ratio.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}x")),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| cells.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in cells.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| match c {
+                1 | 4 | 5 => format!("{s:>w$}", w = widths[c]),
+                _ => format!("{s:<w$}", w = widths[c]),
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * 5));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_row() {
+        let line = r#"BENCH_ROW {"name":"copy/1MiB","value":3.5,"unit":"GiB/s","baseline_name":"memcpy","baseline_value":7.0,"ratio":0.5}"#;
+        let row = parse_line(line).unwrap().unwrap();
+        assert_eq!(row.name, "copy/1MiB");
+        assert_eq!(row.value, 3.5);
+        assert_eq!(row.unit, "GiB/s");
+        assert_eq!(row.baseline_name.as_deref(), Some("memcpy"));
+        assert_eq!(row.baseline_value, Some(7.0));
+        assert_eq!(row.ratio, Some(0.5));
+    }
+
+    #[test]
+    fn computes_a_missing_ratio() {
+        let row = parse_line(r#"BENCH_ROW {"name":"a","value":3,"unit":"us","baseline_name":"b","baseline_value":2}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.ratio, Some(1.5));
+        let lone = parse_line(r#"BENCH_ROW {"name":"a","value":3,"unit":"us"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(lone.baseline_value, None);
+        assert_eq!(lone.ratio, None);
+    }
+
+    #[test]
+    fn ignores_other_lines() {
+        assert_eq!(parse_line("running 3 benches").unwrap(), None);
+        assert_eq!(parse_line("").unwrap(), None);
+        assert_eq!(parse_line(r#"  BENCH_ROW {"name":"indented"}"#).unwrap(), None);
+        assert_eq!(parse_line("BENCH_ROWS 1").unwrap(), None);
+    }
+
+    #[test]
+    fn rejects_malformed_rows() {
+        assert!(parse_line("BENCH_ROW {not json").is_err());
+        assert!(
+            parse_line(r#"BENCH_ROW {"name":"x","unit":"us"}"#).is_err(),
+            "value is required"
+        );
+        assert!(parse_line(r#"BENCH_ROW {"name":"x","value":"fast","unit":"us"}"#).is_err());
+    }
+
+    #[test]
+    fn report_has_the_documented_keys() {
+        let row = parse_line(r#"BENCH_ROW {"name":"a","value":1,"unit":"us"}"#)
+            .unwrap()
+            .unwrap();
+        let v = serde_json::to_value(Report { rows: vec![row] }).unwrap();
+        let obj = v["rows"][0].as_object().unwrap();
+        let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["baseline_name", "baseline_value", "name", "ratio", "unit", "value"]
+        );
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let rows = vec![
+            parse_line(
+                r#"BENCH_ROW {"name":"long-name","value":10,"unit":"us","baseline_name":"b","baseline_value":5}"#,
+            )
+            .unwrap()
+            .unwrap(),
+            parse_line(r#"BENCH_ROW {"name":"x","value":1.25,"unit":"GiB/s"}"#)
+                .unwrap()
+                .unwrap(),
+        ];
+        let t = table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[2].starts_with("long-name  10.000  us     b"), "{t}");
+        assert!(lines[2].ends_with("2.00x"), "{t}");
+        assert!(lines[3].starts_with("x           1.250  GiB/s  -"), "{t}");
+    }
+}

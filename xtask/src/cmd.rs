@@ -1,0 +1,196 @@
+//! Running commands with clear errors, and the environment the real
+//! backends need.
+
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Everything that can go wrong in a task.
+#[derive(Debug, thiserror::Error)]
+pub enum XtaskError {
+    /// A command could not be started at all (not installed, not executable).
+    #[error("could not start `{cmd}`: {source}")]
+    Spawn {
+        /// The command line.
+        cmd: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A command ran and failed.
+    #[error("`{cmd}` failed ({status})")]
+    Failed {
+        /// The command line.
+        cmd: String,
+        /// Its exit status, as text.
+        status: String,
+    },
+    /// A named step of a task failed.
+    #[error("step `{step}` failed after {secs:.1}s: {source}")]
+    Step {
+        /// The step.
+        step: String,
+        /// How long it ran.
+        secs: f64,
+        /// The failure.
+        source: Box<XtaskError>,
+    },
+    /// Reading or writing a file failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// Anything else, said in words.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Result of a task.
+pub type Result<T, E = XtaskError> = std::result::Result<T, E>;
+
+/// OpenCL settings the project's real backends need on a machine without a
+/// GPU: two PoCL CPU devices in one platform, and rusticl's llvmpipe device.
+pub const OPENCL_ENV: [(&str, &str); 2] = [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")];
+
+/// Sets the [`OPENCL_ENV`] variables on `cmd`, except those the caller's
+/// environment already sets.
+pub fn with_backend_env(cmd: &mut Command) -> &mut Command {
+    for (key, value) in OPENCL_ENV {
+        if std::env::var_os(key).is_none() {
+            cmd.env(key, value);
+        }
+    }
+    cmd
+}
+
+/// The command line as a shell user would type it.
+pub fn display(cmd: &Command) -> String {
+    let mut s = String::new();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            let _ = write!(s, "{}={} ", k.to_string_lossy(), quote(v));
+        }
+    }
+    s.push_str(&cmd.get_program().to_string_lossy());
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&quote(a));
+    }
+    s
+}
+
+fn quote(s: &OsStr) -> String {
+    let s = s.to_string_lossy();
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c)) {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Runs `cmd` with inherited stdio, echoing it first; an error names the
+/// command and its exit status.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    let shown = display(cmd);
+    eprintln!("$ {shown}");
+    let status = cmd.status().map_err(|source| XtaskError::Spawn {
+        cmd: shown.clone(),
+        source,
+    })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(XtaskError::Failed {
+            cmd: shown,
+            status: status.to_string(),
+        })
+    }
+}
+
+/// The `cargo` that runs this task (the `CARGO` cargo sets), or `cargo`.
+pub fn cargo() -> Command {
+    let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(program);
+    cmd.current_dir(crate::workspace_root());
+    cmd
+}
+
+/// Runs `f` as a named step, printing its start and duration; a failure
+/// names the step.
+pub fn step<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    eprintln!("==> {name}");
+    let start = Instant::now();
+    let out = f();
+    let took = start.elapsed();
+    match out {
+        Ok(v) => {
+            eprintln!("<== {name}: ok in {}", human(took));
+            Ok(v)
+        }
+        Err(e) => {
+            eprintln!("<== {name}: FAILED after {}", human(took));
+            Err(XtaskError::Step {
+                step: name.to_owned(),
+                secs: took.as_secs_f64(),
+                source: Box::new(e),
+            })
+        }
+    }
+}
+
+/// A duration as `1.2s` or `2m03s`.
+pub fn human(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 60.0 {
+        format!("{secs:.1}s")
+    } else {
+        let whole = d.as_secs();
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_quotes_what_needs_it() {
+        let mut c = Command::new("cargo");
+        c.args(["test", "--workspace", "a b"])
+            .env("POCL_DEVICES", "pthread pthread");
+        assert_eq!(
+            display(&c),
+            "POCL_DEVICES='pthread pthread' cargo test --workspace 'a b'"
+        );
+    }
+
+    #[test]
+    fn run_reports_the_failed_command() {
+        let err = run(Command::new("false").arg("x")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("`false x` failed"), "{text}");
+    }
+
+    #[test]
+    fn run_reports_a_missing_program() {
+        let err = run(&mut Command::new("/nonexistent/xtask-no-such-program")).unwrap_err();
+        assert!(matches!(err, XtaskError::Spawn { .. }), "{err}");
+    }
+
+    #[test]
+    fn step_names_the_failed_step() {
+        let err = step("clippy", || -> Result<()> { Err(XtaskError::Other("boom".into())) }).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("step `clippy` failed after"), "{text}");
+        assert!(text.ends_with("boom"), "{text}");
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_millis(1234)), "1.2s");
+        assert_eq!(human(Duration::from_secs(123)), "2m03s");
+    }
+}
