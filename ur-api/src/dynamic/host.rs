@@ -1,323 +1,16 @@
-//! [`AdapterHost`]: the blanket dyn implementation over any [`Adapter`].
+//! The [`DynAdapter`] implementation of [`AdapterHost`]: every check, then the adapter call.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use slotmap::SlotMap;
 
 use super::check;
+use super::tables::*;
 use super::{ArgValue, BufferInfo, DynAdapter};
 use crate::adapter::{Adapter, KernelArg};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
 use crate::types::*;
-
-struct PlatformEntry<A: Adapter> {
-    #[allow(dead_code)] // reason: kept so the adapter's platform outlives its devices.
-    obj: A::Platform,
-    info: PlatformInfo,
-    devices: Vec<DeviceKey>,
-}
-
-struct DeviceEntry<A: Adapter> {
-    obj: A::Device,
-    info: DeviceInfo,
-    platform: PlatformKey,
-}
-
-struct ContextEntry<A: Adapter> {
-    obj: A::Context,
-    devices: Vec<DeviceKey>,
-}
-
-struct BufferEntry<A: Adapter> {
-    obj: A::Buffer,
-    ctx: ContextKey,
-    context: Arc<ContextEntry<A>>,
-    size: usize,
-    flags: MemFlags,
-    device: DeviceKey,
-    /// Parent key, offset in it, and the parent kept alive.
-    parent: Option<(BufferKey, usize, Arc<BufferEntry<A>>)>,
-    /// Live mappings: (address, length).
-    maps: Mutex<Vec<(usize, usize)>>,
-}
-
-struct QueueEntry<A: Adapter> {
-    obj: A::Queue,
-    ctx: ContextKey,
-    context: Arc<ContextEntry<A>>,
-    device: DeviceKey,
-    profiling: bool,
-}
-
-struct EventEntry<A: Adapter> {
-    obj: A::Event,
-    ctx: ContextKey,
-    profiling: bool,
-}
-
-struct ProgramEntry<A: Adapter> {
-    obj: A::Program,
-    ctx: ContextKey,
-    #[allow(dead_code)] // reason: keeps the context alive while the program lives.
-    context: Arc<ContextEntry<A>>,
-}
-
-struct KernelEntry<A: Adapter> {
-    obj: A::Kernel,
-    ctx: ContextKey,
-    #[allow(dead_code)] // reason: keeps the program alive while the kernel lives.
-    program: Arc<ProgramEntry<A>>,
-}
-
-struct UsmEntry<A: Adapter> {
-    ctx: ContextKey,
-    context: Arc<ContextEntry<A>>,
-    kind: UsmKind,
-    size: usize,
-    device: Option<DeviceKey>,
-}
-
-struct Tables<A: Adapter> {
-    contexts: SlotMap<ContextKey, Arc<ContextEntry<A>>>,
-    buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
-    queues: SlotMap<QueueKey, Arc<QueueEntry<A>>>,
-    events: SlotMap<EventKey, Arc<EventEntry<A>>>,
-    programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
-    kernels: SlotMap<KernelKey, Arc<KernelEntry<A>>>,
-    /// USM allocations by base address.
-    usm: BTreeMap<u64, UsmEntry<A>>,
-}
-
-fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kind: HandleKind) -> Result<V> {
-    map.get(key).cloned().ok_or(Error::InvalidHandle { kind })
-}
-
-fn refs<A: Adapter>(events: &[Arc<EventEntry<A>>]) -> Vec<&A::Event> {
-    events.iter().map(|e| &e.obj).collect()
-}
-
-/// Wraps an [`Adapter`] as a [`DynAdapter`]: handle tables and every check.
-///
-/// ```
-/// # fn demo<A: ur_api::Adapter>(adapter: A) -> ur_api::Result<()> {
-/// use ur_api::{AdapterHost, DynAdapter};
-/// let host = AdapterHost::new(adapter)?;
-/// for p in host.platforms() {
-///     println!("{} devices", host.devices(p)?.len());
-/// }
-/// # Ok(()) }
-/// ```
-pub struct AdapterHost<A: Adapter> {
-    id: u32,
-    adapter: A,
-    platforms: SlotMap<PlatformKey, PlatformEntry<A>>,
-    platform_order: Vec<PlatformKey>,
-    devices: SlotMap<DeviceKey, DeviceEntry<A>>,
-    tables: Mutex<Tables<A>>,
-}
-
-impl<A: Adapter> std::fmt::Debug for AdapterHost<A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdapterHost")
-            .field("id", &self.id)
-            .field("backend", &self.adapter.backend())
-            .field("devices", &self.devices.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl<A: Adapter> AdapterHost<A> {
-    /// Enumerates the adapter's platforms and devices once; platforms with
-    /// no devices are skipped.
-    pub fn new(adapter: A) -> Result<Self> {
-        let mut platforms = SlotMap::with_key();
-        let mut platform_order = Vec::new();
-        let mut devices = SlotMap::with_key();
-        for p in adapter.platforms()? {
-            let info = adapter.platform_info(&p)?;
-            let devs = adapter.devices(&p)?;
-            if devs.is_empty() {
-                tracing::debug!(platform = %info.name, "skipping platform with no devices");
-                continue;
-            }
-            let pkey = platforms.insert_with_key(|_| PlatformEntry {
-                obj: p,
-                info,
-                devices: Vec::new(),
-            });
-            let mut keys = Vec::new();
-            for d in devs {
-                let dinfo = adapter.device_info(&d)?;
-                keys.push(devices.insert(DeviceEntry {
-                    obj: d,
-                    info: dinfo,
-                    platform: pkey,
-                }));
-            }
-            platforms[pkey].devices = keys;
-            platform_order.push(pkey);
-        }
-        Ok(AdapterHost {
-            id: next_host_id(),
-            adapter,
-            platforms,
-            platform_order,
-            devices,
-            tables: Mutex::new(Tables {
-                contexts: SlotMap::with_key(),
-                buffers: SlotMap::with_key(),
-                queues: SlotMap::with_key(),
-                events: SlotMap::with_key(),
-                programs: SlotMap::with_key(),
-                kernels: SlotMap::with_key(),
-                usm: BTreeMap::new(),
-            }),
-        })
-    }
-
-    /// The wrapped adapter (for benchmarks and adapter-specific extras).
-    pub fn adapter(&self) -> &A {
-        &self.adapter
-    }
-
-    fn own<H: Handle>(&self, h: H) -> Result<()> {
-        if h.adapter_id() == self.id {
-            Ok(())
-        } else {
-            Err(Error::InvalidHandle { kind: H::KIND })
-        }
-    }
-
-    fn device(&self, id: DeviceId) -> Result<&DeviceEntry<A>> {
-        self.own(id)?;
-        self.devices.get(id.key).ok_or(Error::InvalidHandle {
-            kind: HandleKind::Device,
-        })
-    }
-
-    fn context(&self, t: &Tables<A>, id: ContextId) -> Result<Arc<ContextEntry<A>>> {
-        self.own(id)?;
-        lookup(&t.contexts, id.key, HandleKind::Context)
-    }
-
-    fn buffer(&self, t: &Tables<A>, id: BufferId) -> Result<Arc<BufferEntry<A>>> {
-        self.own(id)?;
-        lookup(&t.buffers, id.key, HandleKind::Buffer)
-    }
-
-    fn queue(&self, t: &Tables<A>, id: QueueId) -> Result<Arc<QueueEntry<A>>> {
-        self.own(id)?;
-        lookup(&t.queues, id.key, HandleKind::Queue)
-    }
-
-    fn event(&self, t: &Tables<A>, id: EventId) -> Result<Arc<EventEntry<A>>> {
-        self.own(id)?;
-        lookup(&t.events, id.key, HandleKind::Event)
-    }
-
-    /// Events of a wait list: alive, of this adapter, of the queue's context.
-    fn wait_list(&self, t: &Tables<A>, ctx: ContextKey, wait: &[EventId]) -> Result<Vec<Arc<EventEntry<A>>>> {
-        wait.iter()
-            .map(|&id| {
-                let e = self.event(t, id)?;
-                if e.ctx != ctx {
-                    return Err(Error::WrongContext {
-                        what: "wait-list event",
-                    });
-                }
-                Ok(e)
-            })
-            .collect()
-    }
-
-    /// A context and one of its devices.
-    fn location(&self, t: &Tables<A>, loc: Location) -> Result<(Arc<ContextEntry<A>>, &DeviceEntry<A>)> {
-        let c = self.context(t, loc.context)?;
-        let d = self.device(loc.device)?;
-        if !c.devices.contains(&loc.device.key) {
-            return Err(Error::DeviceNotInContext);
-        }
-        Ok((c, d))
-    }
-
-    /// Memory of (`ctx`, `dev`) may be used on queue `q`: same context, or
-    /// the adapter says `Unified` (or `Migratable`, for copies).
-    fn usable(
-        &self,
-        what: &'static str,
-        ctx: &ContextEntry<A>,
-        ctx_key: ContextKey,
-        dev: DeviceKey,
-        q: &QueueEntry<A>,
-        copy: bool,
-    ) -> Result<()> {
-        if ctx_key == q.ctx {
-            return Ok(());
-        }
-        let conn = self.adapter.memory_connection(
-            (&ctx.obj, &self.devices[dev].obj),
-            (&q.context.obj, &self.devices[q.device].obj),
-        );
-        match conn {
-            MemoryConnection::Unified => Ok(()),
-            MemoryConnection::Migratable if copy => Ok(()),
-            _ => Err(Error::WrongContext { what }),
-        }
-    }
-
-    fn buffer_on_queue(&self, what: &'static str, b: &BufferEntry<A>, q: &QueueEntry<A>, copy: bool) -> Result<()> {
-        self.usable(what, &b.context, b.ctx, b.device, q, copy)
-    }
-
-    fn queue_caps(&self, q: &QueueEntry<A>) -> &DeviceInfo {
-        &self.devices[q.device].info
-    }
-
-    fn new_event(&self, obj: A::Event, q: &QueueEntry<A>) -> EventId {
-        let key = self.tables.lock().events.insert(Arc::new(EventEntry {
-            obj,
-            ctx: q.ctx,
-            profiling: q.profiling,
-        }));
-        EventId { host: self.id, key }
-    }
-
-    /// Finds the USM allocation containing `[ptr, ptr + len)` usable on `q`.
-    fn usm_range(&self, t: &Tables<A>, q: &QueueEntry<A>, ptr: UsmPtr, len: usize, copy: bool) -> Result<()> {
-        let (base, e) = t
-            .usm
-            .range(..=ptr.0)
-            .next_back()
-            .filter(|(b, e)| ptr.0 < *b + e.size as u64)
-            .ok_or(Error::InvalidHandle {
-                kind: HandleKind::UsmPointer,
-            })?;
-        check::range("USM allocation", (ptr.0 - base) as usize, len, e.size)?;
-        let dev = e.device.unwrap_or(e.context.devices[0]);
-        self.usable("USM pointer", &e.context, e.ctx, dev, q, copy)
-    }
-
-    fn mem_ref(&self, t: &Tables<A>, q: &QueueEntry<A>, m: MemRef, len: usize) -> Result<()> {
-        match m {
-            MemRef::Usm(p) => self.usm_range(t, q, p, len, true),
-            MemRef::Host(h) if h.len() < len => Err(Error::OutOfBounds {
-                what: "host memory",
-                offset: 0,
-                len,
-                size: h.len(),
-            }),
-            MemRef::Host(_) => Ok(()),
-        }
-    }
-
-    fn check_fill_pattern(&self, q: &QueueEntry<A>, pattern: &[u8], offset: usize, size: usize) -> Result<()> {
-        let any = self.queue_caps(q).caps.contains(DeviceCaps::FILL_ANY_PATTERN);
-        check::pattern(pattern, offset, size, any)
-    }
-}
 
 impl<A: Adapter> DynAdapter for AdapterHost<A> {
     fn adapter_id(&self) -> u32 {
@@ -828,11 +521,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         dst: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, b, w) = self.queue_buffer_wait(queue, buffer, wait)?;
         check::range("buffer", offset, dst.len(), b.size)?;
         self.buffer_on_queue("buffer", &b, &q, false)?;
         let ev = self.adapter.enqueue_read(&q.obj, &b.obj, offset, dst, &refs(&w))?;
@@ -847,11 +536,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         src: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, b, w) = self.queue_buffer_wait(queue, buffer, wait)?;
         check::range("buffer", offset, src.len(), b.size)?;
         self.buffer_on_queue("buffer", &b, &q, false)?;
         let ev = self.adapter.enqueue_write(&q.obj, &b.obj, offset, src, &refs(&w))?;
@@ -868,12 +553,8 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         size: usize,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let s = self.buffer(&t, src)?;
-        let d = self.buffer(&t, dst)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, s, w) = self.queue_buffer_wait(queue, src, wait)?;
+        let d = self.buffer(&self.tables.lock(), dst)?;
         check::range("source buffer", src_offset, size, s.size)?;
         check::range("destination buffer", dst_offset, size, d.size)?;
         self.buffer_on_queue("source buffer", &s, &q, true)?;
@@ -895,12 +576,8 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         rect: &RectCopy,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let s = self.buffer(&t, src)?;
-        let d = self.buffer(&t, dst)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, s, w) = self.queue_buffer_wait(queue, src, wait)?;
+        let d = self.buffer(&self.tables.lock(), dst)?;
         let rect = check::rect(rect, s.size, d.size)?;
         self.buffer_on_queue("source buffer", &s, &q, true)?;
         self.buffer_on_queue("destination buffer", &d, &q, true)?;
@@ -926,11 +603,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         dst: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, b, w) = self.queue_buffer_wait(queue, buffer, wait)?;
         let rect = check::rect(rect, b.size, dst.len())?;
         self.buffer_on_queue("buffer", &b, &q, false)?;
         let ev = self.adapter.enqueue_read_rect(&q.obj, &b.obj, &rect, dst, &refs(&w))?;
@@ -945,11 +618,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         src: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, b, w) = self.queue_buffer_wait(queue, buffer, wait)?;
         let rect = check::rect(rect, src.len(), b.size)?;
         self.buffer_on_queue("buffer", &b, &q, false)?;
         let ev = self.adapter.enqueue_write_rect(&q.obj, &b.obj, &rect, src, &refs(&w))?;
@@ -965,11 +634,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         pattern: &[u8],
         wait: &[EventId],
     ) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, b, w) = self.queue_buffer_wait(queue, buffer, wait)?;
         check::range("buffer", offset, size, b.size)?;
         self.check_fill_pattern(&q, pattern, offset, size)?;
         self.buffer_on_queue("buffer", &b, &q, false)?;
@@ -988,11 +653,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         size: usize,
         wait: &[EventId],
     ) -> Result<(EventId, HostPtr)> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, b, w) = self.queue_buffer_wait(queue, buffer, wait)?;
         if !self.queue_caps(&q).caps.contains(DeviceCaps::MAP) {
             return Err(Error::unsupported("buffer mapping"));
         }
@@ -1007,11 +668,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
     }
 
     fn enqueue_unmap(&self, queue: QueueId, buffer: BufferId, mapped: HostPtr, wait: &[EventId]) -> Result<EventId> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        drop(t);
+        let (q, b, w) = self.queue_buffer_wait(queue, buffer, wait)?;
         self.buffer_on_queue("buffer", &b, &q, false)?;
         let key = (mapped.as_ptr() as usize, mapped.len());
         let index = b
@@ -1160,20 +817,4 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         let ev = self.adapter.enqueue_barrier(&q.obj, &refs(&w))?;
         Ok(self.new_event(ev, &q))
     }
-}
-
-/// The root buffer key and this buffer's offset in it.
-fn root<A: Adapter>(b: &BufferEntry<A>) -> *const BufferEntry<A> {
-    match &b.parent {
-        Some((_, _, p)) => Arc::as_ptr(p),
-        None => b,
-    }
-}
-
-fn abs_offset<A: Adapter>(b: &BufferEntry<A>) -> usize {
-    b.parent.as_ref().map_or(0, |(_, off, _)| *off)
-}
-
-fn same_memory<A: Adapter>(a: &BufferEntry<A>, b: &BufferEntry<A>) -> bool {
-    std::ptr::eq(root(a), root(b))
 }

@@ -7,8 +7,9 @@
 
 mod check;
 mod host;
+mod tables;
 
-pub use host::AdapterHost;
+pub use tables::AdapterHost;
 
 use crate::error::Result;
 use crate::handles::{BufferId, ContextId, DeviceId, EventId, KernelId, Location, PlatformId, ProgramId, QueueId};

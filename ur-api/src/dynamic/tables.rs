@@ -1,0 +1,378 @@
+//! The dyn layer's tables: one entry type per object kind, and the lookups
+//! and checks every [`AdapterHost`] method shares.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use slotmap::SlotMap;
+
+use super::check;
+use crate::adapter::Adapter;
+use crate::error::{Error, HandleKind, Result};
+use crate::handles::*;
+use crate::types::*;
+
+/// A queue, a buffer and a resolved wait list.
+pub(super) type QueueBufferWait<A> = (Arc<QueueEntry<A>>, Arc<BufferEntry<A>>, Vec<Arc<EventEntry<A>>>);
+
+pub(super) struct PlatformEntry<A: Adapter> {
+    #[allow(dead_code)] // reason: kept so the adapter's platform outlives its devices.
+    pub(super) obj: A::Platform,
+    pub(super) info: PlatformInfo,
+    pub(super) devices: Vec<DeviceKey>,
+}
+
+pub(super) struct DeviceEntry<A: Adapter> {
+    pub(super) obj: A::Device,
+    pub(super) info: DeviceInfo,
+    pub(super) platform: PlatformKey,
+}
+
+pub(super) struct ContextEntry<A: Adapter> {
+    pub(super) obj: A::Context,
+    pub(super) devices: Vec<DeviceKey>,
+}
+
+pub(super) struct BufferEntry<A: Adapter> {
+    pub(super) obj: A::Buffer,
+    pub(super) ctx: ContextKey,
+    pub(super) context: Arc<ContextEntry<A>>,
+    pub(super) size: usize,
+    pub(super) flags: MemFlags,
+    pub(super) device: DeviceKey,
+    /// Parent key, offset in it, and the parent kept alive.
+    pub(super) parent: Option<(BufferKey, usize, Arc<BufferEntry<A>>)>,
+    /// Live mappings: (address, length).
+    pub(super) maps: Mutex<Vec<(usize, usize)>>,
+}
+
+pub(super) struct QueueEntry<A: Adapter> {
+    pub(super) obj: A::Queue,
+    pub(super) ctx: ContextKey,
+    pub(super) context: Arc<ContextEntry<A>>,
+    pub(super) device: DeviceKey,
+    pub(super) profiling: bool,
+}
+
+pub(super) struct EventEntry<A: Adapter> {
+    pub(super) obj: A::Event,
+    pub(super) ctx: ContextKey,
+    pub(super) profiling: bool,
+}
+
+pub(super) struct ProgramEntry<A: Adapter> {
+    pub(super) obj: A::Program,
+    pub(super) ctx: ContextKey,
+    #[allow(dead_code)] // reason: keeps the context alive while the program lives.
+    pub(super) context: Arc<ContextEntry<A>>,
+}
+
+pub(super) struct KernelEntry<A: Adapter> {
+    pub(super) obj: A::Kernel,
+    pub(super) ctx: ContextKey,
+    #[allow(dead_code)] // reason: keeps the program alive while the kernel lives.
+    pub(super) program: Arc<ProgramEntry<A>>,
+}
+
+pub(super) struct UsmEntry<A: Adapter> {
+    pub(super) ctx: ContextKey,
+    pub(super) context: Arc<ContextEntry<A>>,
+    pub(super) kind: UsmKind,
+    pub(super) size: usize,
+    pub(super) device: Option<DeviceKey>,
+}
+
+pub(super) struct Tables<A: Adapter> {
+    pub(super) contexts: SlotMap<ContextKey, Arc<ContextEntry<A>>>,
+    pub(super) buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
+    pub(super) queues: SlotMap<QueueKey, Arc<QueueEntry<A>>>,
+    pub(super) events: SlotMap<EventKey, Arc<EventEntry<A>>>,
+    pub(super) programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
+    pub(super) kernels: SlotMap<KernelKey, Arc<KernelEntry<A>>>,
+    /// USM allocations by base address.
+    pub(super) usm: BTreeMap<u64, UsmEntry<A>>,
+}
+
+pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kind: HandleKind) -> Result<V> {
+    map.get(key).cloned().ok_or(Error::InvalidHandle { kind })
+}
+
+pub(super) fn refs<A: Adapter>(events: &[Arc<EventEntry<A>>]) -> Vec<&A::Event> {
+    events.iter().map(|e| &e.obj).collect()
+}
+
+/// Wraps an [`Adapter`] as a [`DynAdapter`](super::DynAdapter): handle tables and every check.
+///
+/// ```
+/// # fn demo<A: ur_api::Adapter>(adapter: A) -> ur_api::Result<()> {
+/// use ur_api::{AdapterHost, DynAdapter};
+/// let host = AdapterHost::new(adapter)?;
+/// for p in host.platforms() {
+///     println!("{} devices", host.devices(p)?.len());
+/// }
+/// # Ok(()) }
+/// ```
+pub struct AdapterHost<A: Adapter> {
+    pub(super) id: u32,
+    pub(super) adapter: A,
+    pub(super) platforms: SlotMap<PlatformKey, PlatformEntry<A>>,
+    pub(super) platform_order: Vec<PlatformKey>,
+    pub(super) devices: SlotMap<DeviceKey, DeviceEntry<A>>,
+    pub(super) tables: Mutex<Tables<A>>,
+}
+
+impl<A: Adapter> std::fmt::Debug for AdapterHost<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdapterHost")
+            .field("id", &self.id)
+            .field("backend", &self.adapter.backend())
+            .field("devices", &self.devices.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Adapter> AdapterHost<A> {
+    /// Enumerates the adapter's platforms and devices once; platforms with
+    /// no devices are skipped.
+    pub fn new(adapter: A) -> Result<Self> {
+        let mut platforms = SlotMap::with_key();
+        let mut platform_order = Vec::new();
+        let mut devices = SlotMap::with_key();
+        for p in adapter.platforms()? {
+            let info = adapter.platform_info(&p)?;
+            let devs = adapter.devices(&p)?;
+            if devs.is_empty() {
+                tracing::debug!(platform = %info.name, "skipping platform with no devices");
+                continue;
+            }
+            let pkey = platforms.insert_with_key(|_| PlatformEntry {
+                obj: p,
+                info,
+                devices: Vec::new(),
+            });
+            let mut keys = Vec::new();
+            for d in devs {
+                let dinfo = adapter.device_info(&d)?;
+                keys.push(devices.insert(DeviceEntry {
+                    obj: d,
+                    info: dinfo,
+                    platform: pkey,
+                }));
+            }
+            platforms[pkey].devices = keys;
+            platform_order.push(pkey);
+        }
+        Ok(AdapterHost {
+            id: next_host_id(),
+            adapter,
+            platforms,
+            platform_order,
+            devices,
+            tables: Mutex::new(Tables {
+                contexts: SlotMap::with_key(),
+                buffers: SlotMap::with_key(),
+                queues: SlotMap::with_key(),
+                events: SlotMap::with_key(),
+                programs: SlotMap::with_key(),
+                kernels: SlotMap::with_key(),
+                usm: BTreeMap::new(),
+            }),
+        })
+    }
+
+    /// The wrapped adapter (for benchmarks and adapter-specific extras).
+    pub fn adapter(&self) -> &A {
+        &self.adapter
+    }
+}
+
+impl<A: Adapter> AdapterHost<A> {
+    pub(super) fn own<H: Handle>(&self, h: H) -> Result<()> {
+        if h.adapter_id() == self.id {
+            Ok(())
+        } else {
+            Err(Error::InvalidHandle { kind: H::KIND })
+        }
+    }
+
+    pub(super) fn device(&self, id: DeviceId) -> Result<&DeviceEntry<A>> {
+        self.own(id)?;
+        self.devices.get(id.key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Device,
+        })
+    }
+
+    pub(super) fn context(&self, t: &Tables<A>, id: ContextId) -> Result<Arc<ContextEntry<A>>> {
+        self.own(id)?;
+        lookup(&t.contexts, id.key, HandleKind::Context)
+    }
+
+    pub(super) fn buffer(&self, t: &Tables<A>, id: BufferId) -> Result<Arc<BufferEntry<A>>> {
+        self.own(id)?;
+        lookup(&t.buffers, id.key, HandleKind::Buffer)
+    }
+
+    pub(super) fn queue(&self, t: &Tables<A>, id: QueueId) -> Result<Arc<QueueEntry<A>>> {
+        self.own(id)?;
+        lookup(&t.queues, id.key, HandleKind::Queue)
+    }
+
+    pub(super) fn event(&self, t: &Tables<A>, id: EventId) -> Result<Arc<EventEntry<A>>> {
+        self.own(id)?;
+        lookup(&t.events, id.key, HandleKind::Event)
+    }
+
+    /// Events of a wait list: alive, of this adapter, of the queue's context.
+    pub(super) fn wait_list(
+        &self,
+        t: &Tables<A>,
+        ctx: ContextKey,
+        wait: &[EventId],
+    ) -> Result<Vec<Arc<EventEntry<A>>>> {
+        wait.iter()
+            .map(|&id| {
+                let e = self.event(t, id)?;
+                if e.ctx != ctx {
+                    return Err(Error::WrongContext {
+                        what: "wait-list event",
+                    });
+                }
+                Ok(e)
+            })
+            .collect()
+    }
+
+    /// A context and one of its devices.
+    pub(super) fn location(&self, t: &Tables<A>, loc: Location) -> Result<(Arc<ContextEntry<A>>, &DeviceEntry<A>)> {
+        let c = self.context(t, loc.context)?;
+        let d = self.device(loc.device)?;
+        if !c.devices.contains(&loc.device.key) {
+            return Err(Error::DeviceNotInContext);
+        }
+        Ok((c, d))
+    }
+
+    /// Memory of (`ctx`, `dev`) may be used on queue `q`: same context, or
+    /// the adapter says `Unified` (or `Migratable`, for copies).
+    pub(super) fn usable(
+        &self,
+        what: &'static str,
+        ctx: &ContextEntry<A>,
+        ctx_key: ContextKey,
+        dev: DeviceKey,
+        q: &QueueEntry<A>,
+        copy: bool,
+    ) -> Result<()> {
+        if ctx_key == q.ctx {
+            return Ok(());
+        }
+        let conn = self.adapter.memory_connection(
+            (&ctx.obj, &self.devices[dev].obj),
+            (&q.context.obj, &self.devices[q.device].obj),
+        );
+        match conn {
+            MemoryConnection::Unified => Ok(()),
+            MemoryConnection::Migratable if copy => Ok(()),
+            _ => Err(Error::WrongContext { what }),
+        }
+    }
+
+    pub(super) fn buffer_on_queue(
+        &self,
+        what: &'static str,
+        b: &BufferEntry<A>,
+        q: &QueueEntry<A>,
+        copy: bool,
+    ) -> Result<()> {
+        self.usable(what, &b.context, b.ctx, b.device, q, copy)
+    }
+
+    pub(super) fn queue_caps(&self, q: &QueueEntry<A>) -> &DeviceInfo {
+        &self.devices[q.device].info
+    }
+
+    pub(super) fn new_event(&self, obj: A::Event, q: &QueueEntry<A>) -> EventId {
+        let key = self.tables.lock().events.insert(Arc::new(EventEntry {
+            obj,
+            ctx: q.ctx,
+            profiling: q.profiling,
+        }));
+        EventId { host: self.id, key }
+    }
+
+    /// Finds the USM allocation containing `[ptr, ptr + len)` usable on `q`.
+    pub(super) fn usm_range(
+        &self,
+        t: &Tables<A>,
+        q: &QueueEntry<A>,
+        ptr: UsmPtr,
+        len: usize,
+        copy: bool,
+    ) -> Result<()> {
+        let (base, e) = t
+            .usm
+            .range(..=ptr.0)
+            .next_back()
+            .filter(|(b, e)| ptr.0 < *b + e.size as u64)
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::UsmPointer,
+            })?;
+        check::range("USM allocation", (ptr.0 - base) as usize, len, e.size)?;
+        let dev = e.device.unwrap_or(e.context.devices[0]);
+        self.usable("USM pointer", &e.context, e.ctx, dev, q, copy)
+    }
+
+    pub(super) fn mem_ref(&self, t: &Tables<A>, q: &QueueEntry<A>, m: MemRef, len: usize) -> Result<()> {
+        match m {
+            MemRef::Usm(p) => self.usm_range(t, q, p, len, true),
+            MemRef::Host(h) if h.len() < len => Err(Error::OutOfBounds {
+                what: "host memory",
+                offset: 0,
+                len,
+                size: h.len(),
+            }),
+            MemRef::Host(_) => Ok(()),
+        }
+    }
+
+    pub(super) fn check_fill_pattern(
+        &self,
+        q: &QueueEntry<A>,
+        pattern: &[u8],
+        offset: usize,
+        size: usize,
+    ) -> Result<()> {
+        let any = self.queue_caps(q).caps.contains(DeviceCaps::FILL_ANY_PATTERN);
+        check::pattern(pattern, offset, size, any)
+    }
+
+    pub(super) fn queue_buffer_wait(
+        &self,
+        queue: QueueId,
+        buffer: BufferId,
+        wait: &[EventId],
+    ) -> Result<QueueBufferWait<A>> {
+        let t = self.tables.lock();
+        let q = self.queue(&t, queue)?;
+        let b = self.buffer(&t, buffer)?;
+        let w = self.wait_list(&t, q.ctx, wait)?;
+        Ok((q, b, w))
+    }
+}
+
+/// The root buffer key and this buffer's offset in it.
+pub(super) fn root<A: Adapter>(b: &BufferEntry<A>) -> *const BufferEntry<A> {
+    match &b.parent {
+        Some((_, _, p)) => Arc::as_ptr(p),
+        None => b,
+    }
+}
+
+pub(super) fn abs_offset<A: Adapter>(b: &BufferEntry<A>) -> usize {
+    b.parent.as_ref().map_or(0, |(_, off, _)| *off)
+}
+
+pub(super) fn same_memory<A: Adapter>(a: &BufferEntry<A>, b: &BufferEntry<A>) -> bool {
+    std::ptr::eq(root(a), root(b))
+}
