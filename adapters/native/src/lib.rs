@@ -1,1 +1,388 @@
-//! Placeholder; see ARCHITECTURE.md.
+//! # ur-native: the host CPU adapter
+//!
+//! Always present, the embedded default: one platform ("Native host") with
+//! one CPU device, described from the real machine (`/proc/cpuinfo`,
+//! `/proc/meminfo`, available parallelism).
+//!
+//! ## Design choices
+//!
+//! - **All memory is ordinary host memory.** Buffers are zeroed, aligned
+//!   heap blocks (64 bytes, a cache line; 4096 for `ALLOC_HOST_PTR`), or the
+//!   caller's memory with `USE_HOST_PTR`. USM of every kind is the same, and
+//!   a USM pointer is its host address. Hence [`Adapter::memory_connection`]
+//!   is `Unified` for every pair of locations, and mapping is zero-copy.
+//! - **Memory is shared by `Arc`**: a sub-buffer, and every command in
+//!   flight, holds the memory it touches, so releasing a buffer or freeing
+//!   USM while commands still use it is safe: the memory goes back to the
+//!   allocator when the last of them finishes (a deferred free; `usm_free`
+//!   never blocks).
+//! - **One worker thread per queue.** Enqueueing boxes the command, sends it
+//!   down a channel and returns an event at once; the worker runs commands
+//!   in order, each after its wait list. A failed dependency fails the
+//!   command with [`Error::CommandFailed`] naming the cause; a panicking
+//!   kernel fails its event, not the worker. `flush` has nothing to do
+//!   (submission is immediate); dropping a queue lets pending work finish
+//!   and joins the worker.
+//! - **Profiling** timestamps are nanoseconds on one process-wide monotonic
+//!   clock, recorded only on profiling queues.
+//! - **Kernels** are [`ur_api::HostKernelLibrary`] functions; a launch runs the
+//!   whole range in one call on the queue's worker.
+//! - **No validation** beyond what memory safety needs: the dyn layer checks
+//!   parameters before this adapter sees them (see [`ur_api::Adapter`]).
+//!
+//! ```
+//! use ur_api::{BufferDesc, QueueProps, Runtime};
+//! let mut rt = Runtime::new();
+//! rt.add(ur_native::NativeAdapter::new())?;
+//! let dev = rt.all_devices()[0];
+//! let ctx = rt.create_context(&[dev])?;
+//! let q = rt.create_queue(ctx, dev, &QueueProps::default())?;
+//! let buf = rt.create_buffer(ctx, &BufferDesc::new(12), None)?;
+//! rt.complete(rt.enqueue_fill(q, buf, 0, 12, &[1, 2, 3], &[])?)?;
+//! let mut back = [0u8; 12];
+//! rt.read(q, buf, 0, &mut back)?;
+//! assert_eq!(back, [1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3]);
+//! # Ok::<(), ur_api::Error>(())
+//! ```
+
+mod device;
+mod memory;
+mod program;
+mod queue;
+#[cfg(test)]
+mod tests;
+
+use memory::{copy_rect_work, copy_work, fill_work, HostMem, MapTable, Span, UsmTable};
+use ur_api::{
+    Adapter, Backend, BufferDesc, DeviceInfo, Error, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemFlags, MemRef,
+    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
+    UsmDesc, UsmPtr,
+};
+
+pub use device::{NativeDevice, NativePlatform, BASE_ALIGN, PAGE_ALIGN, PLATFORM_NAME};
+pub use memory::{NativeBuffer, NativeContext};
+pub use program::{NativeKernel, NativeProgram};
+pub use queue::{NativeEvent, NativeQueue};
+
+/// The host CPU adapter.
+#[derive(Debug)]
+pub struct NativeAdapter {
+    info: DeviceInfo,
+    usm: UsmTable,
+    maps: MapTable,
+}
+
+impl Default for NativeAdapter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl NativeAdapter {
+    /// The adapter, with the host CPU described from this machine.
+    pub fn new() -> NativeAdapter {
+        NativeAdapter {
+            info: device::discover(),
+            usm: UsmTable::default(),
+            maps: MapTable::default(),
+        }
+    }
+}
+
+impl Adapter for NativeAdapter {
+    type Platform = NativePlatform;
+    type Device = NativeDevice;
+    type Context = NativeContext;
+    type Buffer = NativeBuffer;
+    type Queue = NativeQueue;
+    type Event = NativeEvent;
+    type Program = NativeProgram;
+    type Kernel = NativeKernel;
+
+    fn backend(&self) -> Backend {
+        Backend::Native
+    }
+
+    fn platforms(&self) -> Result<Vec<NativePlatform>> {
+        Ok(vec![NativePlatform])
+    }
+
+    fn platform_info(&self, _: &NativePlatform) -> Result<PlatformInfo> {
+        Ok(device::platform_info())
+    }
+
+    fn devices(&self, _: &NativePlatform) -> Result<Vec<NativeDevice>> {
+        Ok(vec![NativeDevice])
+    }
+
+    fn device_info(&self, _: &NativeDevice) -> Result<DeviceInfo> {
+        Ok(self.info.clone())
+    }
+
+    fn create_context(&self, _: &[&NativeDevice]) -> Result<NativeContext> {
+        Ok(NativeContext::new())
+    }
+
+    fn memory_connection(&self, _: Loc<'_, Self>, _: Loc<'_, Self>) -> MemoryConnection {
+        // Every allocation of this adapter, in any context, is ordinary host
+        // memory of this process: every native context and device, and the
+        // host itself, can address it as it is. No copy is ever needed.
+        MemoryConnection::Unified
+    }
+
+    fn create_buffer(
+        &self,
+        _: &NativeContext,
+        desc: &BufferDesc<&NativeDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<NativeBuffer> {
+        if desc.flags.contains(MemFlags::USE_HOST_PTR) {
+            let mem = init.ok_or_else(|| Error::invalid("USE_HOST_PTR needs host memory"))?;
+            // SAFETY: USE_HOST_PTR memory stays valid for the buffer's life
+            // (the promise made when the HostPtr was created).
+            return Ok(NativeBuffer::whole(unsafe {
+                HostMem::borrowed(mem.slice(0, desc.size).unwrap_or(mem))?
+            }));
+        }
+        let align = if desc.flags.contains(MemFlags::ALLOC_HOST_PTR) {
+            PAGE_ALIGN
+        } else {
+            BASE_ALIGN
+        };
+        let buf = NativeBuffer::whole(HostMem::alloc(desc.size, align)?);
+        if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
+            // SAFETY: `src` is readable for its length during this call; the
+            // new buffer is exclusively ours and at least that long.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.at(0), src.len().min(desc.size)) };
+        }
+        Ok(buf)
+    }
+
+    fn create_sub_buffer(&self, parent: &NativeBuffer, offset: usize, size: usize) -> Result<NativeBuffer> {
+        parent.sub(offset, size)
+    }
+
+    fn usm_alloc(&self, ctx: &NativeContext, desc: &UsmDesc<&NativeDevice>) -> Result<UsmPtr> {
+        // Host, device and shared allocations are all host memory here.
+        self.usm.alloc(ctx.id, desc.size, desc.align)
+    }
+
+    fn usm_free(&self, ctx: &NativeContext, ptr: UsmPtr) -> Result<()> {
+        self.usm.free(ctx.id, ptr)
+    }
+
+    fn host_register(&self, ctx: &NativeContext, mem: HostPtr) -> Result<()> {
+        ctx.registrations.register(mem)
+    }
+
+    fn host_unregister(&self, ctx: &NativeContext, mem: HostPtr) -> Result<()> {
+        ctx.registrations.unregister(mem)
+    }
+
+    fn create_queue(&self, _: &NativeContext, _: &NativeDevice, props: &QueueProps) -> Result<NativeQueue> {
+        NativeQueue::new(props.profiling)
+    }
+
+    fn flush(&self, _: &NativeQueue) -> Result<()> {
+        Ok(()) // Commands are handed to the worker when enqueued.
+    }
+
+    fn finish(&self, queue: &NativeQueue) -> Result<()> {
+        queue.finish()
+    }
+
+    fn event_status(&self, event: &NativeEvent) -> Result<EventStatus> {
+        Ok(event.status())
+    }
+
+    fn wait(&self, events: &[&NativeEvent]) -> Result<()> {
+        let mut first = Ok(());
+        for e in events {
+            let r = e.wait();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    fn event_profiling(&self, event: &NativeEvent) -> Result<ProfilingInfo> {
+        event.profiling()
+    }
+
+    fn create_program(&self, _: &NativeContext, source: &ProgramSource, _options: &str) -> Result<NativeProgram> {
+        program::create_program(source)
+    }
+
+    fn create_kernel(&self, program: &NativeProgram, name: &str) -> Result<NativeKernel> {
+        program::create_kernel(program, name)
+    }
+
+    fn enqueue_read(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            copy_work(Span::host(dst), Span::buffer(buffer, offset), dst.len()),
+        )
+    }
+
+    fn enqueue_write(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            copy_work(Span::buffer(buffer, offset), Span::host(src), src.len()),
+        )
+    }
+
+    fn enqueue_copy(
+        &self,
+        q: &NativeQueue,
+        src: &NativeBuffer,
+        src_offset: usize,
+        dst: &NativeBuffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            copy_work(Span::buffer(dst, dst_offset), Span::buffer(src, src_offset), size),
+        )
+    }
+
+    fn enqueue_copy_rect(
+        &self,
+        q: &NativeQueue,
+        src: &NativeBuffer,
+        dst: &NativeBuffer,
+        rect: &RectCopy,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, copy_rect_work(Span::buffer(dst, 0), Span::buffer(src, 0), *rect))
+    }
+
+    fn enqueue_read_rect(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, copy_rect_work(Span::host(dst), Span::buffer(buffer, 0), *rect))
+    }
+
+    fn enqueue_write_rect(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, copy_rect_work(Span::buffer(buffer, 0), Span::host(src), *rect))
+    }
+
+    fn enqueue_fill(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, fill_work(Span::buffer(buffer, offset), size, pattern)?)
+    }
+
+    fn enqueue_map(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        _: MapFlags,
+        offset: usize,
+        size: usize,
+        wait: &[&NativeEvent],
+    ) -> Result<(NativeEvent, HostPtr)> {
+        // Zero copy: the mapping is the buffer's own memory. The event only
+        // orders the host's access after earlier commands.
+        let ptr = self.maps.map(buffer, offset, size)?;
+        Ok((q.marker(wait)?, ptr))
+    }
+
+    fn enqueue_unmap(
+        &self,
+        q: &NativeQueue,
+        _: &NativeBuffer,
+        mapped: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        // Host writes went straight into the buffer; nothing to write back.
+        self.maps.unmap(mapped)?;
+        q.marker(wait)
+    }
+
+    fn enqueue_usm_copy(
+        &self,
+        q: &NativeQueue,
+        dst: MemRef,
+        src: MemRef,
+        size: usize,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        let (d, s) = (
+            Span::mem_ref(&self.usm, dst, size)?,
+            Span::mem_ref(&self.usm, src, size)?,
+        );
+        q.submit(wait, copy_work(d, s, size))
+    }
+
+    fn enqueue_usm_fill(
+        &self,
+        q: &NativeQueue,
+        ptr: UsmPtr,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, fill_work(Span::usm(&self.usm, ptr, size)?, size, pattern)?)
+    }
+
+    fn enqueue_usm_prefetch(&self, q: &NativeQueue, _: UsmPtr, _: usize, wait: &[&NativeEvent]) -> Result<NativeEvent> {
+        // The memory already is where the device (the CPU) uses it: nothing
+        // to move. The event still completes in order, like any command.
+        q.marker(wait)
+    }
+
+    fn usm_advise(&self, _: &NativeQueue, _: UsmPtr, _: usize, _: UsmAdvice) -> Result<()> {
+        // Advice steers placement and replication; host memory has one place.
+        Ok(())
+    }
+
+    fn enqueue_launch(
+        &self,
+        q: &NativeQueue,
+        kernel: &NativeKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, program::launch_work(&self.usm, kernel, range, args)?)
+    }
+
+    fn enqueue_barrier(&self, q: &NativeQueue, wait: &[&NativeEvent]) -> Result<NativeEvent> {
+        q.marker(wait)
+    }
+}
