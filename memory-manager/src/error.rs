@@ -1,0 +1,72 @@
+//! The memory manager's typed errors.
+
+use std::ops::Range;
+
+/// Result alias of the memory manager.
+pub type Result<T, E = MmError> = std::result::Result<T, E>;
+
+/// Every failure the memory manager reports. Whatever the variant, every
+/// logical buffer's data is intact: a failure never loses the last valid
+/// copy of a byte.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MmError {
+    /// An allocation failed even after evicting what could be evicted.
+    #[error("out of memory at {place} allocating {size} bytes for {buffer} (evicted {evicted} allocations first)")]
+    OutOfMemory {
+        /// The place (see [`crate::MemoryManager::place_name`]).
+        place: String,
+        /// The logical buffer that needed the memory.
+        buffer: String,
+        /// Bytes asked for.
+        size: usize,
+        /// How many allocations were evicted before giving up.
+        evicted: usize,
+        /// The adapter's last answer.
+        #[source]
+        source: ur_api::Error,
+    },
+    /// A copy failed. The source stays valid, the destination stays stale;
+    /// the next access plans the copy again.
+    #[error("copy of [{}, {}) of {buffer} from {from} to {to} failed", range.start, range.end)]
+    CopyFailed {
+        /// The logical buffer.
+        buffer: String,
+        /// Source place.
+        from: String,
+        /// Destination place.
+        to: String,
+        /// Byte range of the logical buffer.
+        range: Range<usize>,
+        /// The adapter's error.
+        #[source]
+        source: ur_api::Error,
+    },
+    /// A place that this manager was not created with.
+    #[error("{0} is not a place of this memory manager")]
+    UnknownPlace(String),
+    /// A logical buffer handle that was released or belongs to another manager.
+    #[error("unknown or released logical buffer")]
+    UnknownBuffer,
+    /// A byte range outside the logical buffer.
+    #[error("range [{}, {}) is out of bounds of {buffer} ({size} bytes)", range.start, range.end)]
+    OutOfBounds {
+        /// The logical buffer.
+        buffer: String,
+        /// The range asked for.
+        range: Range<usize>,
+        /// The buffer's size.
+        size: usize,
+    },
+    /// The buffer still has live accesses ([`crate::Acquired`] guards).
+    #[error("{buffer} is in use by {pins} live accesses")]
+    InUse {
+        /// The logical buffer.
+        buffer: String,
+        /// Live guards.
+        pins: usize,
+    },
+    /// Any other failure of the runtime below.
+    #[error(transparent)]
+    Runtime(#[from] ur_api::Error),
+}

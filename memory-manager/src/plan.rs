@@ -1,0 +1,280 @@
+//! Plans are data: what the manager will do to give an access its bytes.
+//!
+//! A [`Plan`] is computed from the residency of one logical buffer, the
+//! connection answers between places and the cost model, before anything
+//! runs. [`Plan::explain`] prints it as text; the text holds no addresses
+//! and no timings, so it can be snapshot-tested.
+
+use std::fmt::{self, Write as _};
+use std::ops::Range;
+
+use ur_api::MemoryConnection;
+
+use crate::interval::IntervalSet;
+
+/// How an access uses its byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Reads: the range is made valid at the place; other copies stay valid.
+    Read,
+    /// Writes part or all of the range: the range is made valid first (bytes
+    /// not written keep their values), then it is current only at this place.
+    Write,
+    /// Reads and writes: as [`Access::Write`].
+    ReadWrite,
+    /// Overwrites the whole range: nothing is copied, and afterwards the
+    /// range is current only at this place.
+    DiscardWrite,
+}
+
+impl Access {
+    /// True when the access needs the old contents.
+    pub fn reads_old_data(self) -> bool {
+        !matches!(self, Access::DiscardWrite)
+    }
+
+    /// True when other places become stale.
+    pub fn writes(self) -> bool {
+        !matches!(self, Access::Read)
+    }
+
+    /// Lower-case name used by [`Plan::explain`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::ReadWrite => "read-write",
+            Access::DiscardWrite => "discard-write",
+        }
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How bytes travel from one place to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// Host memory to a device allocation (`enqueue_write` on the device's queue).
+    HostWrite,
+    /// A device allocation to host memory (`enqueue_read` on the device's queue).
+    HostRead,
+    /// One adapter copy (`enqueue_copy` on the destination's queue); the
+    /// connection answer was `Unified` or `Migratable`.
+    AdapterCopy(MemoryConnection),
+    /// The connection answer was `None`: read to pinned host staging
+    /// buffers, write from them, chunk by chunk, `depth` chunks in flight.
+    Staged {
+        /// Bytes per chunk.
+        chunk: usize,
+        /// Staging buffers in the ring (chunks in flight).
+        depth: usize,
+    },
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Route::HostWrite => f.write_str("host write"),
+            Route::HostRead => f.write_str("host read"),
+            Route::AdapterCopy(c) => write!(f, "adapter copy ({c})"),
+            Route::Staged { chunk, depth } => {
+                write!(f, "host-staged copy (none): chunks of {}, ring of {depth}", bytes(*chunk))
+            }
+        }
+    }
+}
+
+/// One step of a plan. Places are indices into [`Plan::places`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Create the logical buffer's allocation at a place.
+    Allocate {
+        /// Where.
+        place: usize,
+        /// Bytes (the logical buffer's size).
+        size: usize,
+    },
+    /// Bytes never written anywhere read as zero: fill them.
+    Zero {
+        /// Where.
+        place: usize,
+        /// Byte range of the logical buffer.
+        range: Range<usize>,
+    },
+    /// Copy a range from one place's allocation to another's.
+    Copy {
+        /// Source place (valid there).
+        from: usize,
+        /// Destination place.
+        to: usize,
+        /// Byte range of the logical buffer.
+        range: Range<usize>,
+        /// How.
+        route: Route,
+    },
+}
+
+/// What the manager will do for one access, computed before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The logical buffer's name (`b0`, `b1`, ... in creation order).
+    pub buffer: String,
+    /// The access.
+    pub access: Access,
+    /// Byte range accessed.
+    pub range: Range<usize>,
+    /// The place asked for.
+    pub place: usize,
+    /// The place whose allocation the access uses: the place asked for, or
+    /// a place whose memory is `Unified` with it (used in place).
+    pub target: usize,
+    /// Steps, in order.
+    pub steps: Vec<Step>,
+    /// For writes: ranges that become stale, per place.
+    pub invalidates: Vec<(usize, IntervalSet)>,
+    /// Names of the places, by index (index 0 is the host).
+    pub places: Vec<String>,
+}
+
+/// "4096 B", "64 KiB", "3 MiB" for exact multiples, else bytes.
+pub(crate) fn bytes(n: usize) -> String {
+    const KI: usize = 1024;
+    if n >= KI * KI && n % (KI * KI) == 0 {
+        format!("{} MiB", n / (KI * KI))
+    } else if n >= KI && n % KI == 0 {
+        format!("{} KiB", n / KI)
+    } else {
+        format!("{n} B")
+    }
+}
+
+fn range(r: &Range<usize>) -> String {
+    format!("[{}, {})", r.start, r.end)
+}
+
+impl Plan {
+    /// Bytes the plan moves between places.
+    pub fn bytes_moved(&self) -> usize {
+        self.steps
+            .iter()
+            .map(|s| match s {
+                Step::Copy { range, .. } => range.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// True when the plan copies nothing and allocates nothing.
+    pub fn is_noop(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The plan as text, one step a line; deterministic (no addresses, no timings).
+    ///
+    /// ```
+    /// use ur_memory_manager::{Access, Plan, Route, Step};
+    /// let plan = Plan {
+    ///     buffer: "b0".into(),
+    ///     access: Access::Read,
+    ///     range: 0..4096,
+    ///     place: 1,
+    ///     target: 1,
+    ///     steps: vec![
+    ///         Step::Allocate { place: 1, size: 4096 },
+    ///         Step::Copy { from: 0, to: 1, range: 0..4096, route: Route::HostWrite },
+    ///     ],
+    ///     invalidates: vec![],
+    ///     places: vec!["host".into(), "L1 sim-dev0".into()],
+    /// };
+    /// assert_eq!(
+    ///     plan.explain(),
+    ///     "b0: read [0, 4096) at L1 sim-dev0\n\
+    ///      \x20 uses the allocation at L1 sim-dev0\n\
+    ///      \x20 1. allocate 4 KiB at L1 sim-dev0\n\
+    ///      \x20 2. copy [0, 4096) host -> L1 sim-dev0 by host write\n"
+    /// );
+    /// ```
+    pub fn explain(&self) -> String {
+        let name = |i: usize| self.places.get(i).cloned().unwrap_or_else(|| format!("place#{i}"));
+        let mut s = String::new();
+        let _ = writeln!(s, "{}: {} {} at {}", self.buffer, self.access, range(&self.range), name(self.place));
+        if self.target == self.place {
+            let _ = writeln!(s, "  uses the allocation at {}", name(self.target));
+        } else {
+            let _ = writeln!(s, "  uses the allocation at {} in place (unified)", name(self.target));
+        }
+        if self.steps.is_empty() {
+            let _ = writeln!(s, "  nothing to do: already valid");
+        }
+        for (i, step) in self.steps.iter().enumerate() {
+            let n = i + 1;
+            let _ = match step {
+                Step::Allocate { place, size } => writeln!(s, "  {n}. allocate {} at {}", bytes(*size), name(*place)),
+                Step::Zero { place, range: r } => {
+                    writeln!(s, "  {n}. zero {} at {} (never written)", range(r), name(*place))
+                }
+                Step::Copy {
+                    from,
+                    to,
+                    range: r,
+                    route,
+                } => writeln!(s, "  {n}. copy {} {} -> {} by {route}", range(r), name(*from), name(*to)),
+            };
+        }
+        for (p, set) in &self.invalidates {
+            let _ = writeln!(s, "  then stale at {}: {set}", name(*p));
+        }
+        s
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.explain())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_read_well() {
+        assert_eq!(bytes(100), "100 B");
+        assert_eq!(bytes(4096), "4 KiB");
+        assert_eq!(bytes(3 << 20), "3 MiB");
+        assert_eq!(bytes(1536), "1536 B");
+    }
+
+    #[test]
+    fn explain_lists_staged_and_stale() {
+        let plan = Plan {
+            buffer: "b3".into(),
+            access: Access::Write,
+            range: 0..100,
+            place: 2,
+            target: 1,
+            steps: vec![Step::Copy {
+                from: 3,
+                to: 1,
+                range: 0..100,
+                route: Route::Staged {
+                    chunk: 1 << 20,
+                    depth: 4,
+                },
+            }],
+            invalidates: vec![(3, IntervalSet::from_range(0..100))],
+            places: vec!["host".into(), "L1".into(), "L2".into(), "L3".into()],
+        };
+        let text = plan.explain();
+        assert!(text.contains("in place (unified)"), "{text}");
+        assert!(text.contains("host-staged copy (none): chunks of 1 MiB, ring of 4"), "{text}");
+        assert!(text.contains("then stale at L3: {[0, 100)}"), "{text}");
+        assert_eq!(plan.bytes_moved(), 100);
+        assert!(!plan.is_noop());
+    }
+}
