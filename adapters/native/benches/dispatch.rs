@@ -1,0 +1,80 @@
+//! Cost of a small enqueue on the native adapter, through the dyn layer
+//! (`ur_api::Runtime`: handle tables and checks) and through the static
+//! `Adapter` trait directly.
+//!
+//! Each batch enqueues `OPS` 64-byte fills, releasing every event at once,
+//! and finishes the queue at the end. Batches of both paths are interleaved
+//! (alternating which goes first) and the medians of per-batch ns/op are
+//! compared. Prints one `BENCH_ROW` line.
+
+use std::time::Instant;
+
+use ur_api::{Adapter, BufferDesc, QueueProps, Runtime};
+use ur_native::NativeAdapter;
+
+const OPS: usize = 2000;
+const ROUNDS: usize = 41;
+const WARMUP: usize = 3;
+const SIZE: usize = 64;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> ur_api::Result<()> {
+    // Static path.
+    let a = NativeAdapter::new();
+    let p = a.platforms()?.remove(0);
+    let dev = a.devices(&p)?.remove(0);
+    let ctx = a.create_context(&[&dev])?;
+    let sq = a.create_queue(&ctx, &dev, &QueueProps::default())?;
+    let sbuf = a.create_buffer(&ctx, &BufferDesc::new(SIZE * 64), None)?;
+    let static_batch = || -> ur_api::Result<f64> {
+        let t = Instant::now();
+        for i in 0..OPS {
+            let e = a.enqueue_fill(&sq, &sbuf, (i % 64) * SIZE, SIZE, &[i as u8], &[])?;
+            drop(e);
+        }
+        a.finish(&sq)?;
+        Ok(t.elapsed().as_nanos() as f64 / OPS as f64)
+    };
+
+    // Dyn path.
+    let mut rt = Runtime::new();
+    rt.add(NativeAdapter::new())?;
+    let ddev = rt.all_devices()[0];
+    let dctx = rt.create_context(&[ddev])?;
+    let dq = rt.create_queue(dctx, ddev, &QueueProps::default())?;
+    let dbuf = rt.create_buffer(dctx, &BufferDesc::new(SIZE * 64), None)?;
+    let dyn_batch = || -> ur_api::Result<f64> {
+        let t = Instant::now();
+        for i in 0..OPS {
+            let e = rt.enqueue_fill(dq, dbuf, (i % 64) * SIZE, SIZE, &[i as u8], &[])?;
+            rt.release_event(e)?;
+        }
+        rt.finish(dq)?;
+        Ok(t.elapsed().as_nanos() as f64 / OPS as f64)
+    };
+
+    let (mut stat, mut dynamic) = (Vec::new(), Vec::new());
+    for round in 0..WARMUP + ROUNDS {
+        let (s, d) = if round % 2 == 0 {
+            let s = static_batch()?;
+            (s, dyn_batch()?)
+        } else {
+            let d = dyn_batch()?;
+            (static_batch()?, d)
+        };
+        if round >= WARMUP {
+            stat.push(s);
+            dynamic.push(d);
+        }
+    }
+    let (s, d) = (median(stat), median(dynamic));
+    println!(
+        "BENCH_ROW {{\"name\":\"dispatch.native.dyn_over_static\",\"value\":{d:.1},\"unit\":\"ns\",\"baseline_name\":\"dispatch.native.static\",\"baseline_value\":{s:.1},\"ratio\":{:.3}}}",
+        d / s
+    );
+    Ok(())
+}
