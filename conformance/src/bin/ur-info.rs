@@ -30,6 +30,28 @@ struct Cli {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Do not apply the OpenCL defaults (`POCL_DEVICES`, `RUSTICL_ENABLE`) when unset.
+    #[arg(long)]
+    no_opencl_defaults: bool,
+}
+
+/// The OpenCL settings the project's tests run with (`cargo xtask ci` sets
+/// the same): two PoCL CPU devices in one platform, and Mesa rusticl's
+/// software device, which rusticl hides unless asked for.
+const OPENCL_DEFAULTS: [(&str, &str); 2] = [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")];
+
+/// Sets each [`OPENCL_DEFAULTS`] variable that is unset; returns what it set.
+/// Must run before any other thread starts.
+fn apply_opencl_defaults() -> Vec<String> {
+    let mut set = Vec::new();
+    for (key, value) in OPENCL_DEFAULTS {
+        if std::env::var_os(key).is_none() {
+            // Edition 2021: safe; called first thing in `main`, before any thread exists.
+            std::env::set_var(key, value);
+            set.push(format!("{key}={value:?}"));
+        }
+    }
+    set
 }
 
 /// Everything `ur-info` reports.
@@ -385,11 +407,20 @@ fn text(r: &Report) -> String {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if !cli.no_opencl_defaults {
+        let set = apply_opencl_defaults();
+        if !set.is_empty() {
+            eprintln!(
+                "ur-info: using {} (the tests' OpenCL settings; set them, or pass --no-opencl-defaults, to change)",
+                set.join(", ")
+            );
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     let selector = match cli.devices.as_deref().map(str::trim) {
         None | Some("") => DeviceSelector::all(),
         Some(s) => match s.parse::<DeviceSelector>() {
