@@ -12,9 +12,9 @@ use std::time::Instant;
 use ur_api::{Adapter, BufferDesc, QueueProps, Runtime};
 use ur_native::NativeAdapter;
 
-const OPS: usize = 2000;
-const ROUNDS: usize = 41;
-const WARMUP: usize = 3;
+const OPS: usize = 500;
+const ROUNDS: usize = 201;
+const WARMUP: usize = 10;
 const SIZE: usize = 64;
 
 fn median(mut v: Vec<f64>) -> f64 {

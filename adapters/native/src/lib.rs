@@ -15,7 +15,9 @@
 //!   flight, holds the memory it touches, so releasing a buffer or freeing
 //!   USM while commands still use it is safe: the memory goes back to the
 //!   allocator when the last of them finishes (a deferred free; `usm_free`
-//!   never blocks).
+//!   never blocks). Only memory named by a command's arguments is tracked:
+//!   a kernel that follows pointers stored in memory must be waited for
+//!   before that memory is freed.
 //! - **One worker thread per queue.** Enqueueing boxes the command, sends it
 //!   down a channel and returns an event at once; the worker runs commands
 //!   in order, each after its wait list. A failed dependency fails the
@@ -65,6 +67,28 @@ pub use program::{NativeKernel, NativeProgram};
 pub use queue::{NativeEvent, NativeQueue};
 
 /// The host CPU adapter.
+///
+/// Used directly through the static [`Adapter`] trait:
+///
+/// ```
+/// use ur_api::{Adapter, BufferDesc, HostPtr, QueueProps};
+/// use ur_native::NativeAdapter;
+///
+/// let a = NativeAdapter::new();
+/// let platform = a.platforms()?.remove(0);
+/// let dev = a.devices(&platform)?.remove(0);
+/// let ctx = a.create_context(&[&dev])?;
+/// let q = a.create_queue(&ctx, &dev, &QueueProps::default())?;
+/// let buf = a.create_buffer(&ctx, &BufferDesc::new(8), None)?;
+/// let filled = a.enqueue_fill(&q, &buf, 0, 8, &[0xAB], &[])?;
+/// let mut out = [0u8; 8];
+/// // SAFETY: `out` outlives the wait below and nothing else touches it.
+/// let dst = unsafe { HostPtr::new(out.as_mut_ptr(), out.len()) };
+/// let read = a.enqueue_read(&q, &buf, 0, dst, &[&filled])?;
+/// a.wait(&[&read])?;
+/// assert_eq!(out, [0xAB; 8]);
+/// # Ok::<(), ur_api::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct NativeAdapter {
     info: DeviceInfo,
