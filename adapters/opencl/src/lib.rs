@@ -1,1 +1,272 @@
-//! Placeholder; see ARCHITECTURE.md.
+//! # ur-opencl: the OpenCL adapter
+//!
+//! Drives every OpenCL platform of the machine through [`opencl3`] (feature
+//! `dynamic`: libOpenCL is loaded at run time).
+//!
+//! ## Design choices
+//!
+//! - **No OpenCL is zero platforms.** Without `libOpenCL.so.1`, or with no
+//!   ICD installed, [`Adapter::platforms`] answers an empty list, never an
+//!   error or a panic; platforms without devices (Clover) answer an empty
+//!   device list and the dyn layer skips them.
+//! - **Allocations honour the device hint.** OpenCL allocates per context;
+//!   a buffer is migrated (`clEnqueueMigrateMemObjects`) to its hinted
+//!   device when it is created.
+//! - **Connections** (see `device::memory_connection`): same context and
+//!   device `Unified`; same context, other device `Migratable` (copied with
+//!   `clEnqueueCopyBuffer`); other contexts or platforms `None`.
+//! - **USM is SVM.** Devices with OpenCL 2.0 coarse-grain SVM offer device
+//!   USM, fine-grain buffer SVM adds host and shared USM; devices without
+//!   SVM report no USM kinds and the dyn layer answers `Unsupported`.
+//!   (`cl_intel_unified_shared_memory` is not used: no runtime on the
+//!   project's machines offers it, and cl3 0.13's allocation wrappers drop
+//!   the returned pointer.)
+//! - **No host registration.** OpenCL cannot pin existing host memory;
+//!   pinned memory is a buffer with `ALLOC_HOST_PTR`, used through map/unmap.
+//! - **Fills of any pattern length** are honest: powers of two use
+//!   `clEnqueueFillBuffer`/`clEnqueueSVMMemFill`, other lengths a seed of
+//!   whole repetitions doubled in place with copies.
+//! - Error codes map to [`ur_api::Error`] in one file of pure mappings,
+//!   [`conv`].
+//!
+//! ```no_run
+//! use ur_api::{BufferDesc, QueueProps, Runtime};
+//! let mut rt = Runtime::new();
+//! rt.add(ur_opencl::OpenClAdapter::new())?;
+//! if let Some(&dev) = rt.all_devices().first() {
+//!     let ctx = rt.create_context(&[dev])?;
+//!     let q = rt.create_queue(ctx, dev, &QueueProps::default())?;
+//!     let buf = rt.create_buffer(ctx, &BufferDesc::new(64).on(dev), None)?;
+//!     rt.write(q, buf, 0, &[1u8; 64])?;
+//! }
+//! # Ok::<(), ur_api::Error>(())
+//! ```
+
+pub mod conv;
+mod device;
+mod memory;
+mod program;
+mod queue;
+
+pub use device::{Context, Device, Platform};
+pub use memory::Buffer;
+pub use program::{Kernel, Program};
+pub use queue::{Event, Queue};
+
+use ur_api::{
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemRef, MemoryConnection,
+    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice, UsmDesc, UsmPtr,
+};
+
+/// The OpenCL adapter. Holds no state: OpenCL objects carry their own.
+#[derive(Debug, Default, Clone)]
+pub struct OpenClAdapter {
+    _private: (),
+}
+
+impl OpenClAdapter {
+    /// The adapter; OpenCL itself is looked for when platforms are listed.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Adapter for OpenClAdapter {
+    type Platform = Platform;
+    type Device = Device;
+    type Context = Context;
+    type Buffer = Buffer;
+    type Queue = Queue;
+    type Event = Event;
+    type Program = Program;
+    type Kernel = Kernel;
+
+    fn backend(&self) -> Backend {
+        Backend::OpenCl
+    }
+
+    fn platforms(&self) -> Result<Vec<Platform>> {
+        device::platforms()
+    }
+
+    fn platform_info(&self, platform: &Platform) -> Result<PlatformInfo> {
+        device::platform_info(platform)
+    }
+
+    fn devices(&self, platform: &Platform) -> Result<Vec<Device>> {
+        device::devices(platform)
+    }
+
+    fn device_info(&self, device: &Device) -> Result<DeviceInfo> {
+        Ok(device.info.clone())
+    }
+
+    fn create_context(&self, devices: &[&Device]) -> Result<Context> {
+        device::create_context(devices)
+    }
+
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        device::memory_connection(src, dst)
+    }
+
+    fn create_buffer(&self, ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
+        memory::create_buffer(ctx, desc, init)
+    }
+
+    fn create_sub_buffer(&self, parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
+        memory::create_sub_buffer(parent, offset, size)
+    }
+
+    fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<UsmPtr> {
+        memory::usm_alloc(ctx, desc)
+    }
+
+    fn usm_free(&self, ctx: &Context, ptr: UsmPtr) -> Result<()> {
+        memory::usm_free(ctx, ptr)
+    }
+
+    fn create_queue(&self, ctx: &Context, device: &Device, props: &QueueProps) -> Result<Queue> {
+        queue::create_queue(ctx, device.id, props)
+    }
+
+    fn flush(&self, queue: &Queue) -> Result<()> {
+        queue::flush(queue)
+    }
+
+    fn finish(&self, queue: &Queue) -> Result<()> {
+        queue::finish(queue)
+    }
+
+    fn event_status(&self, event: &Event) -> Result<EventStatus> {
+        queue::event_status(event)
+    }
+
+    fn wait(&self, events: &[&Event]) -> Result<()> {
+        queue::wait(events)
+    }
+
+    fn event_profiling(&self, event: &Event) -> Result<ProfilingInfo> {
+        queue::event_profiling(event)
+    }
+
+    fn create_program(&self, ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
+        program::create_program(ctx, source, options)
+    }
+
+    fn create_kernel(&self, program: &Program, name: &str) -> Result<Kernel> {
+        program::create_kernel(program, name)
+    }
+
+    fn enqueue_read(&self, q: &Queue, b: &Buffer, offset: usize, dst: HostPtr, wait: &[&Event]) -> Result<Event> {
+        queue::enqueue_read(q, b, offset, dst, wait)
+    }
+
+    fn enqueue_write(&self, q: &Queue, b: &Buffer, offset: usize, src: HostPtr, wait: &[&Event]) -> Result<Event> {
+        queue::enqueue_write(q, b, offset, src, wait)
+    }
+
+    fn enqueue_copy(
+        &self,
+        q: &Queue,
+        src: &Buffer,
+        src_offset: usize,
+        dst: &Buffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        queue::enqueue_copy(q, src, src_offset, dst, dst_offset, size, wait)
+    }
+
+    fn enqueue_copy_rect(
+        &self,
+        q: &Queue,
+        src: &Buffer,
+        dst: &Buffer,
+        rect: &RectCopy,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        queue::enqueue_copy_rect(q, src, dst, rect, wait)
+    }
+
+    fn enqueue_read_rect(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        queue::enqueue_read_rect(q, b, rect, dst, wait)
+    }
+
+    fn enqueue_write_rect(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        queue::enqueue_write_rect(q, b, rect, src, wait)
+    }
+
+    fn enqueue_fill(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        queue::enqueue_fill(q, b, offset, size, pattern, wait)
+    }
+
+    fn enqueue_map(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        flags: MapFlags,
+        offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<(Event, HostPtr)> {
+        queue::enqueue_map(q, b, flags, offset, size, wait)
+    }
+
+    fn enqueue_unmap(&self, q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
+        queue::enqueue_unmap(q, b, mapped, wait)
+    }
+
+    fn enqueue_usm_copy(&self, q: &Queue, dst: MemRef, src: MemRef, size: usize, wait: &[&Event]) -> Result<Event> {
+        memory::enqueue_usm_copy(q, dst, src, size, wait)
+    }
+
+    fn enqueue_usm_fill(&self, q: &Queue, ptr: UsmPtr, size: usize, pattern: &[u8], wait: &[&Event]) -> Result<Event> {
+        memory::enqueue_usm_fill(q, ptr, size, pattern, wait)
+    }
+
+    fn enqueue_usm_prefetch(&self, q: &Queue, ptr: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
+        memory::enqueue_usm_prefetch(q, ptr, size, wait)
+    }
+
+    fn usm_advise(&self, q: &Queue, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()> {
+        memory::usm_advise(q, ptr, size, advice)
+    }
+
+    fn enqueue_launch(
+        &self,
+        q: &Queue,
+        kernel: &Kernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        program::enqueue_launch(q, kernel, range, args, wait)
+    }
+
+    fn enqueue_barrier(&self, q: &Queue, wait: &[&Event]) -> Result<Event> {
+        queue::enqueue_barrier(q, wait)
+    }
+}

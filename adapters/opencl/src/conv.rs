@@ -1,0 +1,300 @@
+//! Pure mappings between OpenCL codes and flags and the API's types.
+//!
+//! Nothing here calls OpenCL: every function is a total mapping, unit-tested
+//! below.
+
+use opencl3::device::{
+    CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, CL_DEVICE_SVM_FINE_GRAIN_BUFFER, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_CPU,
+    CL_DEVICE_TYPE_GPU,
+};
+use opencl3::error_codes::{self as ec, ClError};
+use opencl3::event::{CL_COMPLETE, CL_QUEUED, CL_RUNNING, CL_SUBMITTED};
+use opencl3::memory::{CL_MAP_READ, CL_MAP_WRITE, CL_MAP_WRITE_INVALIDATE_REGION};
+use opencl3::memory::{
+    CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR,
+    CL_MEM_WRITE_ONLY,
+};
+use opencl3::types::{cl_device_svm_capabilities, cl_device_type, cl_int, cl_map_flags, cl_mem_flags};
+use ur_api::{Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, UsmCaps};
+
+/// Error codes of the run-time loader (cl3's `dynamic` feature), not of OpenCL.
+pub(crate) const LOADER_LIBRARY_MISSING: cl_int = ec::DLOPEN_RUNTIME_LOAD_FAILED;
+/// A function the loaded library does not export.
+pub(crate) const LOADER_FUNCTION_MISSING: cl_int = ec::DLOPEN_FUNCTION_NOT_AVAILABLE;
+
+/// The API error for an OpenCL (or loader) error code.
+///
+/// Codes that describe bad input are mapped to the input variants only where
+/// the input is the caller's (work-group sizes, kernel arguments); anything
+/// else the dyn layer already validated is a backend error carrying its name.
+///
+/// ```
+/// # use ur_opencl::conv::error;
+/// assert_eq!(error(-6), ur_api::Error::OutOfHostMemory);
+/// ```
+pub fn error(code: cl_int) -> Error {
+    match code {
+        ec::CL_MEM_OBJECT_ALLOCATION_FAILURE | ec::CL_OUT_OF_RESOURCES => Error::OutOfDeviceMemory,
+        ec::CL_OUT_OF_HOST_MEMORY => Error::OutOfHostMemory,
+        ec::CL_DEVICE_NOT_AVAILABLE => Error::DeviceLost,
+        ec::CL_BUILD_PROGRAM_FAILURE | ec::CL_COMPILE_PROGRAM_FAILURE | ec::CL_LINK_PROGRAM_FAILURE => {
+            Error::ProgramBuild {
+                log: format!("{} (no build log available)", ClError(code)),
+            }
+        }
+        ec::CL_INVALID_KERNEL_ARGS | ec::CL_INVALID_ARG_INDEX | ec::CL_INVALID_ARG_VALUE | ec::CL_INVALID_ARG_SIZE => {
+            Error::InvalidKernelArgs(ClError(code).to_string())
+        }
+        ec::CL_INVALID_WORK_GROUP_SIZE | ec::CL_INVALID_WORK_ITEM_SIZE | ec::CL_INVALID_GLOBAL_WORK_SIZE => {
+            Error::invalid(format!("launch range rejected by the device: {}", ClError(code)))
+        }
+        ec::CL_MISALIGNED_SUB_BUFFER_OFFSET => Error::InvalidAlignment {
+            align: 0,
+            why: "sub-buffer offset is not aligned for a device of the context",
+        },
+        ec::CL_PROFILING_INFO_NOT_AVAILABLE => {
+            Error::ProfilingUnavailable("the OpenCL runtime has no timestamps for this event")
+        }
+        ec::CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST => {
+            Error::CommandFailed("a command in the wait list failed".into())
+        }
+        ec::CL_COMPILER_NOT_AVAILABLE | ec::CL_LINKER_NOT_AVAILABLE => {
+            Error::unsupported("an OpenCL C compiler on this device")
+        }
+        LOADER_LIBRARY_MISSING => Error::unsupported("the OpenCL ICD loader (libOpenCL.so.1) is not installed"),
+        LOADER_FUNCTION_MISSING => Error::unsupported("an OpenCL function missing from the loaded libOpenCL"),
+        _ => Error::Backend {
+            backend: Backend::OpenCl,
+            code: i64::from(code),
+            message: ClError(code).to_string(),
+        },
+    }
+}
+
+/// Maps an OpenCL result into the API's.
+pub(crate) fn check<T>(r: Result<T, cl_int>) -> ur_api::Result<T> {
+    r.map_err(error)
+}
+
+/// Maps an `opencl3` result into the API's.
+pub(crate) fn check3<T>(r: Result<T, ClError>) -> ur_api::Result<T> {
+    r.map_err(|e| error(e.0))
+}
+
+/// Is this enumeration error really "there are none"? (`clGetPlatformIDs`
+/// answers `CL_PLATFORM_NOT_FOUND_KHR` without ICDs, `clGetDeviceIDs`
+/// answers `CL_DEVICE_NOT_FOUND` for a platform with no devices, and the
+/// run-time loader answers its own code when libOpenCL is absent.)
+pub(crate) fn means_none(code: cl_int) -> bool {
+    matches!(
+        code,
+        ec::CL_PLATFORM_NOT_FOUND_KHR | ec::CL_DEVICE_NOT_FOUND | LOADER_LIBRARY_MISSING
+    )
+}
+
+/// Buffer creation flags. `ALLOC_HOST_PTR` asks for host-accessible
+/// (pinned) backing, which is what OpenCL's flag of the same name does.
+pub fn mem_flags(flags: MemFlags) -> cl_mem_flags {
+    let mut out = if flags.contains(MemFlags::READ_ONLY) {
+        CL_MEM_READ_ONLY
+    } else if flags.contains(MemFlags::WRITE_ONLY) {
+        CL_MEM_WRITE_ONLY
+    } else {
+        CL_MEM_READ_WRITE
+    };
+    if flags.contains(MemFlags::USE_HOST_PTR) {
+        out |= CL_MEM_USE_HOST_PTR;
+    }
+    if flags.contains(MemFlags::ALLOC_HOST_PTR) {
+        out |= CL_MEM_ALLOC_HOST_PTR;
+    }
+    if flags.contains(MemFlags::COPY_HOST_PTR) {
+        out |= CL_MEM_COPY_HOST_PTR;
+    }
+    out
+}
+
+/// Map flags.
+pub fn map_flags(flags: MapFlags) -> cl_map_flags {
+    let mut out = 0;
+    if flags.contains(MapFlags::READ) {
+        out |= CL_MAP_READ;
+    }
+    if flags.contains(MapFlags::WRITE) {
+        out |= CL_MAP_WRITE;
+    }
+    if flags.contains(MapFlags::WRITE_INVALIDATE) {
+        out |= CL_MAP_WRITE_INVALIDATE_REGION;
+    }
+    out
+}
+
+/// An event's `CL_EVENT_COMMAND_EXECUTION_STATUS`; negative values are the
+/// error that terminated the command.
+pub fn event_status(status: cl_int) -> EventStatus {
+    match status {
+        CL_COMPLETE => EventStatus::Complete,
+        CL_RUNNING => EventStatus::Running,
+        CL_SUBMITTED => EventStatus::Submitted,
+        CL_QUEUED => EventStatus::Queued,
+        s if s < 0 => EventStatus::Failed(Error::CommandFailed(ClError(s).to_string())),
+        s => EventStatus::Failed(Error::CommandFailed(format!("unknown OpenCL execution status {s}"))),
+    }
+}
+
+/// Device type bits (a device may set several; the most specific wins).
+pub fn device_type(ty: cl_device_type) -> DeviceType {
+    if ty & CL_DEVICE_TYPE_GPU != 0 {
+        DeviceType::Gpu
+    } else if ty & CL_DEVICE_TYPE_CPU != 0 {
+        DeviceType::Cpu
+    } else if ty & CL_DEVICE_TYPE_ACCELERATOR != 0 {
+        DeviceType::Accelerator
+    } else {
+        DeviceType::Custom
+    }
+}
+
+/// Which USM kinds this adapter serves with OpenCL 2.0 shared virtual memory.
+///
+/// Decision: coarse-grain SVM is memory the host may only touch through
+/// enqueued copies (or map/unmap), which is exactly a *device* allocation;
+/// fine-grain buffer SVM is memory host and device both dereference with
+/// events as the only synchronisation, which is what *host* and *shared*
+/// allocations promise. Without SVM the kinds are absent (the dyn layer then
+/// answers `Unsupported`).
+pub fn usm_caps_from_svm(svm: cl_device_svm_capabilities) -> UsmCaps {
+    let mut caps = UsmCaps::empty();
+    if svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0 {
+        caps |= UsmCaps::DEVICE;
+    }
+    if svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0 {
+        caps |= UsmCaps::HOST | UsmCaps::SHARED;
+    }
+    caps
+}
+
+/// `(major, minor)` of a version string such as `"OpenCL 3.0 PoCL ..."`.
+pub fn cl_version(s: &str) -> Option<(u32, u32)> {
+    let rest = s.strip_prefix("OpenCL ")?;
+    let num = rest.split_whitespace().next()?;
+    let (major, minor) = num.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_their_variants() {
+        assert_eq!(error(ec::CL_MEM_OBJECT_ALLOCATION_FAILURE), Error::OutOfDeviceMemory);
+        assert_eq!(error(ec::CL_OUT_OF_RESOURCES), Error::OutOfDeviceMemory);
+        assert_eq!(error(ec::CL_OUT_OF_HOST_MEMORY), Error::OutOfHostMemory);
+        assert_eq!(error(ec::CL_DEVICE_NOT_AVAILABLE), Error::DeviceLost);
+        assert!(matches!(
+            error(ec::CL_BUILD_PROGRAM_FAILURE),
+            Error::ProgramBuild { .. }
+        ));
+        assert!(matches!(error(ec::CL_INVALID_ARG_SIZE), Error::InvalidKernelArgs(_)));
+        assert!(matches!(error(ec::CL_INVALID_KERNEL_ARGS), Error::InvalidKernelArgs(_)));
+        assert!(matches!(error(ec::CL_INVALID_WORK_GROUP_SIZE), Error::InvalidValue(_)));
+        assert!(matches!(
+            error(ec::CL_MISALIGNED_SUB_BUFFER_OFFSET),
+            Error::InvalidAlignment { .. }
+        ));
+        assert!(matches!(
+            error(ec::CL_PROFILING_INFO_NOT_AVAILABLE),
+            Error::ProfilingUnavailable(_)
+        ));
+        assert!(matches!(
+            error(ec::CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST),
+            Error::CommandFailed(_)
+        ));
+        assert!(matches!(error(LOADER_LIBRARY_MISSING), Error::Unsupported { .. }));
+        assert!(matches!(
+            error(ec::CL_COMPILER_NOT_AVAILABLE),
+            Error::Unsupported { .. }
+        ));
+    }
+
+    #[test]
+    fn other_errors_keep_code_and_name() {
+        match error(ec::CL_INVALID_MEM_OBJECT) {
+            Error::Backend { backend, code, message } => {
+                assert_eq!(backend, Backend::OpenCl);
+                assert_eq!(code, -38);
+                assert_eq!(message, "CL_INVALID_MEM_OBJECT");
+            }
+            e => panic!("unexpected {e:?}"),
+        }
+        assert!(matches!(error(-12345), Error::Backend { code: -12345, .. }));
+    }
+
+    #[test]
+    fn none_found_codes() {
+        assert!(means_none(ec::CL_PLATFORM_NOT_FOUND_KHR));
+        assert!(means_none(ec::CL_DEVICE_NOT_FOUND));
+        assert!(means_none(LOADER_LIBRARY_MISSING));
+        assert!(!means_none(ec::CL_INVALID_PLATFORM));
+        assert!(!means_none(ec::CL_OUT_OF_HOST_MEMORY));
+    }
+
+    #[test]
+    fn mem_flags_map() {
+        assert_eq!(mem_flags(MemFlags::empty()), CL_MEM_READ_WRITE);
+        assert_eq!(mem_flags(MemFlags::READ_WRITE), CL_MEM_READ_WRITE);
+        assert_eq!(mem_flags(MemFlags::READ_ONLY), CL_MEM_READ_ONLY);
+        assert_eq!(mem_flags(MemFlags::WRITE_ONLY), CL_MEM_WRITE_ONLY);
+        assert_eq!(
+            mem_flags(MemFlags::READ_ONLY | MemFlags::COPY_HOST_PTR | MemFlags::ALLOC_HOST_PTR),
+            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR
+        );
+        assert_eq!(
+            mem_flags(MemFlags::USE_HOST_PTR),
+            CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR
+        );
+    }
+
+    #[test]
+    fn map_flags_map() {
+        assert_eq!(map_flags(MapFlags::READ), CL_MAP_READ);
+        assert_eq!(map_flags(MapFlags::READ | MapFlags::WRITE), CL_MAP_READ | CL_MAP_WRITE);
+        assert_eq!(map_flags(MapFlags::WRITE_INVALIDATE), CL_MAP_WRITE_INVALIDATE_REGION);
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(event_status(CL_COMPLETE), EventStatus::Complete);
+        assert_eq!(event_status(CL_RUNNING), EventStatus::Running);
+        assert_eq!(event_status(CL_SUBMITTED), EventStatus::Submitted);
+        assert_eq!(event_status(CL_QUEUED), EventStatus::Queued);
+        assert!(matches!(event_status(-5), EventStatus::Failed(Error::CommandFailed(m)) if m == "CL_OUT_OF_RESOURCES"));
+    }
+
+    #[test]
+    fn device_types() {
+        assert_eq!(device_type(CL_DEVICE_TYPE_CPU), DeviceType::Cpu);
+        assert_eq!(device_type(CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_CPU), DeviceType::Gpu);
+        assert_eq!(device_type(CL_DEVICE_TYPE_ACCELERATOR), DeviceType::Accelerator);
+        assert_eq!(device_type(0), DeviceType::Custom);
+    }
+
+    #[test]
+    fn svm_decision() {
+        assert_eq!(usm_caps_from_svm(0), UsmCaps::empty());
+        assert_eq!(usm_caps_from_svm(CL_DEVICE_SVM_COARSE_GRAIN_BUFFER), UsmCaps::DEVICE);
+        assert_eq!(
+            usm_caps_from_svm(CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER),
+            UsmCaps::all()
+        );
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(cl_version("OpenCL 3.0 PoCL HSTR: x"), Some((3, 0)));
+        assert_eq!(cl_version("OpenCL 1.2 "), Some((1, 2)));
+        assert_eq!(cl_version("OpenCL 2.1"), Some((2, 1)));
+        assert_eq!(cl_version("CUDA 12"), None);
+    }
+}

@@ -1,0 +1,253 @@
+//! Platforms, devices, contexts and the memory-connection answer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL};
+use opencl3::platform::Platform as ClPlatform;
+use opencl3::types::{cl_context, cl_device_id};
+use parking_lot::Mutex;
+use ur_api::{Backend, DeviceCaps, DeviceInfo, Error, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps};
+
+use crate::conv::{self, check3};
+
+/// An OpenCL object handle that may cross threads.
+///
+/// OpenCL API calls are thread-safe since OpenCL 1.1 (the one exception,
+/// `clSetKernelArg` on one kernel from two threads, is serialised in
+/// `program.rs`), so a handle may be sent and shared freely; the objects'
+/// lifetimes are held by the owning RAII wrappers, not by this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Handle<T>(pub(crate) T);
+
+// SAFETY: see the type's docs: OpenCL handles are thread-safe references.
+unsafe impl<T> Send for Handle<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Handle<T> {}
+
+/// An OpenCL platform.
+#[derive(Debug)]
+pub struct Platform {
+    pub(crate) cl: ClPlatform,
+}
+
+/// An OpenCL device, with what was learnt about it once at discovery.
+#[derive(Debug)]
+pub struct Device {
+    pub(crate) id: Handle<cl_device_id>,
+    pub(crate) info: DeviceInfo,
+    /// OpenCL version of the device, `(major, minor)`.
+    pub(crate) version: (u32, u32),
+}
+
+/// An OpenCL context.
+pub struct Context {
+    pub(crate) cl: opencl3::context::Context,
+    pub(crate) devices: Vec<Handle<cl_device_id>>,
+    /// Internal in-order queues per device (placement migrations).
+    helpers: Mutex<HashMap<Handle<cl_device_id>, Arc<CommandQueue>>>,
+    /// Live user queues, finished before USM memory is freed.
+    queues: Mutex<Vec<Weak<CommandQueue>>>,
+    /// Version of each device, in `devices` order.
+    versions: Vec<(u32, u32)>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("context", &self.cl.get())
+            .field("devices", &self.devices.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// The raw context, for identity comparisons.
+    pub(crate) fn raw(&self) -> Handle<cl_context> {
+        Handle(self.cl.get())
+    }
+
+    /// The internal queue of `device` (created on first use).
+    pub(crate) fn helper_queue(&self, device: Handle<cl_device_id>) -> Result<Arc<CommandQueue>> {
+        let mut helpers = self.helpers.lock();
+        if let Some(q) = helpers.get(&device) {
+            return Ok(q.clone());
+        }
+        let q = Arc::new(crate::queue::create_raw_queue(self, device, false)?);
+        helpers.insert(device, q.clone());
+        Ok(q)
+    }
+
+    /// The OpenCL version of a device of this context.
+    pub(crate) fn version_of(&self, device: Handle<cl_device_id>) -> (u32, u32) {
+        self.devices
+            .iter()
+            .position(|&d| d == device)
+            .map_or((1, 2), |i| self.versions[i])
+    }
+
+    /// Remembers a user queue so [`Context::finish_all`] can drain it.
+    pub(crate) fn track_queue(&self, q: &Arc<CommandQueue>) {
+        let mut queues = self.queues.lock();
+        queues.retain(|w| w.strong_count() > 0);
+        queues.push(Arc::downgrade(q));
+    }
+
+    /// Waits for all work on every live queue of the context.
+    pub(crate) fn finish_all(&self) -> Result<()> {
+        let live: Vec<Arc<CommandQueue>> = self.queues.lock().iter().filter_map(Weak::upgrade).collect();
+        for q in live.iter().chain(self.helpers.lock().values()) {
+            check3(q.finish())?;
+        }
+        Ok(())
+    }
+}
+
+/// All platforms; no library or no ICD is an empty list.
+pub(crate) fn platforms() -> Result<Vec<Platform>> {
+    match opencl3::platform::platform::get_platform_ids() {
+        Ok(ids) => Ok(ids
+            .into_iter()
+            .map(|id| Platform {
+                cl: ClPlatform::new(id),
+            })
+            .collect()),
+        Err(code) if conv::means_none(code) => {
+            tracing::debug!(code, "no OpenCL platforms: {}", conv::error(code));
+            Ok(Vec::new())
+        }
+        Err(code) => Err(conv::error(code)),
+    }
+}
+
+pub(crate) fn platform_info(p: &Platform) -> Result<PlatformInfo> {
+    Ok(PlatformInfo {
+        name: check3(p.cl.name())?,
+        vendor: check3(p.cl.vendor())?,
+        version: check3(p.cl.version())?,
+        backend: Backend::OpenCl,
+    })
+}
+
+/// The devices of a platform; a platform without devices (Clover with no
+/// supported GPU answers `CL_DEVICE_NOT_FOUND`) gives an empty list.
+pub(crate) fn devices(p: &Platform) -> Result<Vec<Device>> {
+    let ids = match opencl3::device::get_device_ids(p.cl.id(), CL_DEVICE_TYPE_ALL) {
+        Ok(ids) => ids,
+        Err(code) if conv::means_none(code) => return Ok(Vec::new()),
+        Err(code) => return Err(conv::error(code)),
+    };
+    ids.into_iter().map(describe).collect()
+}
+
+fn describe(id: cl_device_id) -> Result<Device> {
+    let d = ClDevice::new(id);
+    let version_text = check3(d.version())?;
+    let version = conv::cl_version(&version_text).unwrap_or((1, 2));
+    let svm = if version.0 >= 2 {
+        d.svm_capabilities().unwrap_or(0)
+    } else {
+        0
+    };
+    let compiler = check3(d.compiler_available())?;
+    let il = if version >= (2, 1) {
+        d.il_version().unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let mut formats = ProgramFormats::empty();
+    if compiler {
+        formats |= ProgramFormats::OPENCL_C;
+    }
+    if il.contains("SPIR-V") {
+        formats |= ProgramFormats::SPIRV;
+    }
+    let mut caps = DeviceCaps::SUB_BUFFERS | DeviceCaps::MAP | DeviceCaps::USE_HOST_PTR | DeviceCaps::FILL_ANY_PATTERN;
+    if !formats.is_empty() {
+        caps |= DeviceCaps::KERNELS;
+    }
+    // Every OpenCL device accepts CL_QUEUE_PROFILING_ENABLE (a required
+    // host-queue property since 1.0); check anyway rather than assume.
+    let queue_props = d.queue_on_host_properties().unwrap_or(0);
+    if queue_props & opencl3::command_queue::CL_QUEUE_PROFILING_ENABLE != 0 {
+        caps |= DeviceCaps::PROFILING;
+    }
+    let usm: UsmCaps = conv::usm_caps_from_svm(svm);
+    let info = DeviceInfo {
+        name: check3(d.name())?,
+        vendor: check3(d.vendor())?,
+        device_type: conv::device_type(check3(d.dev_type())?),
+        global_mem_size: check3(d.global_mem_size())?,
+        max_alloc_size: check3(d.max_mem_alloc_size())?,
+        host_unified_memory: d.host_unified_memory().unwrap_or(false),
+        usm,
+        caps,
+        program_formats: formats,
+        max_compute_units: check3(d.max_compute_units())?,
+        max_work_group_size: check3(d.max_work_group_size())?,
+        sub_buffer_align: (check3(d.mem_base_addr_align())? as usize / 8).max(1),
+        driver_version: check3(d.driver_version())?,
+        backend_version: version_text,
+    };
+    Ok(Device {
+        id: Handle(id),
+        info,
+        version,
+    })
+}
+
+pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
+    let ids: Vec<cl_device_id> = devices.iter().map(|d| d.id.0).collect();
+    let cl = check3(opencl3::context::Context::from_devices(
+        &ids,
+        &[],
+        None,
+        std::ptr::null_mut(),
+    ))?;
+    Ok(Context {
+        cl,
+        devices: devices.iter().map(|d| d.id).collect(),
+        helpers: Mutex::new(HashMap::new()),
+        queues: Mutex::new(Vec::new()),
+        versions: devices.iter().map(|d| d.version).collect(),
+    })
+}
+
+/// The connection between two (context, device) locations.
+///
+/// - Same context and device: `Unified`.
+/// - Same context, another device: `Migratable`. OpenCL would let the
+///   buffer be used there as it is, but the runtime would then move the data
+///   implicitly and invisibly, the hidden migration the memory manager exists
+///   to replace; answering `Migratable` makes it keep one allocation per
+///   device and copy with `clEnqueueCopyBuffer`, visible in its plans. This
+///   holds for CPU devices whose memory is host memory too (PoCL's pthread
+///   devices): that is an implementation detail the spec does not promise,
+///   and a copy between them costs one memcpy.
+/// - Different contexts (same platform or not): `None`. An OpenCL object is
+///   only valid in its own context, so no OpenCL command can touch memory of
+///   another context, not even on a host-unified CPU device; the dyn layer
+///   would let a buffer cross contexts if we answered `Unified`, which would
+///   be invalid here.
+pub(crate) fn memory_connection(src: (&Context, &Device), dst: (&Context, &Device)) -> MemoryConnection {
+    if src.0.raw() != dst.0.raw() {
+        MemoryConnection::None
+    } else if src.1.id == dst.1.id {
+        MemoryConnection::Unified
+    } else {
+        MemoryConnection::Migratable
+    }
+}
+
+/// The device of `ctx` a placement hint names (the first device without one).
+pub(crate) fn placement(ctx: &Context, hint: Option<&Device>) -> Result<Handle<cl_device_id>> {
+    match hint {
+        Some(d) => Ok(d.id),
+        None => ctx
+            .devices
+            .first()
+            .copied()
+            .ok_or_else(|| Error::invalid("context without devices")),
+    }
+}

@@ -1,0 +1,151 @@
+//! Programs (OpenCL C source, SPIR-V), kernels and launches.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use opencl3::command_queue as cq;
+use opencl3::error_codes::{CL_BUILD_PROGRAM_FAILURE, CL_INVALID_KERNEL_NAME};
+use opencl3::kernel::{self as clk, Kernel as ClKernel, CL_KERNEL_NUM_ARGS};
+use opencl3::memory::ClMem;
+use opencl3::program::Program as ClProgram;
+use opencl3::types::{cl_mem, cl_uint};
+use parking_lot::Mutex;
+use ur_api::{Error, KernelArg, NdRange, ProgramSource, Result};
+
+use crate::conv::{self, check, check3};
+use crate::device::{Context, Handle};
+use crate::queue::{event, wait_ids, wl, Event, Queue};
+use crate::OpenClAdapter;
+
+/// A program built for every device of its context.
+#[derive(Debug)]
+pub struct Program {
+    pub(crate) cl: ClProgram,
+}
+
+/// A kernel. OpenCL kernel arguments are state of the kernel object, so
+/// setting them and enqueueing happen under one lock.
+#[derive(Debug)]
+pub struct Kernel {
+    cl: Mutex<ClKernel>,
+    num_args: usize,
+    name: String,
+}
+
+/// Builds `source` for every device of `ctx`; a failed build reports every
+/// device's build log in [`Error::ProgramBuild`].
+pub(crate) fn create_program(ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
+    let mut cl = match source {
+        ProgramSource::OpenClC(src) => check3(ClProgram::create_from_source(&ctx.cl, src))?,
+        ProgramSource::SpirV(il) => check3(ClProgram::create_from_il(&ctx.cl, il))?,
+        other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
+    };
+    if options.contains('\0') {
+        return Err(Error::invalid("build options contain a NUL byte"));
+    }
+    let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
+    match cl.build(&devices, options) {
+        Ok(()) => Ok(Program { cl }),
+        Err(e) if e.0 == CL_BUILD_PROGRAM_FAILURE => Err(Error::ProgramBuild {
+            log: build_log(&cl, &ctx.devices),
+        }),
+        Err(e) => Err(conv::error(e.0)),
+    }
+}
+
+fn build_log(p: &ClProgram, devices: &[Handle<opencl3::types::cl_device_id>]) -> String {
+    let mut log = String::new();
+    for d in devices {
+        let name = opencl3::device::Device::new(d.0).name().unwrap_or_default();
+        let text = p.get_build_log(d.0).unwrap_or_else(|e| format!("(no log: {e})"));
+        let text = text.trim_end_matches('\0').trim();
+        if !text.is_empty() {
+            log.push_str(&format!("[{name}]\n{text}\n"));
+        }
+    }
+    if log.is_empty() {
+        log.push_str("the build failed and the runtime gave no log");
+    }
+    log
+}
+
+pub(crate) fn create_kernel(p: &Program, name: &str) -> Result<Kernel> {
+    let not_found = || Error::KernelNotFound { name: name.to_owned() };
+    if name.contains('\0') {
+        return Err(not_found());
+    }
+    let cl = match ClKernel::create(&p.cl, name) {
+        Ok(k) => k,
+        Err(e) if e.0 == CL_INVALID_KERNEL_NAME => return Err(not_found()),
+        Err(e) => return Err(conv::error(e.0)),
+    };
+    let num_args = check(clk::get_kernel_info(cl.get(), CL_KERNEL_NUM_ARGS))?;
+    let num_args = cl_uint::from(num_args) as usize;
+    Ok(Kernel {
+        cl: Mutex::new(cl),
+        num_args,
+        name: name.to_owned(),
+    })
+}
+
+/// Sets every argument and enqueues the launch, under the kernel's lock.
+pub(crate) fn enqueue_launch(
+    q: &Queue,
+    k: &Kernel,
+    range: &NdRange,
+    args: &[KernelArg<'_, OpenClAdapter>],
+    wait: &[&Event],
+) -> Result<Event> {
+    if args.len() != k.num_args {
+        return Err(Error::InvalidKernelArgs(format!(
+            "kernel `{}` takes {} arguments, {} given",
+            k.name,
+            k.num_args,
+            args.len()
+        )));
+    }
+    let kernel = k.cl.lock();
+    for (i, a) in args.iter().enumerate() {
+        let i = i as cl_uint;
+        let arg_err = |e: Error| match e {
+            Error::InvalidKernelArgs(m) => Error::InvalidKernelArgs(format!("argument {i} of `{}`: {m}", k.name)),
+            other => other,
+        };
+        // SAFETY (all arms): each value pointer is valid for the size given
+        // during the call, which copies it; buffers and SVM pointers are live
+        // objects of the kernel's context (dyn layer).
+        let r = match a {
+            KernelArg::Buffer(b) => {
+                let m: cl_mem = b.cl.get();
+                // SAFETY: see above.
+                unsafe { clk::set_kernel_arg(kernel.get(), i, size_of::<cl_mem>(), (&raw const m).cast()) }
+            }
+            // SAFETY: see above.
+            KernelArg::Usm(p) => unsafe { clk::set_kernel_arg_svm_pointer(kernel.get(), i, p.0 as *const c_void) },
+            // SAFETY: see above.
+            KernelArg::Scalar(bytes) => unsafe {
+                clk::set_kernel_arg(kernel.get(), i, bytes.len(), bytes.as_ptr().cast())
+            },
+            // SAFETY: see above; local memory takes a null value.
+            KernelArg::Local(n) => unsafe { clk::set_kernel_arg(kernel.get(), i, *n, ptr::null()) },
+        };
+        check(r).map_err(arg_err)?;
+    }
+    let ids = wait_ids(wait);
+    let (n, w) = wl(&ids);
+    let local = range.local.as_ref().map_or(ptr::null(), |l| l.as_ptr());
+    // SAFETY: dims is 1..=3 and the arrays have 3 entries (dyn layer); all
+    // arguments are set; the arrays live across the call.
+    event(unsafe {
+        cq::enqueue_nd_range_kernel(
+            q.cl.get(),
+            kernel.get(),
+            range.dims,
+            range.offset.as_ptr(),
+            range.global.as_ptr(),
+            local,
+            n,
+            w,
+        )
+    })
+}

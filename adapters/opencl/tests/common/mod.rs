@@ -1,0 +1,55 @@
+//! Shared setup of the tests against real OpenCL runtimes.
+
+#![allow(dead_code)] // reason: each test binary uses a different part of this module.
+
+use std::sync::Once;
+
+use ur_api::{DeviceId, DynAdapter, Runtime};
+
+/// Asks PoCL for two pthread devices and rusticl for its llvmpipe device,
+/// unless the environment already says otherwise. Runs before any OpenCL
+/// call of the process (runtimes read these once, when first loaded).
+pub fn env_defaults() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for (k, v) in [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")] {
+            if std::env::var_os(k).is_none() {
+                std::env::set_var(k, v);
+            }
+        }
+    });
+}
+
+/// A runtime over the OpenCL adapter, or `None` (with the reason printed)
+/// when this machine has no OpenCL device.
+pub fn runtime(test: &str) -> Option<Runtime> {
+    env_defaults();
+    let mut rt = Runtime::new();
+    rt.add(ur_opencl::OpenClAdapter::new()).expect("OpenCL adapter init");
+    if rt.all_devices().is_empty() {
+        eprintln!("SKIP {test}: no OpenCL platform with devices on this machine");
+        return None;
+    }
+    Some(rt)
+}
+
+/// The devices of each platform, in platform order.
+pub fn by_platform(rt: &Runtime) -> Vec<Vec<DeviceId>> {
+    rt.platforms().into_iter().map(|p| rt.devices(p).unwrap()).collect()
+}
+
+/// The first platform with at least two devices (PoCL with two pthread devices).
+pub fn two_device_platform(rt: &Runtime) -> Option<Vec<DeviceId>> {
+    by_platform(rt).into_iter().find(|d| d.len() >= 2)
+}
+
+/// A platform name.
+pub fn platform_name(rt: &Runtime, dev: DeviceId) -> String {
+    let a: &std::sync::Arc<dyn DynAdapter> = rt.adapter_of(dev).unwrap();
+    a.platform_info(a.device_platform(dev).unwrap()).unwrap().name
+}
+
+/// Bytes that differ per position, so a misplaced byte is caught.
+pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}

@@ -1,0 +1,292 @@
+//! The adapter against the real OpenCL runtimes of the machine (PoCL,
+//! rusticl). Each test prints a SKIP line and returns when there is none.
+
+mod common;
+
+use common::{pattern, runtime, two_device_platform};
+use ur_api::{
+    ArgValue, BufferDesc, Error, Location, MapFlags, MemFlags, MemoryConnection, NdRange, ProgramSource, QueueProps,
+    RectCopy, RectSide, UsmDesc, UsmKind,
+};
+
+#[test]
+fn discovery_finds_devices_with_sane_info() {
+    let Some(rt) = runtime("discovery") else { return };
+    let devices = rt.all_devices();
+    assert!(!devices.is_empty());
+    for d in devices {
+        let info = rt.device_info(d).unwrap();
+        assert!(!info.name.is_empty());
+        assert!(info.global_mem_size > 0 && info.max_alloc_size > 0);
+        assert!(info.max_work_group_size >= 1);
+        assert!(info.sub_buffer_align.is_power_of_two());
+        assert!(info.backend_version.starts_with("OpenCL "), "{}", info.backend_version);
+        eprintln!(
+            "{} [{}] type={:?} usm={:?} caps={:?}",
+            info.name,
+            common::platform_name(&rt, d),
+            info.device_type,
+            info.usm,
+            info.caps
+        );
+    }
+    // Every listed platform has devices (Clover's empty one is skipped).
+    for p in rt.platforms() {
+        assert!(!rt.devices(p).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn no_icd_means_zero_platforms_not_an_error() {
+    const MARK: &str = "UR_OPENCL_TEST_NO_ICD";
+    if std::env::var_os(MARK).is_some() {
+        // Child: the ICD loader finds no vendor files.
+        let mut rt = ur_api::Runtime::new();
+        rt.add(ur_opencl::OpenClAdapter::new())
+            .expect("no ICD is not an init failure");
+        assert!(rt.all_devices().is_empty());
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "no_icd_means_zero_platforms_not_an_error", "--nocapture"])
+        .env(MARK, "1")
+        .env("OCL_ICD_VENDORS", "/nonexistent-ur-opencl-test")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"));
+}
+
+#[test]
+fn write_read_every_device() {
+    let Some(rt) = runtime("write_read") else { return };
+    for d in rt.all_devices() {
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let n = 1 << 16;
+        let b = rt.create_buffer(ctx, &BufferDesc::new(n).on(d), None).unwrap();
+        let data = pattern(n, 7);
+        rt.write(q, b, 0, &data).unwrap();
+        let mut back = vec![0u8; n];
+        rt.read(q, b, 0, &mut back).unwrap();
+        assert_eq!(back, data);
+        // An offset read of a sub-range.
+        let mut part = vec![0u8; 100];
+        rt.read(q, b, 1000, &mut part).unwrap();
+        assert_eq!(part, data[1000..1100]);
+    }
+}
+
+#[test]
+fn copy_between_two_pocl_devices_in_one_context() {
+    let Some(rt) = runtime("copy_two_devices") else { return };
+    let Some(devs) = two_device_platform(&rt) else {
+        eprintln!("SKIP copy_two_devices: no platform with two devices (set POCL_DEVICES=\"pthread pthread\")");
+        return;
+    };
+    let (d0, d1) = (devs[0], devs[1]);
+    let ctx = rt.create_context(&[d0, d1]).unwrap();
+    let other = rt.create_context(&[d0]).unwrap();
+    let conn = |a, b| rt.memory_connection(a, b).unwrap();
+    assert_eq!(
+        conn(Location::new(ctx, d0), Location::new(ctx, d0)),
+        MemoryConnection::Unified
+    );
+    assert_eq!(
+        conn(Location::new(ctx, d0), Location::new(ctx, d1)),
+        MemoryConnection::Migratable
+    );
+    assert_eq!(
+        conn(Location::new(ctx, d1), Location::new(ctx, d0)),
+        MemoryConnection::Migratable
+    );
+    assert_eq!(
+        conn(Location::new(ctx, d0), Location::new(other, d0)),
+        MemoryConnection::None
+    );
+
+    let q0 = rt.create_queue(ctx, d0, &QueueProps::default()).unwrap();
+    let q1 = rt.create_queue(ctx, d1, &QueueProps::default()).unwrap();
+    let n = 3 << 20;
+    let a = rt.create_buffer(ctx, &BufferDesc::new(n).on(d0), None).unwrap();
+    let b = rt.create_buffer(ctx, &BufferDesc::new(n).on(d1), None).unwrap();
+    let data = pattern(n, 3);
+    rt.write(q0, a, 0, &data).unwrap();
+    rt.complete(rt.enqueue_copy(q1, a, 0, b, 0, n, &[]).unwrap()).unwrap();
+    let mut back = vec![0u8; n];
+    rt.read(q1, b, 0, &mut back).unwrap();
+    assert!(back == data, "copy between PoCL devices corrupted data");
+}
+
+#[test]
+fn rect_fill_map_sub_buffer() {
+    let Some(rt) = runtime("rect_fill_map") else { return };
+    for d in rt.all_devices() {
+        let info = rt.device_info(d).unwrap();
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        // 8 rows of 16 bytes; read the 4x3 box at (2, 1).
+        let buf = rt
+            .create_buffer_with_data(ctx, &BufferDesc::new(128), &pattern(128, 1))
+            .unwrap();
+        let rect = RectCopy {
+            src: RectSide {
+                origin: [2, 1, 0],
+                row_pitch: 16,
+                slice_pitch: 0,
+            },
+            dst: RectSide::default(),
+            extent: [4, 3, 1],
+        };
+        let mut boxed = vec![0u8; 12];
+        rt.read_rect(q, buf, &rect, &mut boxed).unwrap();
+        let src = pattern(128, 1);
+        let want: Vec<u8> = (1..4).flat_map(|r| src[r * 16 + 2..r * 16 + 6].to_vec()).collect();
+        assert_eq!(boxed, want);
+
+        // A 3-byte pattern (not a power of two) over 300 000 bytes at offset 3.
+        let size = 300_000;
+        let f = rt.create_buffer(ctx, &BufferDesc::new(size + 6), None).unwrap();
+        rt.write(q, f, 0, &vec![0xEE; size + 6]).unwrap();
+        rt.complete(rt.enqueue_fill(q, f, 3, size, &[1, 2, 3], &[]).unwrap())
+            .unwrap();
+        let mut back = vec![0u8; size + 6];
+        rt.read(q, f, 0, &mut back).unwrap();
+        assert_eq!(&back[..3], &[0xEE; 3]);
+        assert_eq!(&back[size + 3..], &[0xEE; 3]);
+        assert!(back[3..size + 3].chunks(3).all(|c| c == [1, 2, 3]));
+
+        // Map for reading.
+        let (ev, p) = rt.enqueue_map(q, buf, MapFlags::READ, 16, 16, &[]).unwrap();
+        rt.complete(ev).unwrap();
+        // SAFETY: the map event completed; the mapping is 16 bytes until unmapped.
+        let mapped = unsafe { std::slice::from_raw_parts(p.as_ptr(), 16) }.to_vec();
+        assert_eq!(mapped, src[16..32]);
+        rt.complete(rt.enqueue_unmap(q, buf, p, &[]).unwrap()).unwrap();
+
+        // A sub-buffer at the device's alignment.
+        let off = info.sub_buffer_align;
+        let parent = rt.create_buffer(ctx, &BufferDesc::new(off * 2), None).unwrap();
+        let sub = rt.create_sub_buffer(parent, off, 8).unwrap();
+        rt.write(q, sub, 0, &[9; 8]).unwrap();
+        let mut whole = vec![0u8; 8];
+        rt.read(q, parent, off, &mut whole).unwrap();
+        assert_eq!(whole, [9; 8]);
+
+        // Pinned host memory: ALLOC_HOST_PTR written through a mapping.
+        let pinned = rt
+            .create_buffer(ctx, &BufferDesc::new(64).with_flags(MemFlags::ALLOC_HOST_PTR), None)
+            .unwrap();
+        let (ev, p) = rt
+            .enqueue_map(q, pinned, MapFlags::WRITE_INVALIDATE, 0, 64, &[])
+            .unwrap();
+        rt.complete(ev).unwrap();
+        // SAFETY: mapped for writing, 64 bytes, until unmapped.
+        unsafe { std::ptr::write_bytes(p.as_ptr(), 0x5A, 64) };
+        rt.complete(rt.enqueue_unmap(q, pinned, p, &[]).unwrap()).unwrap();
+        let mut back = [0u8; 64];
+        rt.read(q, pinned, 0, &mut back).unwrap();
+        assert_eq!(back, [0x5A; 64]);
+    }
+}
+
+const KERNELS: &str = r#"
+__kernel void scale(__global uint* buf, uint k, __local uint* scratch) {
+    size_t i = get_global_id(0);
+    scratch[get_local_id(0)] = buf[i] * k;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    buf[i] = scratch[get_local_id(0)];
+}
+"#;
+
+#[test]
+fn kernels_with_buffer_scalar_local_and_svm_args() {
+    let Some(rt) = runtime("kernels") else { return };
+    for d in rt.all_devices() {
+        let info = rt.device_info(d).unwrap();
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps { profiling: true }).unwrap();
+        let prog = rt
+            .create_program(ctx, &ProgramSource::OpenClC(KERNELS.into()), "")
+            .unwrap();
+        let k = rt.create_kernel(prog, "scale").unwrap();
+        let n = 256usize;
+        let input: Vec<u32> = (0..n as u32).collect();
+        let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let buf = rt
+            .create_buffer_with_data(ctx, &BufferDesc::new(n * 4), &bytes)
+            .unwrap();
+        let three = 3u32;
+        let args = [ArgValue::Buffer(buf), ArgValue::scalar(&three), ArgValue::Local(64 * 4)];
+        let ev = rt
+            .enqueue_launch(q, k, &NdRange::d1(n).with_local([64, 1, 1]), &args, &[])
+            .unwrap();
+        rt.wait(&[ev]).unwrap();
+        let prof = rt.event_profiling(ev).unwrap();
+        assert!(prof.start <= prof.end && prof.queued <= prof.start, "{prof:?}");
+        rt.release_event(ev).unwrap();
+        let mut back = vec![0u8; n * 4];
+        rt.read(q, buf, 0, &mut back).unwrap();
+        let got: Vec<u32> = back
+            .chunks(4)
+            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, input.iter().map(|v| v * 3).collect::<Vec<_>>());
+
+        // Too few arguments is an error, not a launch with stale ones.
+        assert!(matches!(
+            rt.enqueue_launch(q, k, &NdRange::d1(n), &args[..2], &[]),
+            Err(Error::InvalidKernelArgs(_))
+        ));
+        assert!(matches!(
+            rt.create_kernel(prog, "nope"),
+            Err(Error::KernelNotFound { .. })
+        ));
+
+        // SVM as USM where the device has it; otherwise Unsupported.
+        let desc = UsmDesc::new(UsmKind::Device, n * 4).on(d);
+        if info.usm.is_empty() {
+            assert!(matches!(rt.usm_alloc(ctx, &desc), Err(Error::Unsupported { .. })));
+            continue;
+        }
+        let p = rt.usm_alloc(ctx, &desc).unwrap();
+        rt.usm_write(q, p, &bytes).unwrap();
+        let args = [ArgValue::Usm(p), ArgValue::scalar(&three), ArgValue::Local(64 * 4)];
+        rt.complete(
+            rt.enqueue_launch(q, k, &NdRange::d1(n).with_local([64, 1, 1]), &args, &[])
+                .unwrap(),
+        )
+        .unwrap();
+        let mut back = vec![0u8; n * 4];
+        rt.usm_read(q, p, &mut back).unwrap();
+        let got: Vec<u32> = back
+            .chunks(4)
+            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, input.iter().map(|v| v * 3).collect::<Vec<_>>());
+        // A 5-byte fill pattern on SVM.
+        rt.complete(rt.enqueue_usm_fill(q, p, 1000, &[1, 2, 3, 4, 5], &[]).unwrap())
+            .unwrap();
+        let mut filled = vec![0u8; 1000];
+        rt.usm_read(q, p, &mut filled).unwrap();
+        assert!(filled.chunks(5).all(|c| c == [1, 2, 3, 4, 5]));
+        rt.usm_free(ctx, p).unwrap();
+    }
+}
+
+#[test]
+fn build_failure_carries_the_log() {
+    let Some(rt) = runtime("build_failure") else { return };
+    let d = rt.all_devices()[0];
+    let ctx = rt.create_context(&[d]).unwrap();
+    let bad = ProgramSource::OpenClC("__kernel void broken(__global uint* p) { p[0] = undefined_name; }".into());
+    match rt.create_program(ctx, &bad, "") {
+        Err(Error::ProgramBuild { log }) => assert!(log.contains("undefined_name"), "log: {log}"),
+        other => panic!("expected a build error, got {other:?}"),
+    }
+}
