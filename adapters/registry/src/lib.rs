@@ -55,6 +55,10 @@ pub fn discover_with(selector: &DeviceSelector, options: &DiscoverOptions) -> (R
     if selector.may_select_backend(Backend::Native) {
         add(&mut rt, &mut reports, Backend::Native, Ok(ur_native::NativeAdapter::new()));
     }
+    if selector.may_select_backend(Backend::OpenCl) {
+        // No libOpenCL or no ICD is zero platforms, not a failure.
+        add(&mut rt, &mut reports, Backend::OpenCl, Ok(ur_opencl::OpenClAdapter::new()));
+    }
     // Further backends (sim, opencl, cuda, level_zero) register here, each
     // guarded by `selector.may_select_backend(..)`.
     (rt, reports)
