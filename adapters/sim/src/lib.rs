@@ -1,1 +1,517 @@
-//! Placeholder; see ARCHITECTURE.md.
+//! # ur-sim: simulated discrete devices
+//!
+//! A real test target for the memory manager and the conformance suite:
+//! devices with memory the host cannot address, a configurable topology
+//! (platforms, devices, which connection holds between any two locations,
+//! asymmetric ones included), a link model that makes transfers take time,
+//! and deterministic fault injection.
+//!
+//! ## Design choices
+//!
+//! - **Separate arenas, real bytes.** Every buffer and device USM allocation
+//!   lives in its device's arena. No host pointer to device memory is ever
+//!   handed out: device USM pointers are addresses in a per-device fake
+//!   address space ([`DEVICE_SPACE_BASE`], non-canonical on x86-64 and
+//!   AArch64, one [`DEVICE_SPACE_STRIDE`] per device) that only the sim
+//!   interprets; mapping copies into a host staging buffer and unmapping
+//!   writes it back (for `WRITE`/`WRITE_INVALIDATE`). Data moves only through
+//!   the adapter's commands. Host USM is real host memory. Shared USM is
+//!   absent (the capability flag says so).
+//! - **Connections per ordered device pair.** Contexts are made at run time,
+//!   so the topology states, per ordered pair, what holds within one context
+//!   and across contexts ([`PairRule`]); defaults: same device and context
+//!   `Unified`, other device of the same context `Migratable`, different
+//!   contexts or platforms `None`. The sim itself can copy between any two
+//!   arenas; the dyn layer only lets through what the answer allows.
+//! - **Link model, off by default.** Each device has a host link (bandwidth,
+//!   latency), pairs may have a peer link. With the model on, every transfer
+//!   over a link holds it (one at a time per link, links in parallel) and
+//!   lasts at least `latency + bytes / bandwidth` (see [`SimLinks`]).
+//! - **Faults are exact.** [`SimFaults`] fails the n-th allocation, a
+//!   transfer after k bytes, marks devices lost or caps their memory. No
+//!   randomness anywhere.
+//! - **Queues** are in order, one worker thread each (`queue.rs`); kernels are
+//!   host kernels ([`ur_api::HostKernelLibrary`]) run over arena memory.
+//!
+//! ## The topology text format (`UR_SIM_TOPOLOGY`)
+//!
+//! Statements are separated by `;` or new lines; `#` starts a comment.
+//!
+//! ```text
+//! platform NAME: DEVICE {, DEVICE}     a platform and its devices
+//!   DEVICE := NAME {KEY=VALUE}         type=gpu|cpu|acc|custom (gpu)
+//!                                      mem=SIZE (256MiB)  bw=RATE (16GiB/s)
+//!                                      lat=DURATION (5us)
+//! pair A->B {KEY=VALUE}                rule for memory of A used at B
+//! pair A<->B {KEY=VALUE}               the same rule both ways
+//!                                      same=CONN  other=CONN
+//!                                      peer=RATE[@DURATION]
+//! links on|off                         the link model (off)
+//!
+//! SIZE: 4096, 64KiB, 1GiB, 16MB   RATE: SIZE/s   DURATION: 0, 500ns, 5us, 2ms, 1s
+//! CONN: unified | migratable | none
+//! ```
+//!
+//! A bad text is a [`TopologyError`] with line, column and reason.
+//!
+//! ```
+//! use ur_api::{BufferDesc, Location, MemoryConnection, QueueProps, Runtime};
+//! use ur_sim::{SimAdapter, Topology};
+//!
+//! let topo = Topology::parse(
+//!     "platform gpus: g0 mem=64MiB bw=8GiB/s lat=2us, g1 mem=64MiB
+//!      platform fpga: f0 type=acc mem=16MiB
+//!      pair g0->f0 other=migratable",
+//! )?;
+//! let mut rt = Runtime::new();
+//! rt.add(SimAdapter::new(topo))?;
+//! let devs = rt.all_devices();
+//! let (g0, f0) = (devs[0], devs[2]);
+//! let (cg, cf) = (rt.create_context(&[g0])?, rt.create_context(&[f0])?);
+//! let (lg, lf) = (Location::new(cg, g0), Location::new(cf, f0));
+//! assert_eq!(rt.memory_connection(lg, lf)?, MemoryConnection::Migratable);
+//! assert_eq!(rt.memory_connection(lf, lg)?, MemoryConnection::None);
+//!
+//! // Real bytes move between the arenas, on a queue of the destination.
+//! let q = rt.create_queue(cf, f0, &QueueProps::default())?;
+//! let qg = rt.create_queue(cg, g0, &QueueProps::default())?;
+//! let a = rt.create_buffer(cg, &BufferDesc::new(8).on(g0), None)?;
+//! let b = rt.create_buffer(cf, &BufferDesc::new(8).on(f0), None)?;
+//! rt.write(qg, a, 0, b"simulate")?;
+//! let ev = rt.enqueue_copy(q, a, 0, b, 0, 8, &[])?;
+//! rt.complete(ev)?;
+//! let mut back = [0u8; 8];
+//! rt.read(q, b, 0, &mut back)?;
+//! assert_eq!(&back, b"simulate");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod conv;
+mod device;
+mod faults;
+mod link;
+mod memory;
+mod program;
+mod queue;
+mod topology;
+
+use std::sync::Arc;
+
+use ur_api::{
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemRef, MemoryConnection,
+    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice, UsmDesc, UsmPtr,
+};
+
+pub use device::{SimContext, SimDevice, SimPlatform, DEVICE_SPACE_BASE, DEVICE_SPACE_STRIDE};
+pub use faults::{LinkStats, SimFaults, SimLinks, INJECTED_TRANSFER_FAULT};
+pub use memory::SimBuffer;
+pub use program::{SimKernel, SimProgram};
+pub use queue::{SimEvent, SimQueue};
+pub use topology::{
+    DeviceSpec, LinkSpec, PairRule, PlatformSpec, Topology, TopologyBuilder, TopologyError, TOPOLOGY_ENV,
+};
+
+use device::Shared;
+use memory::{Mapping, Mem};
+
+/// The simulated-device adapter over one [`Topology`].
+///
+/// ```
+/// use ur_sim::{SimAdapter, Topology};
+/// let sim = SimAdapter::new(Topology::two_devices_peer().with_link_model(true));
+/// let faults = sim.faults(); // take handles before moving the adapter
+/// let links = sim.links();
+/// let mut rt = ur_api::Runtime::new();
+/// rt.add(sim)?;
+/// assert_eq!(rt.all_devices().len(), 2);
+/// assert!(links.enabled());
+/// faults.lose_device("gpu1")?;
+/// # Ok::<(), ur_api::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SimAdapter {
+    shared: Arc<Shared>,
+}
+
+impl SimAdapter {
+    /// An adapter over `topology`.
+    pub fn new(topology: Topology) -> Self {
+        SimAdapter {
+            shared: Arc::new(Shared::new(topology)),
+        }
+    }
+
+    /// An adapter over the `UR_SIM_TOPOLOGY` topology; `Ok(None)` when unset.
+    pub fn from_env() -> Result<Option<Self>, TopologyError> {
+        Ok(Topology::from_env()?.map(Self::new))
+    }
+
+    /// For test runs: the `UR_SIM_TOPOLOGY` topology if set, else
+    /// [`Topology::default_for_tests`].
+    pub fn for_tests() -> Result<Self, TopologyError> {
+        Ok(Self::from_env()?.unwrap_or_else(|| Self::new(Topology::default_for_tests())))
+    }
+
+    /// The topology simulated.
+    pub fn topology(&self) -> &Topology {
+        &self.shared.topology
+    }
+
+    /// The fault-injection handle (clone it freely; it outlives moves of the adapter).
+    pub fn faults(&self) -> SimFaults {
+        SimFaults {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The link-model handle: on/off and per-link traffic counters.
+    pub fn links(&self) -> SimLinks {
+        SimLinks {
+            shared: self.shared.clone(),
+        }
+    }
+
+    fn submit(
+        &self,
+        queue: &SimQueue,
+        wait: &[&SimEvent],
+        work: impl FnOnce(&Shared) -> Result<()> + Send + 'static,
+    ) -> Result<SimEvent> {
+        let shared = self.shared.clone();
+        queue.submit(wait, Box::new(move || work(&shared)))
+    }
+
+    /// Enqueues one transfer of `rows` from `src` to `dst`.
+    fn enqueue_transfer(
+        &self,
+        queue: &SimQueue,
+        src: Mem,
+        dst: Mem,
+        rows: Vec<(usize, usize, usize)>,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        for m in [&src, &dst] {
+            if let Some(d) = m.device() {
+                d.check()?;
+            }
+        }
+        self.submit(queue, wait, move |s| memory::transfer(s, &src, &dst, &rows, true))
+    }
+}
+
+fn rect_rows(rect: &RectCopy) -> Vec<(usize, usize, usize)> {
+    let mut rows = Vec::with_capacity(rect.extent[1] * rect.extent[2]);
+    rect.for_each_row(|s, d, n| rows.push((s, d, n)));
+    rows
+}
+
+impl Adapter for SimAdapter {
+    type Platform = SimPlatform;
+    type Device = SimDevice;
+    type Context = SimContext;
+    type Buffer = SimBuffer;
+    type Queue = SimQueue;
+    type Event = SimEvent;
+    type Program = SimProgram;
+    type Kernel = SimKernel;
+
+    fn backend(&self) -> Backend {
+        Backend::Sim
+    }
+
+    fn platforms(&self) -> Result<Vec<SimPlatform>> {
+        Ok((0..self.shared.topology.platforms().len())
+            .map(|index| SimPlatform { index })
+            .collect())
+    }
+
+    fn platform_info(&self, platform: &SimPlatform) -> Result<PlatformInfo> {
+        Ok(device::platform_info(&self.shared, platform))
+    }
+
+    fn devices(&self, platform: &SimPlatform) -> Result<Vec<SimDevice>> {
+        Ok(device::devices(&self.shared, platform))
+    }
+
+    fn device_info(&self, device: &SimDevice) -> Result<DeviceInfo> {
+        Ok(device.0.info())
+    }
+
+    fn create_context(&self, devices: &[&SimDevice]) -> Result<SimContext> {
+        device::create_context(&self.shared, devices)
+    }
+
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        device::memory_connection(&self.shared, src, dst)
+    }
+
+    fn create_buffer(
+        &self,
+        ctx: &SimContext,
+        desc: &BufferDesc<&SimDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<SimBuffer> {
+        memory::create_buffer(&self.shared, ctx, desc, init)
+    }
+
+    fn create_sub_buffer(&self, parent: &SimBuffer, offset: usize, size: usize) -> Result<SimBuffer> {
+        parent.alloc.device.check()?;
+        Ok(memory::create_sub_buffer(parent, offset, size))
+    }
+
+    fn usm_alloc(&self, ctx: &SimContext, desc: &UsmDesc<&SimDevice>) -> Result<UsmPtr> {
+        memory::usm_alloc(&self.shared, ctx, desc)
+    }
+
+    fn usm_free(&self, _ctx: &SimContext, ptr: UsmPtr) -> Result<()> {
+        memory::usm_free(&self.shared, ptr)
+    }
+
+    fn create_queue(&self, _ctx: &SimContext, device: &SimDevice, _props: &QueueProps) -> Result<SimQueue> {
+        SimQueue::new(device.0.clone())
+    }
+
+    fn flush(&self, queue: &SimQueue) -> Result<()> {
+        queue.device.check()
+    }
+
+    fn finish(&self, queue: &SimQueue) -> Result<()> {
+        queue.finish()
+    }
+
+    fn event_status(&self, event: &SimEvent) -> Result<EventStatus> {
+        Ok(event.0.status())
+    }
+
+    fn wait(&self, events: &[&SimEvent]) -> Result<()> {
+        queue::wait_all(events)
+    }
+
+    fn event_profiling(&self, event: &SimEvent) -> Result<ProfilingInfo> {
+        event.0.profiling()
+    }
+
+    fn create_program(&self, _ctx: &SimContext, source: &ProgramSource, _options: &str) -> Result<SimProgram> {
+        program::create_program(source)
+    }
+
+    fn create_kernel(&self, program: &SimProgram, name: &str) -> Result<SimKernel> {
+        program::create_kernel(program, name)
+    }
+
+    fn enqueue_read(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let rows = vec![(0, 0, dst.len())];
+        self.enqueue_transfer(queue, buffer.mem(offset), Mem::host(dst), rows, wait)
+    }
+
+    fn enqueue_write(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let rows = vec![(0, 0, src.len())];
+        self.enqueue_transfer(queue, Mem::host(src), buffer.mem(offset), rows, wait)
+    }
+
+    fn enqueue_copy(
+        &self,
+        queue: &SimQueue,
+        src: &SimBuffer,
+        src_offset: usize,
+        dst: &SimBuffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        self.enqueue_transfer(
+            queue,
+            src.mem(src_offset),
+            dst.mem(dst_offset),
+            vec![(0, 0, size)],
+            wait,
+        )
+    }
+
+    fn enqueue_copy_rect(
+        &self,
+        queue: &SimQueue,
+        src: &SimBuffer,
+        dst: &SimBuffer,
+        rect: &RectCopy,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        self.enqueue_transfer(queue, src.mem(0), dst.mem(0), rect_rows(rect), wait)
+    }
+
+    fn enqueue_read_rect(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        self.enqueue_transfer(queue, buffer.mem(0), Mem::host(dst), rect_rows(rect), wait)
+    }
+
+    fn enqueue_write_rect(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        self.enqueue_transfer(queue, Mem::host(src), buffer.mem(0), rect_rows(rect), wait)
+    }
+
+    fn enqueue_fill(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        buffer.alloc.device.check()?;
+        let (dst, pattern) = (buffer.mem(offset), pattern.to_vec());
+        self.submit(queue, wait, move |_| memory::fill(&dst, 0, size, &pattern))
+    }
+
+    fn enqueue_map(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        flags: MapFlags,
+        offset: usize,
+        size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<(SimEvent, HostPtr)> {
+        buffer.alloc.device.check()?;
+        let staging = Arc::new(memory::HostBlock::zeroed(size, memory::ARENA_ALIGN)?);
+        // SAFETY: the staging block is owned by the mapping record (and the
+        // commands below) until unmap; the user owns it in between, as the map
+        // contract says.
+        let mapped = unsafe { HostPtr::new(staging.as_ptr(), size) };
+        let read = !flags.contains(MapFlags::WRITE_INVALIDATE);
+        let write_back = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE);
+        let src = buffer.mem(offset);
+        let keep = staging.clone();
+        let ev = self.submit(queue, wait, move |s| {
+            if !read {
+                return src.device().map_or(Ok(()), |d| d.check());
+            }
+            let dst = Mem::Host {
+                addr: keep.as_ptr() as usize,
+                len: size,
+                keep: Some(keep.clone()),
+            };
+            memory::transfer(s, &src, &dst, &[(0, 0, size)], true)
+        })?;
+        buffer.add_mapping(Mapping {
+            staging,
+            offset: buffer.offset + offset,
+            size,
+            write_back,
+        });
+        Ok((ev, mapped))
+    }
+
+    fn enqueue_unmap(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        mapped: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let m = buffer.take_mapping(mapped)?;
+        let dst = Mem::Dev {
+            alloc: buffer.alloc.clone(),
+            offset: m.offset,
+        };
+        self.submit(queue, wait, move |s| {
+            if !m.write_back {
+                return Ok(());
+            }
+            let src = Mem::Host {
+                addr: m.staging.as_ptr() as usize,
+                len: m.size,
+                keep: Some(m.staging.clone()),
+            };
+            memory::transfer(s, &src, &dst, &[(0, 0, m.size)], true)
+        })
+    }
+
+    fn enqueue_usm_copy(
+        &self,
+        queue: &SimQueue,
+        dst: MemRef,
+        src: MemRef,
+        size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let src = self.shared.usm.resolve_ref(src)?;
+        let dst = self.shared.usm.resolve_ref(dst)?;
+        self.enqueue_transfer(queue, src, dst, vec![(0, 0, size)], wait)
+    }
+
+    fn enqueue_usm_fill(
+        &self,
+        queue: &SimQueue,
+        ptr: UsmPtr,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let dst = self.shared.usm.resolve(ptr)?;
+        if let Some(d) = dst.device() {
+            d.check()?;
+        }
+        let pattern = pattern.to_vec();
+        self.submit(queue, wait, move |_| memory::fill(&dst, 0, size, &pattern))
+    }
+
+    fn enqueue_usm_prefetch(
+        &self,
+        queue: &SimQueue,
+        ptr: UsmPtr,
+        _size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        // Device memory stays where it is and host USM is host memory: nothing moves.
+        let mem = self.shared.usm.resolve(ptr)?;
+        self.submit(queue, wait, move |_| mem.device().map_or(Ok(()), |d| d.check()))
+    }
+
+    fn usm_advise(&self, queue: &SimQueue, ptr: UsmPtr, _size: usize, _advice: UsmAdvice) -> Result<()> {
+        queue.device.check()?;
+        self.shared.usm.resolve(ptr).map(drop)
+    }
+
+    fn enqueue_launch(
+        &self,
+        queue: &SimQueue,
+        kernel: &SimKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let launch = program::prepare(&self.shared, kernel, range, args)?;
+        self.submit(queue, wait, move |_| launch.run())
+    }
+
+    fn enqueue_barrier(&self, queue: &SimQueue, wait: &[&SimEvent]) -> Result<SimEvent> {
+        self.submit(queue, wait, |_| Ok(()))
+    }
+}
