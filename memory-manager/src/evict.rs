@@ -1,0 +1,101 @@
+//! Making room at a device: evict the least recently used allocation whose
+//! bytes are valid elsewhere, writing sole copies back to the host first.
+
+use std::sync::Arc;
+
+use crate::exec::{allocate, run_step};
+use crate::manager::Inner;
+use crate::plan::{Route, Step};
+use crate::residency::{Mem, Residency};
+use crate::route::HOST;
+
+/// Which buffer a candidate belongs to.
+enum Owner {
+    /// The buffer being served (already locked by the caller).
+    Me,
+    /// Another buffer, to be locked with `try_lock` (never blocks: the caller
+    /// holds its own buffer's lock).
+    Other(crate::manager::Shared),
+}
+
+/// Evicts one allocation on the device of `place` (any of its contexts).
+/// Returns true when something was evicted.
+pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> bool {
+    let device = inner.places[place].location.map(|l| l.device);
+    let on_device: Vec<usize> = (1..inner.places.len())
+        .filter(|&p| inner.places[p].location.map(|l| l.device) == device)
+        .collect();
+    let mut cands: Vec<(u64, usize, Owner)> = Vec::new();
+    for &p in &on_device {
+        if let Some(s) = &me.slots[p] {
+            if !s.pinned() {
+                cands.push((s.last_use, p, Owner::Me));
+            }
+        }
+    }
+    let others: Vec<crate::manager::Shared> = inner.buffers.lock().values().cloned().collect();
+    for other in others {
+        let Some(g) = other.try_lock() else { continue };
+        if g.released || std::ptr::eq(&*g, me) {
+            continue;
+        }
+        for &p in &on_device {
+            if let Some(s) = &g.slots[p] {
+                if !s.pinned() {
+                    cands.push((s.last_use, p, Owner::Other(Arc::clone(&other))));
+                }
+            }
+        }
+    }
+    cands.sort_by_key(|(t, p, _)| (*t, *p));
+    for (_, p, owner) in cands {
+        let done = match owner {
+            Owner::Me => evict_slot(inner, me, p),
+            Owner::Other(o) => match o.try_lock() {
+                Some(mut g) if !g.released => evict_slot(inner, &mut g, p),
+                _ => false,
+            },
+        };
+        if done {
+            return true;
+        }
+    }
+    false
+}
+
+/// Frees the allocation of `res` at `place` after writing its sole copies
+/// back to the host. Returns false (changing nothing that loses data) when
+/// the write-back cannot be done.
+fn evict_slot(inner: &Inner, res: &mut Residency, place: usize) -> bool {
+    match &res.slots[place] {
+        Some(s) if !s.pinned() => {}
+        _ => return false,
+    }
+    let only = res.only_copy(place);
+    if !only.is_empty() {
+        if res.slots[HOST].is_none() && allocate(inner, res, HOST).is_err() {
+            return false;
+        }
+        for range in only.ranges() {
+            let step = Step::Copy {
+                from: place,
+                to: HOST,
+                range,
+                route: Route::HostRead,
+            };
+            if let Err(e) = run_step(inner, res, &step) {
+                tracing::debug!(error = %e, "write-back before eviction failed; keeping the allocation");
+                return false;
+            }
+        }
+    }
+    if let Some(slot) = res.slots[place].take() {
+        if let Mem::Device(b) = slot.mem {
+            if let Err(e) = inner.rt.release_buffer(b) {
+                tracing::warn!(error = %e, "releasing an evicted allocation failed");
+            }
+        }
+    }
+    tracing::debug!(buffer = %res.name, place = %inner.places[place].name, wrote_back = only.len(), "evicted");
+    true
+}

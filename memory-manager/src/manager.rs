@@ -1,0 +1,561 @@
+//! [`MemoryManager`]: logical buffers over the places of a [`Runtime`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_api::{BufferId, ContextId, Location, MemoryConnection, QueueId, QueueProps, Runtime, UsmCaps};
+
+use crate::error::{MmError, Result};
+use crate::exec;
+use crate::interval::IntervalSet;
+use crate::plan::{Access, Plan, Route};
+use crate::residency::{Mem, Residency};
+use crate::route::{self, LinkCost, Topology, HOST};
+use crate::staging::StagingPool;
+
+/// A place data can live: plain host memory the manager owns, or a device
+/// location (context, device) of the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    /// Host memory owned by the manager.
+    Host,
+    /// A (context, device) location.
+    Device(Location),
+}
+
+impl From<Location> for Place {
+    fn from(l: Location) -> Self {
+        Place::Device(l)
+    }
+}
+
+/// Tuning knobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Bytes per chunk of a host-staged copy.
+    pub staging_chunk: usize,
+    /// Staging buffers per ring (chunks in flight); at least 2.
+    pub staging_depth: usize,
+    /// Measure each route's bandwidth the first time a plan weighs it (and
+    /// cache it); otherwise, and when a measurement fails, use estimates.
+    /// Plans stay deterministic with this off.
+    pub measure_routes: bool,
+    /// Bytes moved by one measurement.
+    pub probe_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            staging_chunk: 4 << 20,
+            staging_depth: 4,
+            measure_routes: true,
+            probe_bytes: 4 << 20,
+        }
+    }
+}
+
+/// A logical buffer of a [`MemoryManager`]. Cheap to copy; released with
+/// [`MemoryManager::release`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LogicalBuffer(pub(crate) u64);
+
+impl fmt::Display for LogicalBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "b{}", self.0)
+    }
+}
+
+pub(crate) struct PlaceInfo {
+    pub location: Option<Location>,
+    pub queue: Option<QueueId>,
+    pub name: String,
+    /// The context can allocate pinned (USM host) memory.
+    pub usm_host: bool,
+}
+
+pub(crate) type Shared = Arc<Mutex<Residency>>;
+
+pub(crate) struct Inner {
+    pub rt: Arc<Runtime>,
+    pub places: Vec<PlaceInfo>,
+    /// conn[a][b] for device places a, b (index 0 row/column unused).
+    pub conn: Vec<Vec<MemoryConnection>>,
+    pub costs: Mutex<HashMap<(usize, usize), LinkCost>>,
+    pub config: Config,
+    pub buffers: Mutex<BTreeMap<u64, Shared>>,
+    next_buffer: AtomicU64,
+    clock: AtomicU64,
+    pub staging: StagingPool,
+}
+
+impl Inner {
+    pub(crate) fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn context_of(&self, place: usize) -> Option<ContextId> {
+        self.places[place].location.map(|l| l.context)
+    }
+
+    /// Staging memory preference for a copy `from -> to`: pinned for the
+    /// source's context, else the destination's.
+    pub(crate) fn staging_preference(&self, from: usize, to: usize) -> Vec<Option<ContextId>> {
+        [from, to]
+            .into_iter()
+            .filter(|&p| self.places[p].usm_host)
+            .map(|p| self.context_of(p))
+            .collect()
+    }
+
+    pub(crate) fn queue(&self, place: usize) -> QueueId {
+        self.places[place].queue.expect("device places have a queue")
+    }
+}
+
+impl Topology for Inner {
+    fn connection(&self, from: usize, to: usize) -> MemoryConnection {
+        self.conn[from][to]
+    }
+
+    fn cost(&self, from: usize, to: usize, route: Route) -> LinkCost {
+        if let Some(c) = self.costs.lock().get(&(from, to)) {
+            return *c;
+        }
+        let c = if self.config.measure_routes {
+            exec::measure(self, from, to, route).unwrap_or_else(|e| {
+                tracing::debug!(error = %e, from, to, "route measurement failed; using the estimate");
+                LinkCost::estimate(route)
+            })
+        } else {
+            LinkCost::estimate(route)
+        };
+        self.costs.lock().insert((from, to), c);
+        c
+    }
+
+    fn staging(&self) -> (usize, usize) {
+        (self.config.staging_chunk, self.config.staging_depth)
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.places.iter().map(|p| p.name.clone()).collect()
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for (_, b) in std::mem::take(&mut *self.buffers.lock()) {
+            exec::free_all(&self.rt, &mut b.lock());
+        }
+        self.staging.clear(&self.rt);
+        for p in &self.places {
+            if let Some(q) = p.queue {
+                if let Err(e) = self.rt.release_queue(q) {
+                    tracing::warn!(error = %e, "releasing a queue failed");
+                }
+            }
+        }
+    }
+}
+
+/// Logical buffers whose bytes live wherever they are needed.
+///
+/// The manager owns one allocation per place per logical buffer, made on
+/// first use, tracks which byte ranges of each are current, and before an
+/// access moves exactly the missing bytes by the cheapest route the
+/// adapters' connection answers allow. See the crate documentation.
+///
+/// ```
+/// use std::sync::Arc;
+/// use ur_api::{Location, Runtime};
+/// use ur_memory_manager::{Access, MemoryManager, Place};
+///
+/// let mut rt = Runtime::new();
+/// rt.add(ur_native::NativeAdapter::new())?;
+/// let dev = rt.all_devices()[0];
+/// let ctx = rt.create_context(&[dev])?;
+/// let rt = Arc::new(rt);
+/// let mm = MemoryManager::new(rt.clone(), &[Location::new(ctx, dev)])?;
+///
+/// let buf = mm.create_buffer(1024)?;
+/// mm.write(buf, 0, &[5u8; 1024])?;
+/// // Make the first half valid on the device and use it there.
+/// let at = Place::Device(Location::new(ctx, dev));
+/// let view = mm.acquire(buf, at, Access::ReadWrite, 0..512)?;
+/// rt.write(view.queue().unwrap(), view.buffer().unwrap(), 0, &[9u8; 16])?;
+/// drop(view);
+/// let mut back = vec![0u8; 1024];
+/// mm.read(buf, 0, &mut back)?;
+/// assert_eq!(&back[..16], &[9u8; 16]);
+/// assert!(back[16..].iter().all(|b| *b == 5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct MemoryManager {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for MemoryManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryManager")
+            .field("places", &self.inner.names())
+            .field("buffers", &self.inner.buffers.lock().len())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An access in progress: where to find the bytes. While it lives, the
+/// allocation it names is never evicted.
+#[derive(Debug)]
+pub struct Acquired {
+    place: Place,
+    target: Place,
+    buffer: Option<BufferId>,
+    queue: Option<QueueId>,
+    range: Range<usize>,
+    pin: Arc<AtomicUsize>,
+}
+
+impl Acquired {
+    /// The place asked for.
+    pub fn place(&self) -> Place {
+        self.place
+    }
+
+    /// The place whose allocation holds the bytes: the place asked for, or
+    /// one whose memory is `Unified` with it (used in place).
+    pub fn target(&self) -> Place {
+        self.target
+    }
+
+    /// The runtime buffer to use (`None` for the host place). Its offsets
+    /// are the logical buffer's offsets.
+    pub fn buffer(&self) -> Option<BufferId> {
+        self.buffer
+    }
+
+    /// The manager's queue at the place asked for (`None` for the host).
+    pub fn queue(&self) -> Option<QueueId> {
+        self.queue
+    }
+
+    /// The byte range the access covers.
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+}
+
+impl Drop for Acquired {
+    fn drop(&mut self) {
+        self.pin.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl MemoryManager {
+    /// A manager over the host and these device locations, with defaults.
+    pub fn new(rt: Arc<Runtime>, locations: &[Location]) -> Result<Self> {
+        Self::with_config(rt, locations, Config::default())
+    }
+
+    /// A manager over the host and these device locations.
+    ///
+    /// Creates one in-order queue per location and asks the runtime for the
+    /// connection between every ordered pair once.
+    pub fn with_config(rt: Arc<Runtime>, locations: &[Location], config: Config) -> Result<Self> {
+        let mut places = vec![PlaceInfo {
+            location: None,
+            queue: None,
+            name: "host".into(),
+            usm_host: false,
+        }];
+        let mut ctx_order: Vec<ContextId> = Vec::new();
+        for (i, &loc) in locations.iter().enumerate() {
+            if locations[..i].contains(&loc) {
+                return Err(MmError::Runtime(ur_api::Error::invalid(format!("location {loc} listed twice"))));
+            }
+            let info = rt.device_info(loc.device)?;
+            let c = match ctx_order.iter().position(|c| *c == loc.context) {
+                Some(c) => c,
+                None => {
+                    ctx_order.push(loc.context);
+                    ctx_order.len() - 1
+                }
+            };
+            let usm_host = rt
+                .context_devices(loc.context)?
+                .iter()
+                .all(|d| rt.device_info(*d).is_ok_and(|i| i.usm.contains(UsmCaps::HOST)));
+            let queue = rt.create_queue(loc.context, loc.device, &QueueProps::default())?;
+            places.push(PlaceInfo {
+                location: Some(loc),
+                queue: Some(queue),
+                name: format!("L{} {}/c{c}", i + 1, info.name),
+                usm_host,
+            });
+        }
+        let n = places.len();
+        let mut conn = vec![vec![MemoryConnection::None; n]; n];
+        for a in 1..n {
+            for b in 1..n {
+                let (la, lb) = (places[a].location.unwrap(), places[b].location.unwrap());
+                conn[a][b] = if a == b {
+                    MemoryConnection::Unified
+                } else {
+                    rt.memory_connection(la, lb)?
+                };
+            }
+        }
+        let config = Config {
+            staging_depth: config.staging_depth.max(2),
+            staging_chunk: config.staging_chunk.max(4096),
+            ..config
+        };
+        Ok(MemoryManager {
+            inner: Arc::new(Inner {
+                rt,
+                places,
+                conn,
+                costs: Mutex::new(HashMap::new()),
+                config,
+                buffers: Mutex::new(BTreeMap::new()),
+                next_buffer: AtomicU64::new(0),
+                clock: AtomicU64::new(1),
+                staging: StagingPool::default(),
+            }),
+        })
+    }
+
+    /// The runtime below.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.inner.rt
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Config {
+        self.inner.config
+    }
+
+    /// The places, host first, then the locations in the order given.
+    pub fn places(&self) -> Vec<Place> {
+        self.inner
+            .places
+            .iter()
+            .map(|p| p.location.map_or(Place::Host, Place::Device))
+            .collect()
+    }
+
+    /// A place's stable name as plans print it: `host`, or
+    /// `L<n> <device name>/c<k>` (n: 1-based position in the list given,
+    /// k: the context's position among the contexts given).
+    pub fn place_name(&self, place: Place) -> Result<String> {
+        Ok(self.inner.places[self.index(place)?].name.clone())
+    }
+
+    /// The connection answer between two places (`None` with the host).
+    pub fn connection(&self, from: Place, to: Place) -> Result<MemoryConnection> {
+        let (a, b) = (self.index(from)?, self.index(to)?);
+        Ok(if a == HOST || b == HOST {
+            MemoryConnection::None
+        } else {
+            self.inner.conn[a][b]
+        })
+    }
+
+    pub(crate) fn index(&self, place: Place) -> Result<usize> {
+        match place {
+            Place::Host => Ok(HOST),
+            Place::Device(l) => self
+                .inner
+                .places
+                .iter()
+                .position(|p| p.location == Some(l))
+                .ok_or_else(|| MmError::UnknownPlace(l.to_string())),
+        }
+    }
+
+    fn place_at(&self, i: usize) -> Place {
+        self.inner.places[i].location.map_or(Place::Host, Place::Device)
+    }
+
+    pub(crate) fn shared(&self, buf: LogicalBuffer) -> Result<Shared> {
+        self.inner
+            .buffers
+            .lock()
+            .get(&buf.0)
+            .cloned()
+            .ok_or(MmError::UnknownBuffer)
+    }
+
+    fn locked(&self, buf: LogicalBuffer) -> Result<(Shared, parking_lot::ArcMutexGuard<parking_lot::RawMutex, Residency>)> {
+        let s = self.shared(buf)?;
+        let g = s.lock_arc();
+        if g.released {
+            return Err(MmError::UnknownBuffer);
+        }
+        Ok((s, g))
+    }
+
+    fn check_range(r: &Residency, range: &Range<usize>) -> Result<()> {
+        if range.start > range.end || range.end > r.size || range.start == range.end {
+            return Err(MmError::OutOfBounds {
+                buffer: r.name.clone(),
+                range: range.clone(),
+                size: r.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// A new logical buffer of `size` bytes. Nothing is allocated until
+    /// first use; bytes never written read as zero.
+    pub fn create_buffer(&self, size: usize) -> Result<LogicalBuffer> {
+        if size == 0 {
+            return Err(MmError::Runtime(ur_api::Error::InvalidSize {
+                what: "logical buffer",
+                size,
+            }));
+        }
+        let id = self.inner.next_buffer.fetch_add(1, Ordering::Relaxed);
+        let r = Residency::new(format!("b{id}"), size, self.inner.places.len());
+        self.inner.buffers.lock().insert(id, Arc::new(Mutex::new(r)));
+        Ok(LogicalBuffer(id))
+    }
+
+    /// Releases a logical buffer and all its allocations.
+    pub fn release(&self, buf: LogicalBuffer) -> Result<()> {
+        let (_, mut g) = self.locked(buf)?;
+        let pins = g.pins();
+        if pins > 0 {
+            return Err(MmError::InUse {
+                buffer: g.name.clone(),
+                pins,
+            });
+        }
+        g.released = true;
+        exec::free_all(&self.inner.rt, &mut g);
+        drop(g);
+        self.inner.buffers.lock().remove(&buf.0);
+        Ok(())
+    }
+
+    /// The size of a logical buffer.
+    pub fn size(&self, buf: LogicalBuffer) -> Result<usize> {
+        Ok(self.locked(buf)?.1.size)
+    }
+
+    /// What [`MemoryManager::acquire`] would do now, without doing it.
+    pub fn plan(&self, buf: LogicalBuffer, place: Place, access: Access, range: Range<usize>) -> Result<Plan> {
+        let p = self.index(place)?;
+        let (_, g) = self.locked(buf)?;
+        Self::check_range(&g, &range)?;
+        Ok(route::plan_access(&*self.inner, &g.view(), &g.name, g.size, access, p, range))
+    }
+
+    /// Makes `range` current at `place` for `access` and returns where the
+    /// bytes are. For writes, every other place's copy of the range is stale
+    /// from now on. On error nothing is lost: ranges already copied stay
+    /// valid, a failed copy leaves its source valid and its destination
+    /// stale, and the next access tries again.
+    pub fn acquire(&self, buf: LogicalBuffer, place: Place, access: Access, range: Range<usize>) -> Result<Acquired> {
+        let p = self.index(place)?;
+        let (_, mut g) = self.locked(buf)?;
+        Self::check_range(&g, &range)?;
+        let target = exec::run_access(&self.inner, &mut g, access, p, range.clone())?;
+        let slot = g.slots[target].as_mut().expect("the target was allocated");
+        slot.pins.fetch_add(1, Ordering::AcqRel);
+        Ok(Acquired {
+            place,
+            target: self.place_at(target),
+            buffer: slot.device_buffer(),
+            queue: self.inner.places[p].queue,
+            range,
+            pin: slot.pins.clone(),
+        })
+    }
+
+    /// Copies `dst.len()` bytes at `offset` into `dst` (through the host place).
+    pub fn read(&self, buf: LogicalBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
+        let range = offset..offset + dst.len();
+        self.with_host(buf, Access::Read, range, |s| dst.copy_from_slice(s))
+    }
+
+    /// Writes `src` at `offset` (at the host place; other copies become stale).
+    pub fn write(&self, buf: LogicalBuffer, offset: usize, src: &[u8]) -> Result<()> {
+        let range = offset..offset + src.len();
+        self.with_host(buf, Access::DiscardWrite, range, |s| s.copy_from_slice(src))
+    }
+
+    /// Runs `f` on the host copy of `range`, made current for `access`,
+    /// while holding the buffer (other threads' accesses to it wait).
+    pub fn with_host<R>(
+        &self,
+        buf: LogicalBuffer,
+        access: Access,
+        range: Range<usize>,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R> {
+        let (_, mut g) = self.locked(buf)?;
+        Self::check_range(&g, &range)?;
+        exec::run_access(&self.inner, &mut g, access, HOST, range.clone())?;
+        match g.slots[HOST].as_mut().map(|s| &mut s.mem) {
+            Some(Mem::Host(m)) => Ok(f(&mut m.as_mut_slice()[range])),
+            _ => unreachable!("a host access allocates the host store"),
+        }
+    }
+
+    /// Per place with an allocation: the byte ranges current there.
+    pub fn residency(&self, buf: LogicalBuffer) -> Result<Vec<(Place, IntervalSet)>> {
+        let (_, g) = self.locked(buf)?;
+        Ok(g.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|s| (self.place_at(i), s.valid.clone())))
+            .collect())
+    }
+
+    /// Reads every current range at every place, without changing anything
+    /// (for checks: every copy of a byte must agree).
+    pub fn valid_copies(&self, buf: LogicalBuffer) -> Result<Vec<(Place, Range<usize>, Vec<u8>)>> {
+        let (_, mut g) = self.locked(buf)?;
+        let mut out = Vec::new();
+        for i in 0..g.slots.len() {
+            let Some(slot) = g.slots[i].as_mut() else { continue };
+            let ranges: Vec<Range<usize>> = slot.valid.ranges().collect();
+            for r in ranges {
+                let mut data = vec![0u8; r.len()];
+                match &slot.mem {
+                    Mem::Host(m) => data.copy_from_slice(&m.as_slice()[r.clone()]),
+                    Mem::Device(b) => self.inner.rt.read(self.inner.queue(i), *b, r.start, &mut data)?,
+                }
+                out.push((self.place_at(i), r, data));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Measures every route between every ordered pair of places now (when
+    /// `measure_routes` is on; otherwise fills the cache with estimates).
+    pub fn calibrate(&self) {
+        let n = self.inner.places.len();
+        for a in 0..n {
+            for b in 0..n {
+                if a != b {
+                    let r = route::route_between(&*self.inner, a, b);
+                    self.inner.cost(a, b, r);
+                }
+            }
+        }
+    }
+
+    /// The cached cost of the route between two places, if weighed yet.
+    pub fn route_cost(&self, from: Place, to: Place) -> Result<Option<LinkCost>> {
+        let (a, b) = (self.index(from)?, self.index(to)?);
+        Ok(self.inner.costs.lock().get(&(a, b)).copied())
+    }
+}

@@ -1,0 +1,160 @@
+//! Per logical buffer, per place: the allocation (if any) and which bytes
+//! of it are current.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use ur_api::BufferId;
+
+use crate::interval::IntervalSet;
+use crate::staging::HostMem;
+
+/// The memory of one place.
+pub(crate) enum Mem {
+    /// The host place's store.
+    Host(HostMem),
+    /// A runtime buffer at a device location.
+    Device(BufferId),
+}
+
+/// A logical buffer's allocation at one place.
+pub(crate) struct Slot {
+    pub mem: Mem,
+    /// Bytes that hold the buffer's current contents here.
+    pub valid: IntervalSet,
+    /// Logical clock of the last access that used this allocation (LRU).
+    pub last_use: u64,
+    /// Live [`crate::Acquired`] guards on this allocation; never evicted while non-zero.
+    pub pins: Arc<AtomicUsize>,
+}
+
+impl Slot {
+    pub(crate) fn new(mem: Mem, now: u64) -> Self {
+        Slot {
+            mem,
+            valid: IntervalSet::new(),
+            last_use: now,
+            pins: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    pub(crate) fn pinned(&self) -> bool {
+        self.pins.load(Ordering::Acquire) > 0
+    }
+
+    pub(crate) fn device_buffer(&self) -> Option<BufferId> {
+        match self.mem {
+            Mem::Device(b) => Some(b),
+            Mem::Host(_) => None,
+        }
+    }
+}
+
+/// The state of one logical buffer.
+pub(crate) struct Residency {
+    /// Stable name: `b0`, `b1`, ... in creation order.
+    pub name: String,
+    pub size: usize,
+    /// One entry per place (index 0: the host).
+    pub slots: Vec<Option<Slot>>,
+    /// Set once released; later lookups fail.
+    pub released: bool,
+}
+
+impl Residency {
+    pub(crate) fn new(name: String, size: usize, places: usize) -> Self {
+        Residency {
+            name,
+            size,
+            slots: (0..places).map(|_| None).collect(),
+            released: false,
+        }
+    }
+
+    /// Per place, the valid bytes of its allocation (`None`: no allocation).
+    pub(crate) fn view(&self) -> Vec<Option<&IntervalSet>> {
+        self.slots.iter().map(|s| s.as_ref().map(|s| &s.valid)).collect()
+    }
+
+    /// Bytes valid at `place` and nowhere else.
+    pub(crate) fn only_copy(&self, place: usize) -> IntervalSet {
+        let Some(slot) = &self.slots[place] else {
+            return IntervalSet::new();
+        };
+        let mut only = slot.valid.clone();
+        for (i, other) in self.slots.iter().enumerate() {
+            if i != place {
+                if let Some(o) = other {
+                    only.subtract(&o.valid);
+                }
+            }
+        }
+        only
+    }
+
+    /// Marks `range` valid at `place`.
+    pub(crate) fn mark_valid(&mut self, place: usize, range: Range<usize>) {
+        if let Some(s) = &mut self.slots[place] {
+            s.valid.insert(range);
+        }
+    }
+
+    /// After a write at `place`: current there, stale everywhere else.
+    pub(crate) fn mark_written(&mut self, place: usize, range: Range<usize>) {
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            if let Some(s) = s {
+                if i == place {
+                    s.valid.insert(range.clone());
+                } else {
+                    s.valid.remove(range.clone());
+                }
+            }
+        }
+    }
+
+    /// Live guards over all places.
+    pub(crate) fn pins(&self) -> usize {
+        self.slots
+            .iter()
+            .flatten()
+            .map(|s| s.pins.load(Ordering::Acquire))
+            .sum()
+    }
+
+    /// Every byte is valid somewhere or was never written (reads as zero):
+    /// the union of all valid sets.
+    #[cfg(test)]
+    pub(crate) fn valid_anywhere(&self) -> IntervalSet {
+        let mut all = IntervalSet::new();
+        for s in self.slots.iter().flatten() {
+            all.union_with(&s.valid);
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host_slot() -> Slot {
+        Slot::new(Mem::Host(HostMem::zeroed(16).unwrap()), 0)
+    }
+
+    #[test]
+    fn write_makes_one_place_current() {
+        let mut r = Residency::new("b0".into(), 16, 3);
+        r.slots[0] = Some(host_slot());
+        r.slots[2] = Some(host_slot());
+        r.mark_valid(0, 0..16);
+        r.mark_valid(2, 0..16);
+        assert!(r.only_copy(0).is_empty());
+        r.mark_written(2, 4..8);
+        assert_eq!(r.slots[0].as_ref().unwrap().valid.to_string(), "{[0, 4), [8, 16)}");
+        assert_eq!(r.only_copy(2), IntervalSet::from_range(4..8));
+        assert_eq!(r.valid_anywhere(), IntervalSet::from_range(0..16));
+        assert_eq!(r.view().iter().filter(|v| v.is_some()).count(), 2);
+        assert_eq!(r.pins(), 0);
+    }
+}

@@ -1,0 +1,290 @@
+//! Host memory the manager owns: the host place's store ([`HostMem`]) and
+//! the pooled pinned staging buffers of host-staged copies, with the
+//! pipelined copy that runs through them.
+
+use std::alloc::{self, Layout};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::ptr::NonNull;
+
+use parking_lot::Mutex;
+use ur_api::{BufferId, ContextId, EventId, HostPtr, QueueId, Runtime, UsmDesc, UsmKind, UsmPtr};
+
+/// Alignment of host memory the manager allocates (a page).
+pub(crate) const HOST_ALIGN: usize = 4096;
+
+/// Zeroed, page-aligned host memory owned by the manager.
+pub(crate) struct HostMem {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: HostMem owns its allocation exclusively; access goes through &/&mut.
+unsafe impl Send for HostMem {}
+// SAFETY: shared references only hand out shared slices.
+unsafe impl Sync for HostMem {}
+
+impl HostMem {
+    /// `len` zeroed bytes (at least one), or `OutOfHostMemory`.
+    pub(crate) fn zeroed(len: usize) -> ur_api::Result<HostMem> {
+        let layout = Layout::from_size_align(len.max(1), HOST_ALIGN).map_err(|_| ur_api::Error::OutOfHostMemory)?;
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).ok_or(ur_api::Error::OutOfHostMemory)?;
+        Ok(HostMem { ptr, len })
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialised (zeroed) bytes while self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// A `HostPtr` over `range` for an operation the caller waits for while
+    /// it holds `&mut self` (so nothing else touches the bytes).
+    pub(crate) fn host_ptr(&mut self, range: Range<usize>) -> HostPtr {
+        let s = &mut self.as_mut_slice()[range];
+        // SAFETY: callers wait for every operation given this pointer before
+        // releasing the exclusive borrow of the store (see `exec`).
+        unsafe { HostPtr::new(s.as_mut_ptr(), s.len()) }
+    }
+}
+
+impl Drop for HostMem {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.len.max(1), HOST_ALIGN).expect("layout was valid at allocation");
+        // SAFETY: allocated in `zeroed` with this very layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
+    }
+}
+
+/// Where a staging buffer's memory came from.
+enum StagingMem {
+    /// A USM host allocation (pinned) of a context.
+    Pinned { context: ContextId, ptr: UsmPtr },
+    /// Plain aligned host memory (the adapter has no USM host allocations).
+    Plain(HostMem),
+}
+
+/// One staging buffer of the ring.
+pub(crate) struct StagingBuf {
+    mem: StagingMem,
+    len: usize,
+}
+
+impl StagingBuf {
+    fn addr(&self) -> *mut u8 {
+        match &self.mem {
+            // USM host pointers are host addresses (see `UsmPtr`).
+            StagingMem::Pinned { ptr, .. } => ptr.0 as usize as *mut u8,
+            StagingMem::Plain(m) => m.ptr.as_ptr(),
+        }
+    }
+
+    /// True when the memory is pinned for `context`.
+    pub(crate) fn pinned_for(&self) -> Option<ContextId> {
+        match self.mem {
+            StagingMem::Pinned { context, .. } => Some(context),
+            StagingMem::Plain(_) => None,
+        }
+    }
+}
+
+/// Pooled staging buffers, by the context they are pinned for (`None`: plain).
+#[derive(Default)]
+pub(crate) struct StagingPool {
+    free: Mutex<HashMap<(Option<ContextId>, usize), Vec<StagingBuf>>>,
+}
+
+impl std::fmt::Debug for StagingPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n: usize = self.free.lock().values().map(Vec::len).sum();
+        write!(f, "StagingPool({n} free)")
+    }
+}
+
+impl StagingPool {
+    /// Takes `n` buffers of `len` bytes, pinned for the first context of
+    /// `prefer` that can allocate USM host memory, else plain.
+    pub(crate) fn take(
+        &self,
+        rt: &Runtime,
+        prefer: &[Option<ContextId>],
+        n: usize,
+        len: usize,
+    ) -> ur_api::Result<Vec<StagingBuf>> {
+        let mut out = Vec::with_capacity(n);
+        {
+            let mut free = self.free.lock();
+            for key in prefer.iter().copied().chain([None]) {
+                if let Some(v) = free.get_mut(&(key, len)) {
+                    while out.len() < n {
+                        match v.pop() {
+                            Some(b) => out.push(b),
+                            None => break,
+                        }
+                    }
+                }
+                if !out.is_empty() {
+                    break;
+                }
+            }
+        }
+        while out.len() < n {
+            out.push(self.allocate(rt, prefer, len)?);
+        }
+        Ok(out)
+    }
+
+    fn allocate(&self, rt: &Runtime, prefer: &[Option<ContextId>], len: usize) -> ur_api::Result<StagingBuf> {
+        for ctx in prefer.iter().flatten() {
+            let desc = UsmDesc::new(UsmKind::Host, len).aligned(HOST_ALIGN);
+            match rt.usm_alloc(*ctx, &desc) {
+                Ok(ptr) => {
+                    return Ok(StagingBuf {
+                        mem: StagingMem::Pinned { context: *ctx, ptr },
+                        len,
+                    })
+                }
+                Err(e) => tracing::debug!(error = %e, "no pinned staging memory from this context"),
+            }
+        }
+        Ok(StagingBuf {
+            mem: StagingMem::Plain(HostMem::zeroed(len)?),
+            len,
+        })
+    }
+
+    /// Returns buffers to the pool.
+    pub(crate) fn give_back(&self, bufs: Vec<StagingBuf>) {
+        let mut free = self.free.lock();
+        for b in bufs {
+            free.entry((b.pinned_for(), b.len)).or_default().push(b);
+        }
+    }
+
+    /// Frees every pooled buffer.
+    pub(crate) fn clear(&self, rt: &Runtime) {
+        let all: Vec<StagingBuf> = self.free.lock().drain().flat_map(|(_, v)| v).collect();
+        for b in all {
+            if let StagingMem::Pinned { context, ptr } = b.mem {
+                if let Err(e) = rt.usm_free(context, ptr) {
+                    tracing::warn!(error = %e, "freeing a staging buffer failed");
+                }
+            }
+        }
+    }
+}
+
+/// One side of a staged copy: a buffer and the queue that reaches it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Side {
+    pub queue: QueueId,
+    pub buffer: BufferId,
+}
+
+/// Events in flight, waited for and released on every exit path.
+struct InFlight<'a> {
+    rt: &'a Runtime,
+    events: Vec<Option<EventId>>,
+}
+
+impl InFlight<'_> {
+    fn finish(&mut self, i: usize) -> ur_api::Result<()> {
+        match self.events[i].take() {
+            Some(e) => self.rt.complete(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        for e in self.events.iter_mut().filter_map(Option::take) {
+            // Errors here belong to a copy already failing; the memory must
+            // simply be idle before the staging buffers are reused.
+            let _ = self.rt.complete(e);
+        }
+    }
+}
+
+/// Copies `range` of `src` to the same range of `dst` through host staging:
+/// chunk `k` is read into ring slot `k % depth` while earlier chunks are
+/// written out, so reading chunk k+1 overlaps writing chunk k. The two
+/// queues may belong to different adapters: every hand-off between them is
+/// a host wait on the read's event.
+pub(crate) fn pipelined_copy(
+    rt: &Runtime,
+    src: Side,
+    dst: Side,
+    range: Range<usize>,
+    ring: &[StagingBuf],
+) -> ur_api::Result<()> {
+    let depth = ring.len();
+    assert!(depth > 0, "a staging ring needs at least one buffer");
+    let chunk = ring[0].len;
+    let len = range.end - range.start;
+    let n = len.div_ceil(chunk);
+    let piece = |k: usize| {
+        let start = range.start + k * chunk;
+        (start, chunk.min(range.end - start))
+    };
+    let slot = |k: usize| {
+        let (_, l) = piece(k);
+        // SAFETY: every operation given this pointer completes (its event
+        // is waited for, here or in `InFlight::drop`) before the ring slot
+        // is handed to the next chunk or back to the pool; reads and writes
+        // of one slot never overlap because a slot's write is waited for
+        // before its next read is enqueued.
+        unsafe { HostPtr::new(ring[k % depth].addr(), l) }
+    };
+    let mut reads = InFlight {
+        rt,
+        events: vec![None; n],
+    };
+    let mut writes = InFlight {
+        rt,
+        events: vec![None; n],
+    };
+    for k in 0..n.min(depth) {
+        let (off, _) = piece(k);
+        reads.events[k] = Some(rt.enqueue_read(src.queue, src.buffer, off, slot(k), &[])?);
+    }
+    for k in 0..n {
+        reads.finish(k)?;
+        let (off, _) = piece(k);
+        writes.events[k] = Some(rt.enqueue_write(dst.queue, dst.buffer, off, slot(k), &[])?);
+        rt.flush(dst.queue)?;
+        // Refill the slot of chunk k-1 once its write is done.
+        if k >= 1 && k - 1 + depth < n {
+            writes.finish(k - 1)?;
+            let next = k - 1 + depth;
+            let (off, _) = piece(next);
+            reads.events[next] = Some(rt.enqueue_read(src.queue, src.buffer, off, slot(next), &[])?);
+            rt.flush(src.queue)?;
+        }
+    }
+    for k in 0..n {
+        writes.finish(k)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_mem_is_zeroed_and_aligned() {
+        let mut m = HostMem::zeroed(10_000).unwrap();
+        assert!(m.as_slice().iter().all(|b| *b == 0));
+        assert_eq!(m.as_slice().as_ptr() as usize % HOST_ALIGN, 0);
+        m.as_mut_slice()[9_999] = 7;
+        let p = m.host_ptr(9_000..10_000);
+        assert_eq!(p.len(), 1000);
+    }
+}
