@@ -53,10 +53,16 @@ pub fn parse_line(line: &str) -> Result<Option<Row>> {
     Ok(Some(row))
 }
 
-/// Runs the benchmarks and writes the report.
-pub fn bench(filter: Option<&str>) -> Result<()> {
+/// Runs the benchmarks (of `packages`, or all) and writes the report.
+pub fn bench(filter: Option<&str>, packages: &[String]) -> Result<()> {
     let mut cmd = cargo();
-    cmd.args(["bench", "--workspace"]);
+    cmd.arg("bench");
+    if packages.is_empty() {
+        cmd.arg("--workspace");
+    }
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
     if let Some(f) = filter {
         // Harness-less benches receive it as their first free argument, libtest benches as a filter.
         cmd.args(["--", f]);

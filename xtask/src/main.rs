@@ -39,6 +39,9 @@ enum Task {
         /// Only keep rows (and run benchmarks) whose name contains this text.
         #[arg(long)]
         filter: Option<String>,
+        /// Only bench these packages (default: the whole workspace).
+        #[arg(long, short = 'p', value_name = "PACKAGE")]
+        package: Vec<String>,
     },
 }
 
@@ -53,7 +56,7 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Setup { dry_run } => setup::setup(dry_run),
         Task::Ci => ci::ci(),
-        Task::Bench { filter } => bench::bench(filter.as_deref()),
+        Task::Bench { filter, package } => bench::bench(filter.as_deref(), &package),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
