@@ -208,7 +208,7 @@ impl Plan {
             let _ = writeln!(s, "  uses the allocation at {} in place (unified)", name(self.target));
         }
         if self.steps.is_empty() {
-            let _ = writeln!(s, "  nothing to do: already valid");
+            let _ = writeln!(s, "  nothing to copy");
         }
         for (i, step) in self.steps.iter().enumerate() {
             let n = i + 1;

@@ -1,0 +1,87 @@
+//! Plan snapshots on every sim scenario: the same script of accesses, each
+//! plan printed with `explain()` before it runs, then the final residency.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::ops::Range;
+
+use common::{plan_config, setup, SCENARIOS};
+use ur_memory_manager::{Access, LogicalBuffer, MemoryManager, Place};
+
+const KIB: usize = 1024;
+
+fn step(out: &mut String, mm: &MemoryManager, b: LogicalBuffer, place: Place, access: Access, range: Range<usize>) {
+    let plan = mm.plan(b, place, access, range.clone()).expect("plan");
+    out.push_str(&plan.explain());
+    let got = mm.acquire(b, place, access, range).expect("acquire");
+    assert_eq!(mm.place_name(got.target()).unwrap(), plan.places[plan.target]);
+    // Running the plan leaves nothing to do for the same access.
+    drop(got);
+    let again = mm.plan(b, place, plan.access, plan.range.clone()).expect("plan");
+    assert!(again.steps.is_empty(), "a second identical access must be a no-op:\n{}", again.explain());
+}
+
+fn residency(out: &mut String, mm: &MemoryManager, b: LogicalBuffer) {
+    let _ = writeln!(out, "residency of {b}:");
+    for (place, valid) in mm.residency(b).unwrap() {
+        let _ = writeln!(out, "  {}: {valid}", mm.place_name(place).unwrap());
+    }
+}
+
+fn script(name: &str) -> String {
+    let s = setup(name, plan_config());
+    let mm = &s.mm;
+    let places = mm.places();
+    let devices = &places[1..];
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario {name}; places:");
+    for a in &places {
+        let conns: Vec<String> = places
+            .iter()
+            .map(|b| {
+                if a == b {
+                    "-".to_string()
+                } else {
+                    mm.connection(*a, *b).unwrap().to_string()
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "  {:<16} -> [{}]", mm.place_name(*a).unwrap(), conns.join(", "));
+    }
+    out.push('\n');
+
+    let b0 = mm.create_buffer(64 * KIB).unwrap();
+    step(&mut out, mm, b0, Place::Host, Access::DiscardWrite, 0..64 * KIB);
+    for &d in devices {
+        step(&mut out, mm, b0, d, Access::Read, 0..64 * KIB);
+    }
+    if devices.len() >= 2 {
+        step(&mut out, mm, b0, devices[1], Access::ReadWrite, 16 * KIB..48 * KIB);
+        step(&mut out, mm, b0, devices[0], Access::Read, 0..64 * KIB);
+        step(&mut out, mm, b0, devices[0], Access::Write, 40 * KIB..56 * KIB);
+    }
+    step(&mut out, mm, b0, Place::Host, Access::Read, 0..64 * KIB);
+    if let Some(&last) = devices.last() {
+        step(&mut out, mm, b0, last, Access::DiscardWrite, 0..8 * KIB);
+        step(&mut out, mm, b0, Place::Host, Access::Read, 0..16 * KIB);
+    }
+    residency(&mut out, mm, b0);
+    out.push('\n');
+
+    // Never-written bytes read as zero; part written on the host first.
+    let b1 = mm.create_buffer(32 * KIB).unwrap();
+    mm.write(b1, 8 * KIB, &[1u8; 4 * KIB]).unwrap();
+    let at = devices.last().copied().unwrap_or(Place::Host);
+    step(&mut out, mm, b1, at, Access::Read, 0..32 * KIB);
+    residency(&mut out, mm, b1);
+    out
+}
+
+#[test]
+fn plan_snapshots() {
+    for name in SCENARIOS {
+        let text = script(name);
+        insta::assert_snapshot!(name, text);
+    }
+}
