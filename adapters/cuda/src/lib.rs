@@ -1,1 +1,317 @@
-//! Placeholder; see ARCHITECTURE.md.
+//! # ur-cuda: the CUDA adapter
+//!
+//! Drives NVIDIA GPUs through the CUDA driver API, loaded at run time with
+//! [`cudarc`] (features `dynamic-loading`, `driver`, `nvrtc`).
+//!
+//! ```
+//! use ur_api::Adapter;
+//! let cuda = ur_cuda::CudaAdapter::new();
+//! // With no driver installed this is an empty list, never a panic.
+//! let platforms = cuda.platforms().unwrap();
+//! assert!(platforms.len() <= 1);
+//! ```
+//!
+//! ## Design choices
+//!
+//! - **Absent driver = zero platforms.** cudarc's loader panics when
+//!   libcuda (or a symbol) is missing. Before the first driver call the
+//!   adapter checks that the library is present and that it exports every
+//!   entry point the adapter uses, then calls `cuInit`; any failure is
+//!   logged and [`Adapter::platforms`] returns an empty list. NVRTC is
+//!   checked the same way: without it devices accept PTX only (the
+//!   [`ProgramFormats::CUDA_C`](ur_api::ProgramFormats) flag is off).
+//! - **One platform with every device.** Each device is used through its
+//!   *primary context*, retained once at enumeration. A context of this API
+//!   is just a set of devices: two contexts on one device share the primary
+//!   context and its memory.
+//! - **Allocations go to the hinted device**; without a hint, to the
+//!   context's first device (buffers, shared USM). Host USM is portable
+//!   page-locked memory (`cuMemHostAlloc`), visible to every device.
+//! - **Memory connections** (src -> dst):
+//!   - same device, any two contexts: `Unified` (one primary context, one
+//!     address space via UVA);
+//!   - two devices of one context where the destination can access the
+//!     source as a peer: `Unified`. Creating a context enables peer access
+//!     between its peer-capable devices, so kernels on one read the other's
+//!     memory in place (peer access is a property of the primary contexts
+//!     and stays enabled);
+//!   - peer-capable devices otherwise: `Migratable` (`cuMemcpyPeerAsync`);
+//!   - devices that are not peers: `None`. The driver could still copy
+//!     between them by staging through host memory itself; the adapter
+//!     leaves that route to the memory manager, where it is visible.
+//! - **Buffers** are `cuMemAlloc` allocations; sub-buffers are offsets into
+//!   them (offsets aligned to 256 bytes). `ALLOC_HOST_PTR` is accepted as a
+//!   hint and ignored; `USE_HOST_PTR` is not offered.
+//! - **Mapping is a copy**: `enqueue_map` copies the range into fresh
+//!   page-locked staging memory (skipped for `WRITE_INVALIDATE`);
+//!   `enqueue_unmap` copies it back when the map allowed writes. There is
+//!   no zero-copy mapping of device memory.
+//! - **Fills** use `cuMemsetD8/16/32` for patterns of 1, 2 and 4 bytes (and
+//!   for longer patterns whose bytes or words repeat); any other pattern of
+//!   `n` bytes becomes one strided 2-D memset per pattern element
+//!   (`cuMemsetD2D32` with a pitch of `n`, or 16/8-bit elements where
+//!   alignment demands), so every length 1..=128 works without a kernel:
+//!   [`DeviceCaps::FILL_ANY_PATTERN`](ur_api::DeviceCaps) is set.
+//! - **Rect copies**: one `cuMemcpy2DAsync` per slice; row by row where the
+//!   two sides are on different devices or a pitch exceeds the device limit.
+//! - **USM**: device (`cuMemAlloc`), host (`cuMemHostAlloc`), shared
+//!   (`cuMemAllocManaged`, only on devices with concurrent managed access,
+//!   and never more than the device's free memory). Advice (`cuMemAdvise`)
+//!   and prefetch (`cuMemPrefetchAsync`) act on shared memory; on device
+//!   and host memory they are accepted and do nothing. Existing host memory
+//!   is pinned with `cuMemHostRegister` (portable).
+//! - **Programs**: CUDA C compiled by NVRTC to a cubin for each device's
+//!   compute capability (`--gpu-architecture=sm_XY` unless the options name
+//!   one; a virtual `compute_XY` gives PTX), or PTX JIT-compiled by the
+//!   driver. Build failures carry NVRTC's or the JIT's log. Kernels are
+//!   looked up by their unmangled name: declare them `extern "C"`.
+//! - **Launches**: grid = global / block; buffers and USM pointers pass as
+//!   device addresses. Global offsets and local-memory arguments have no
+//!   CUDA equivalent and are `Unsupported`.
+//! - **Queues are streams** (non-blocking, in order); each command records
+//!   an event. Freeing memory (buffer release, `usm_free`) first
+//!   synchronises the devices, so commands in flight never see freed memory.
+//! - **Profiling**: CUDA events only measure differences. A profiling queue
+//!   records a reference event at creation and notes the host clock when it
+//!   completed; a command's `start` is that host time plus the reference to
+//!   start-event time, `end` adds the start to end time; `queued` and
+//!   `submit` are the host clock at the enqueue call. All are nanoseconds
+//!   on the process's monotonic clock. `cuEventElapsedTime` is an `f32` of
+//!   milliseconds: durations are good to about 0.5 µs, absolute times lose
+//!   precision as the queue ages (about 0.1 ms after an hour).
+//! - Driver and NVRTC codes map to [`ur_api::Error`] in `conv.rs`.
+
+mod conv;
+mod device;
+mod memory;
+mod program;
+mod queue;
+
+pub use device::{CudaContext, CudaDevice, CudaPlatform};
+pub use memory::CudaBuffer;
+pub use program::{CudaKernel, CudaProgram};
+pub use queue::{CudaEvent, CudaQueue};
+
+use ur_api::{
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemRef, MemoryConnection,
+    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice, UsmDesc, UsmPtr,
+};
+
+/// The CUDA adapter. Creating it touches no library; the driver is looked
+/// for when platforms are listed.
+#[derive(Debug, Default)]
+pub struct CudaAdapter {
+    _private: (),
+}
+
+impl CudaAdapter {
+    /// A CUDA adapter (cannot fail: an absent driver means zero platforms).
+    pub fn new() -> Self {
+        CudaAdapter { _private: () }
+    }
+
+    /// Why CUDA is unusable on this machine, or `None` where the driver loaded.
+    ///
+    /// ```
+    /// if let Some(reason) = ur_cuda::CudaAdapter::unavailable_reason() {
+    ///     println!("no CUDA: {reason}");
+    /// }
+    /// ```
+    pub fn unavailable_reason() -> Option<String> {
+        device::driver().err()
+    }
+
+    /// Whether NVRTC (CUDA C compilation) is available.
+    pub fn nvrtc_available() -> bool {
+        device::driver().is_ok() && device::nvrtc_present()
+    }
+}
+
+impl Adapter for CudaAdapter {
+    type Platform = CudaPlatform;
+    type Device = CudaDevice;
+    type Context = CudaContext;
+    type Buffer = CudaBuffer;
+    type Queue = CudaQueue;
+    type Event = CudaEvent;
+    type Program = CudaProgram;
+    type Kernel = CudaKernel;
+
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+
+    fn platforms(&self) -> Result<Vec<CudaPlatform>> {
+        device::platforms()
+    }
+
+    fn platform_info(&self, platform: &CudaPlatform) -> Result<PlatformInfo> {
+        Ok(device::platform_info(platform))
+    }
+
+    fn devices(&self, platform: &CudaPlatform) -> Result<Vec<CudaDevice>> {
+        device::devices(platform)
+    }
+
+    fn device_info(&self, device: &CudaDevice) -> Result<DeviceInfo> {
+        Ok(device::device_info(&device.0))
+    }
+
+    fn create_context(&self, devices: &[&CudaDevice]) -> Result<CudaContext> {
+        device::create_context(devices)
+    }
+
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        device::memory_connection((&src.0 .0, &src.1 .0), (&dst.0 .0, &dst.1 .0))
+    }
+
+    fn create_buffer(&self, ctx: &CudaContext, desc: &BufferDesc<&CudaDevice>, init: Option<HostPtr>) -> Result<CudaBuffer> {
+        memory::create_buffer(&ctx.0, desc, init)
+    }
+
+    fn create_sub_buffer(&self, parent: &CudaBuffer, offset: usize, size: usize) -> Result<CudaBuffer> {
+        let _ = size;
+        Ok(memory::create_sub_buffer(parent, offset))
+    }
+
+    fn usm_alloc(&self, ctx: &CudaContext, desc: &UsmDesc<&CudaDevice>) -> Result<UsmPtr> {
+        memory::usm_alloc(&ctx.0, desc)
+    }
+
+    fn usm_free(&self, ctx: &CudaContext, ptr: UsmPtr) -> Result<()> {
+        memory::usm_free(&ctx.0, ptr)
+    }
+
+    fn host_register(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
+        memory::host_register(&ctx.0, mem)
+    }
+
+    fn host_unregister(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
+        memory::host_unregister(&ctx.0, mem)
+    }
+
+    fn create_queue(&self, ctx: &CudaContext, device: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
+        queue::create_queue(ctx, device, props)
+    }
+
+    fn flush(&self, _queue: &CudaQueue) -> Result<()> {
+        // CUDA submits work when it is enqueued.
+        Ok(())
+    }
+
+    fn finish(&self, queue: &CudaQueue) -> Result<()> {
+        queue::finish(queue)
+    }
+
+    fn event_status(&self, event: &CudaEvent) -> Result<EventStatus> {
+        queue::event_status(event)
+    }
+
+    fn wait(&self, events: &[&CudaEvent]) -> Result<()> {
+        queue::wait(events)
+    }
+
+    fn event_profiling(&self, event: &CudaEvent) -> Result<ProfilingInfo> {
+        queue::event_profiling(event)
+    }
+
+    fn create_program(&self, ctx: &CudaContext, source: &ProgramSource, options: &str) -> Result<CudaProgram> {
+        program::create_program(&ctx.0, source, options)
+    }
+
+    fn create_kernel(&self, program: &CudaProgram, name: &str) -> Result<CudaKernel> {
+        program::create_kernel(program, name)
+    }
+
+    fn enqueue_read(&self, q: &CudaQueue, b: &CudaBuffer, offset: usize, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::read(q, b, offset, dst, w)
+    }
+
+    fn enqueue_write(&self, q: &CudaQueue, b: &CudaBuffer, offset: usize, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::write(q, b, offset, src, w)
+    }
+
+    fn enqueue_copy(
+        &self,
+        q: &CudaQueue,
+        src: &CudaBuffer,
+        src_offset: usize,
+        dst: &CudaBuffer,
+        dst_offset: usize,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        queue::copy(q, src, src_offset, dst, dst_offset, size, w)
+    }
+
+    fn enqueue_copy_rect(&self, q: &CudaQueue, src: &CudaBuffer, dst: &CudaBuffer, rect: &RectCopy, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::copy_rect(q, src, dst, rect, w)
+    }
+
+    fn enqueue_read_rect(&self, q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::read_rect(q, b, rect, dst, w)
+    }
+
+    fn enqueue_write_rect(&self, q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::write_rect(q, b, rect, src, w)
+    }
+
+    fn enqueue_fill(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        queue::fill(q, b, offset, size, pattern, w)
+    }
+
+    fn enqueue_map(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        flags: MapFlags,
+        offset: usize,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<(CudaEvent, HostPtr)> {
+        queue::map(q, b, flags, offset, size, w)
+    }
+
+    fn enqueue_unmap(&self, q: &CudaQueue, b: &CudaBuffer, mapped: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::unmap(q, b, mapped, w)
+    }
+
+    fn enqueue_usm_copy(&self, q: &CudaQueue, dst: MemRef, src: MemRef, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::usm_copy(q, dst, src, size, w)
+    }
+
+    fn enqueue_usm_fill(&self, q: &CudaQueue, ptr: UsmPtr, size: usize, pattern: &[u8], w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::usm_fill(q, ptr, size, pattern, w)
+    }
+
+    fn enqueue_usm_prefetch(&self, q: &CudaQueue, ptr: UsmPtr, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::usm_prefetch(q, ptr, size, w)
+    }
+
+    fn usm_advise(&self, q: &CudaQueue, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()> {
+        queue::usm_advise(q, ptr, size, advice)
+    }
+
+    fn enqueue_launch(
+        &self,
+        q: &CudaQueue,
+        kernel: &CudaKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        program::launch(q, kernel, range, args, w)
+    }
+
+    fn enqueue_barrier(&self, q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        queue::barrier(q, w)
+    }
+}

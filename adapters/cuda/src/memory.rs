@@ -1,0 +1,310 @@
+//! Buffers (device allocations and sub-buffers), USM allocations, pinned
+//! staging memory, and registration of existing host memory.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+use ur_api::{BufferDesc, Error, HostPtr, MapFlags, MemFlags, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr};
+
+use crate::conv::{self, check};
+use crate::device::{CtxInner, CudaDevice, DevInner};
+
+/// Sub-buffer offsets must be multiples of this: `cuMemAlloc`'s guaranteed
+/// alignment, so a sub-buffer is as aligned for kernels as a buffer.
+pub(crate) const SUB_BUFFER_ALIGN: usize = 256;
+
+/// One `cuMemAlloc` allocation. Dropping it waits for the devices (work in
+/// flight may still use it), then frees it.
+#[derive(Debug)]
+pub(crate) struct DevAlloc {
+    pub ptr: sys::CUdeviceptr,
+    pub dev: Arc<DevInner>,
+}
+
+impl Drop for DevAlloc {
+    fn drop(&mut self) {
+        self.dev.sync_all();
+        // SAFETY: the pointer came from cuMemAlloc in this device's primary
+        // context (bound by sync_all) and no command uses it any more.
+        if let Err(e) = check(unsafe { sys::cuMemFree_v2(self.ptr) }) {
+            tracing::warn!(error = %e, "cuMemFree failed");
+        }
+    }
+}
+
+/// A live mapping of a buffer: pinned staging memory and how it is used.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    pub staging: Arc<Pinned>,
+    pub offset: usize,
+    pub flags: MapFlags,
+}
+
+/// A buffer or sub-buffer: a device allocation and a window on it.
+#[derive(Debug)]
+pub struct CudaBuffer {
+    pub(crate) mem: Arc<DevAlloc>,
+    pub(crate) offset: usize,
+    /// Live mappings by host address.
+    pub(crate) maps: Mutex<Vec<(usize, Mapping)>>,
+}
+
+impl CudaBuffer {
+    /// The device address of the buffer's first byte.
+    pub(crate) fn ptr(&self) -> sys::CUdeviceptr {
+        self.mem.ptr + self.offset as u64
+    }
+
+    pub(crate) fn dev(&self) -> &Arc<DevInner> {
+        &self.mem.dev
+    }
+}
+
+/// Page-locked host memory from `cuMemHostAlloc` (portable: pinned for
+/// every context; device-mapped: its address is valid on the devices).
+#[derive(Debug)]
+pub(crate) struct Pinned {
+    pub ptr: *mut c_void,
+    pub len: usize,
+    dev: Arc<DevInner>,
+}
+
+// SAFETY: the memory is owned by this object and only addressed through
+// HostPtr promises or the driver; the pointer is just an address.
+unsafe impl Send for Pinned {}
+// SAFETY: as above.
+unsafe impl Sync for Pinned {}
+
+impl Pinned {
+    pub(crate) fn alloc(dev: &Arc<DevInner>, len: usize) -> Result<Pinned> {
+        dev.bind()?;
+        let mut ptr = std::ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: valid out-pointer, a context is current.
+        check(unsafe { sys::cuMemHostAlloc(&mut ptr, len.max(1), flags) }).map_err(|e| match e {
+            Error::OutOfDeviceMemory => Error::OutOfHostMemory,
+            e => e,
+        })?;
+        Ok(Pinned {
+            ptr,
+            len,
+            dev: dev.clone(),
+        })
+    }
+
+    pub(crate) fn host_ptr(&self) -> HostPtr {
+        // SAFETY: the memory lives as long as `self`; callers keep `self`
+        // alive until every operation on the span has completed.
+        unsafe { HostPtr::new(self.ptr.cast(), self.len) }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let Err(e) = self.dev.bind() {
+            tracing::warn!(error = %e, "binding a context failed");
+        }
+        // SAFETY: the pointer came from cuMemHostAlloc; the owner of the last
+        // reference (see `EventInner`) made sure no copy still uses it.
+        if let Err(e) = check(unsafe { sys::cuMemFreeHost(self.ptr) }) {
+            tracing::warn!(error = %e, "cuMemFreeHost failed");
+        }
+    }
+}
+
+/// The device a buffer or USM allocation goes to: the hint, else the
+/// context's first device.
+fn target<'a>(ctx: &'a CtxInner, hint: Option<&'a CudaDevice>) -> &'a Arc<DevInner> {
+    hint.map(|d| &d.0).unwrap_or_else(|| ctx.first())
+}
+
+pub(crate) fn create_buffer(ctx: &CtxInner, desc: &BufferDesc<&CudaDevice>, init: Option<HostPtr>) -> Result<CudaBuffer> {
+    let dev = target(ctx, desc.device_hint);
+    dev.bind()?;
+    let mut ptr = 0;
+    // SAFETY: valid out-pointer, the device's context is current.
+    check(unsafe { sys::cuMemAlloc_v2(&mut ptr, desc.size) })?;
+    let mem = Arc::new(DevAlloc { ptr, dev: dev.clone() });
+    if let (true, Some(src)) = (desc.flags.contains(MemFlags::COPY_HOST_PTR), init) {
+        // SAFETY: the dyn layer checked `src` holds exactly `size` bytes, valid
+        // for this call; the allocation is `size` bytes.
+        check(unsafe { sys::cuMemcpyHtoD_v2(ptr, src.as_ptr().cast(), desc.size) })?;
+    }
+    Ok(CudaBuffer {
+        mem,
+        offset: 0,
+        maps: Mutex::new(Vec::new()),
+    })
+}
+
+/// A window on the parent's allocation (the dyn layer keeps the size).
+pub(crate) fn create_sub_buffer(parent: &CudaBuffer, offset: usize) -> CudaBuffer {
+    CudaBuffer {
+        mem: parent.mem.clone(),
+        offset: parent.offset + offset,
+        maps: Mutex::new(Vec::new()),
+    }
+}
+
+/// A USM allocation of a context, kept to free it with the right call.
+#[derive(Debug)]
+pub(crate) struct UsmAlloc {
+    kind: UsmKind,
+    /// What the driver returned (the handed-out address may be aligned up).
+    real: u64,
+    dev: Arc<DevInner>,
+}
+
+impl Drop for UsmAlloc {
+    fn drop(&mut self) {
+        self.dev.sync_all();
+        // SAFETY: `real` came from the allocation call of `kind`; every device
+        // finished its work (sync_all), so nothing uses the memory.
+        let r = unsafe {
+            match self.kind {
+                UsmKind::Host => sys::cuMemFreeHost(self.real as *mut c_void),
+                UsmKind::Device | UsmKind::Shared => sys::cuMemFree_v2(self.real),
+            }
+        };
+        if let Err(e) = check(r) {
+            tracing::warn!(error = %e, "freeing USM memory failed");
+        }
+    }
+}
+
+/// The alignment each kind of allocation already has without padding.
+fn natural_align(kind: UsmKind) -> usize {
+    match kind {
+        UsmKind::Host => 4096,
+        UsmKind::Device | UsmKind::Shared => 256,
+    }
+}
+
+/// Allocates USM memory: device memory with `cuMemAlloc` on the named
+/// device; host memory with `cuMemHostAlloc` (portable, device-mapped: with
+/// unified addressing the same address works on host and devices); shared
+/// memory with `cuMemAllocManaged`, refused with `OutOfDeviceMemory` where
+/// the target device has less free memory than asked for (over-subscribing
+/// managed memory can hang the GPU). Alignments above the natural one are
+/// met by over-allocating.
+pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<UsmPtr> {
+    let dev = target(ctx, desc.device);
+    dev.bind()?;
+    let pad = if desc.align > natural_align(desc.kind) {
+        desc.align
+    } else {
+        0
+    };
+    let bytes = desc
+        .size
+        .checked_add(pad)
+        .ok_or(Error::InvalidSize {
+            what: "USM allocation",
+            size: desc.size,
+        })?;
+    let real: u64 = match desc.kind {
+        UsmKind::Device => {
+            let mut p = 0;
+            // SAFETY: valid out-pointer, the device's context is current.
+            check(unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
+            p
+        }
+        UsmKind::Host => {
+            let mut p = std::ptr::null_mut();
+            let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+            // SAFETY: valid out-pointer, a context is current.
+            check(unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags) }).map_err(|e| match e {
+                Error::OutOfDeviceMemory => Error::OutOfHostMemory,
+                e => e,
+            })?;
+            p as u64
+        }
+        UsmKind::Shared => {
+            let (mut free, mut total) = (0usize, 0usize);
+            // SAFETY: valid out-pointers, the device's context is current.
+            check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+            if bytes > free {
+                tracing::info!(bytes, free, "refusing a managed allocation larger than the free device memory");
+                return Err(Error::OutOfDeviceMemory);
+            }
+            let mut p = 0;
+            let flags = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
+            // SAFETY: valid out-pointer, the device's context is current.
+            check(unsafe { sys::cuMemAllocManaged(&mut p, bytes, flags) })?;
+            p
+        }
+    };
+    let alloc = UsmAlloc {
+        kind: desc.kind,
+        real,
+        dev: dev.clone(),
+    };
+    let addr = if pad > 0 {
+        real.next_multiple_of(desc.align as u64)
+    } else {
+        real
+    };
+    if desc.kind == UsmKind::Shared && !desc.advice.is_empty() {
+        advise(dev, addr, desc.size, desc.advice)?;
+    }
+    ctx.usm.lock().insert(addr, alloc);
+    Ok(UsmPtr(addr))
+}
+
+pub(crate) fn usm_free(ctx: &CtxInner, ptr: UsmPtr) -> Result<()> {
+    let alloc = ctx.usm.lock().remove(&ptr.0);
+    match alloc {
+        Some(a) => {
+            drop(a);
+            Ok(())
+        }
+        None => Err(Error::InvalidHandle {
+            kind: ur_api::HandleKind::UsmPointer,
+        }),
+    }
+}
+
+/// Whether `addr` is managed (shared USM) memory, by asking the driver.
+pub(crate) fn is_managed(addr: u64) -> bool {
+    let mut managed: u32 = 0;
+    // SAFETY: the attribute is a 32-bit boolean written to a valid pointer;
+    // an unknown address makes the call fail, which reads as "not managed".
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut managed as *mut u32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            addr,
+        )
+    };
+    r == sys::CUresult::CUDA_SUCCESS && managed != 0
+}
+
+/// Applies advice to managed memory; `dev` is "the device" of the advice.
+pub(crate) fn advise(dev: &DevInner, addr: u64, size: usize, advice: UsmAdvice) -> Result<()> {
+    for (a, target) in conv::advice(advice) {
+        let device = match target {
+            conv::AdviseTarget::Device => dev.dev,
+            conv::AdviseTarget::Host => conv::CU_DEVICE_CPU,
+        };
+        // SAFETY: the dyn layer checked the range lies in one allocation.
+        check(unsafe { sys::cuMemAdvise(addr, size, a, device) })?;
+    }
+    Ok(())
+}
+
+/// Pins existing host memory (`cuMemHostRegister`, portable: every context).
+pub(crate) fn host_register(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
+    ctx.first().bind()?;
+    // SAFETY: the caller's HostPtr promise covers the span; registering does
+    // not access its contents.
+    check(unsafe { sys::cuMemHostRegister_v2(mem.as_ptr().cast(), mem.len(), sys::CU_MEMHOSTREGISTER_PORTABLE) })
+}
+
+/// Undoes [`host_register`] (by the start address, as CUDA does).
+pub(crate) fn host_unregister(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
+    ctx.first().bind()?;
+    // SAFETY: unregistering does not access the memory.
+    check(unsafe { sys::cuMemHostUnregister(mem.as_ptr().cast()) })
+}

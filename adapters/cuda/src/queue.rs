@@ -1,0 +1,505 @@
+//! Queues (CUDA streams), events, and every enqueued memory operation.
+
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use cudarc::driver::sys::{self, CUresult};
+use ur_api::{Error, EventStatus, HostPtr, MapFlags, MemRef, ProfilingInfo, QueueProps, RectCopy, Result, UsmPtr};
+
+use crate::conv::{self, check};
+use crate::device::{CudaContext, CudaDevice, DevInner};
+use crate::memory::{self, CudaBuffer, Mapping, Pinned};
+
+/// Host nanoseconds since the first call in this process.
+fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// An owned CUDA event.
+#[derive(Debug)]
+pub(crate) struct RawEvent(pub sys::CUevent);
+
+// SAFETY: CUDA events may be used from any thread.
+unsafe impl Send for RawEvent {}
+// SAFETY: as above.
+unsafe impl Sync for RawEvent {}
+
+impl RawEvent {
+    fn new(timing: bool) -> Result<RawEvent> {
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        let mut ev = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; a context is current (callers bind first).
+        check(unsafe { sys::cuEventCreate(&mut ev, flags as u32) })?;
+        Ok(RawEvent(ev))
+    }
+
+    fn record(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: both handles are alive.
+        check(unsafe { sys::cuEventRecord(self.0, stream) })
+    }
+
+    fn elapsed_ms(&self, later: &RawEvent) -> Result<f32> {
+        let mut ms = 0f32;
+        // SAFETY: both events were created with timing and have completed.
+        check(unsafe { sys::cuEventElapsedTime(&mut ms, self.0, later.0) })?;
+        Ok(ms)
+    }
+}
+
+impl Drop for RawEvent {
+    fn drop(&mut self) {
+        // SAFETY: the event is owned; destroying a pending event is allowed
+        // (resources are released once it completes).
+        unsafe { sys::cuEventDestroy_v2(self.0) };
+    }
+}
+
+/// The reference point of a profiling queue's timestamps.
+#[derive(Debug)]
+pub(crate) struct ProfBase {
+    origin: RawEvent,
+    base_ns: u64,
+}
+
+/// An in-order queue: a non-blocking stream on one device's primary context.
+#[derive(Debug)]
+pub struct CudaQueue {
+    pub(crate) stream: sys::CUstream,
+    pub(crate) dev: Arc<DevInner>,
+    prof: Option<Arc<ProfBase>>,
+}
+
+// SAFETY: streams may be used from any thread; the driver serialises.
+unsafe impl Send for CudaQueue {}
+// SAFETY: as above.
+unsafe impl Sync for CudaQueue {}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        if self.dev.bind().is_ok() {
+            // SAFETY: the stream is owned; pending work still completes and
+            // the driver frees the stream afterwards.
+            unsafe { sys::cuStreamDestroy_v2(self.stream) };
+        }
+    }
+}
+
+/// The completion of one command: an event recorded after it on the
+/// stream (and, on profiling queues, one before it).
+#[derive(Debug)]
+pub struct CudaEvent {
+    end: RawEvent,
+    start: Option<(RawEvent, Arc<ProfBase>)>,
+    queued_ns: u64,
+    /// Memory the command uses that must outlive it (pinned staging).
+    keep: Vec<Arc<dyn Any + Send + Sync>>,
+    dev: Arc<DevInner>,
+}
+
+impl Drop for CudaEvent {
+    fn drop(&mut self) {
+        if !self.keep.is_empty() {
+            // SAFETY: the event is alive; waiting makes sure the kept memory
+            // is no longer used when it is dropped below.
+            if let Err(e) = self.dev.bind().and_then(|()| check(unsafe { sys::cuEventSynchronize(self.end.0) })) {
+                tracing::warn!(error = %e, "waiting for a command before freeing its staging failed");
+            }
+        }
+    }
+}
+
+pub(crate) fn create_queue(_ctx: &CudaContext, dev: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
+    let d = dev.0.clone();
+    d.bind()?;
+    let mut stream = std::ptr::null_mut();
+    let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+    // SAFETY: valid out-pointer, the device's context is current.
+    check(unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
+    let mut q = CudaQueue {
+        stream,
+        dev: d,
+        prof: None,
+    };
+    if props.profiling {
+        let origin = RawEvent::new(true)?;
+        origin.record(stream)?;
+        // SAFETY: the event was just recorded on a live stream.
+        check(unsafe { sys::cuEventSynchronize(origin.0) })?;
+        q.prof = Some(Arc::new(ProfBase {
+            origin,
+            base_ns: now_ns(),
+        }));
+    }
+    Ok(q)
+}
+
+/// Enqueues `op` on the queue after the wait list, bracketed by events.
+pub(crate) fn submit(
+    q: &CudaQueue,
+    wait: &[&CudaEvent],
+    keep: Vec<Arc<dyn Any + Send + Sync>>,
+    op: impl FnOnce(sys::CUstream) -> Result<()>,
+) -> Result<CudaEvent> {
+    q.dev.bind()?;
+    for e in wait {
+        // SAFETY: both handles are alive; events of other devices are allowed.
+        check(unsafe { sys::cuStreamWaitEvent(q.stream, e.end.0, 0) })?;
+    }
+    let queued_ns = now_ns();
+    let start = match &q.prof {
+        Some(p) => {
+            let s = RawEvent::new(true)?;
+            s.record(q.stream)?;
+            Some((s, p.clone()))
+        }
+        None => None,
+    };
+    op(q.stream)?;
+    let end = RawEvent::new(q.prof.is_some())?;
+    end.record(q.stream)?;
+    Ok(CudaEvent {
+        end,
+        start,
+        queued_ns,
+        keep,
+        dev: q.dev.clone(),
+    })
+}
+
+pub(crate) fn finish(q: &CudaQueue) -> Result<()> {
+    q.dev.bind()?;
+    // SAFETY: the stream is alive.
+    check(unsafe { sys::cuStreamSynchronize(q.stream) })
+}
+
+pub(crate) fn event_status(e: &CudaEvent) -> Result<EventStatus> {
+    e.dev.bind()?;
+    // SAFETY: the event is alive.
+    Ok(match unsafe { sys::cuEventQuery(e.end.0) } {
+        CUresult::CUDA_SUCCESS => EventStatus::Complete,
+        CUresult::CUDA_ERROR_NOT_READY => EventStatus::Submitted,
+        other => EventStatus::Failed(conv::error(other)),
+    })
+}
+
+pub(crate) fn wait(events: &[&CudaEvent]) -> Result<()> {
+    for e in events {
+        e.dev.bind()?;
+        // SAFETY: the event is alive.
+        check(unsafe { sys::cuEventSynchronize(e.end.0) })?;
+    }
+    Ok(())
+}
+
+pub(crate) fn event_profiling(e: &CudaEvent) -> Result<ProfilingInfo> {
+    let Some((start, base)) = &e.start else {
+        return Err(Error::ProfilingUnavailable("the event's queue was created without profiling"));
+    };
+    if event_status(e)? != EventStatus::Complete {
+        return Err(Error::ProfilingUnavailable("the command has not completed"));
+    }
+    let to_start = base.origin.elapsed_ms(start)?;
+    let run = start.elapsed_ms(&e.end)?;
+    Ok(conv::profiling(base.base_ns, e.queued_ns, to_start, run))
+}
+
+// ---- memory operations ----
+
+pub(crate) fn read(q: &CudaQueue, b: &CudaBuffer, offset: usize, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    submit(q, w, Vec::new(), |s| {
+        // SAFETY: the dyn layer checked the range; `dst` is valid until the
+        // event completes by the HostPtr promise.
+        check(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.as_ptr().cast(), b.ptr() + offset as u64, dst.len(), s) })
+    })
+}
+
+pub(crate) fn write(q: &CudaQueue, b: &CudaBuffer, offset: usize, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    submit(q, w, Vec::new(), |s| {
+        // SAFETY: as in `read`, with the HostPtr promise for reading `src`.
+        check(unsafe { sys::cuMemcpyHtoDAsync_v2(b.ptr() + offset as u64, src.as_ptr().cast(), src.len(), s) })
+    })
+}
+
+/// A device-to-device copy; across devices with `cuMemcpyPeerAsync`.
+fn copy_d2d(s: sys::CUstream, dst: u64, dst_dev: &DevInner, src: u64, src_dev: &DevInner, size: usize) -> Result<()> {
+    // SAFETY: the dyn layer checked both ranges; the contexts are retained.
+    check(unsafe {
+        if dst_dev.dev == src_dev.dev {
+            sys::cuMemcpyDtoDAsync_v2(dst, src, size, s)
+        } else {
+            sys::cuMemcpyPeerAsync(dst, dst_dev.ctx, src, src_dev.ctx, size, s)
+        }
+    })
+}
+
+pub(crate) fn copy(
+    q: &CudaQueue,
+    src: &CudaBuffer,
+    src_offset: usize,
+    dst: &CudaBuffer,
+    dst_offset: usize,
+    size: usize,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
+    submit(q, w, Vec::new(), |s| {
+        copy_d2d(
+            s,
+            dst.ptr() + dst_offset as u64,
+            dst.dev(),
+            src.ptr() + src_offset as u64,
+            src.dev(),
+            size,
+        )
+    })
+}
+
+/// One side of a rect copy: device memory (address and device) or host memory.
+#[derive(Clone, Copy)]
+pub(crate) enum Side<'a> {
+    Device(u64, &'a DevInner),
+    Host(*mut u8),
+}
+
+impl Side<'_> {
+    fn at(self, off: usize) -> Self {
+        match self {
+            Side::Device(p, d) => Side::Device(p + off as u64, d),
+            // Address arithmetic only: the dyn layer checked the box lies
+            // inside the host span.
+            Side::Host(p) => Side::Host(p.wrapping_add(off)),
+        }
+    }
+}
+
+/// A linear copy between any two sides.
+fn copy_any(s: sys::CUstream, dst: Side<'_>, src: Side<'_>, len: usize) -> Result<()> {
+    match (dst, src) {
+        (Side::Device(d, dd), Side::Device(p, sd)) => copy_d2d(s, d, dd, p, sd, len),
+        // SAFETY: ranges checked by the dyn layer; host spans valid by promise.
+        (Side::Device(d, _), Side::Host(h)) => check(unsafe { sys::cuMemcpyHtoDAsync_v2(d, h.cast(), len, s) }),
+        // SAFETY: as above.
+        (Side::Host(h), Side::Device(p, _)) => check(unsafe { sys::cuMemcpyDtoHAsync_v2(h.cast(), p, len, s) }),
+        (Side::Host(d), Side::Host(p)) => {
+            // SAFETY: both spans are valid by promise and do not overlap (checked).
+            unsafe { std::ptr::copy_nonoverlapping(p, d, len) };
+            Ok(())
+        }
+    }
+}
+
+fn fill_2d_side(m: &mut sys::CUDA_MEMCPY2D, side: Side<'_>, pitch: usize, is_src: bool) {
+    match (side, is_src) {
+        (Side::Device(p, _), true) => {
+            m.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            m.srcDevice = p;
+            m.srcPitch = pitch;
+        }
+        (Side::Host(h), true) => {
+            m.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            m.srcHost = h.cast_const().cast();
+            m.srcPitch = pitch;
+        }
+        (Side::Device(p, _), false) => {
+            m.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            m.dstDevice = p;
+            m.dstPitch = pitch;
+        }
+        (Side::Host(h), false) => {
+            m.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            m.dstHost = h.cast();
+            m.dstPitch = pitch;
+        }
+    }
+}
+
+/// A rect copy: one `cuMemcpy2DAsync` per slice, or row by row where a
+/// pitch exceeds the device's limit, the two sides are on different
+/// devices, or both are host memory.
+pub(crate) fn copy_rect_sides(s: sys::CUstream, dev: &DevInner, dst: Side<'_>, src: Side<'_>, rect: &RectCopy) -> Result<()> {
+    let [w, h, d] = rect.extent;
+    let cross = match (dst, src) {
+        (Side::Device(_, a), Side::Device(_, b)) => a.dev != b.dev,
+        (Side::Host(_), Side::Host(_)) => true,
+        _ => false,
+    };
+    let pitches_ok = rect.src.row_pitch <= dev.max_pitch && rect.dst.row_pitch <= dev.max_pitch;
+    if cross || !pitches_ok || h == 1 {
+        let mut result = Ok(());
+        rect.for_each_row(|so, dof, len| {
+            if result.is_ok() {
+                result = copy_any(s, dst.at(dof), src.at(so), len);
+            }
+        });
+        return result;
+    }
+    for z in 0..d {
+        let so = rect.src.start() + z * rect.src.slice_pitch;
+        let dof = rect.dst.start() + z * rect.dst.slice_pitch;
+        // SAFETY: CUDA_MEMCPY2D is plain data; zero is a valid "unused" value
+        // for every field.
+        let mut m: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+        fill_2d_side(&mut m, src.at(so), rect.src.row_pitch, true);
+        fill_2d_side(&mut m, dst.at(dof), rect.dst.row_pitch, false);
+        m.WidthInBytes = w;
+        m.Height = h;
+        // SAFETY: the dyn layer checked both boxes lie inside their objects.
+        check(unsafe { sys::cuMemcpy2DAsync_v2(&m, s) })?;
+    }
+    Ok(())
+}
+
+pub(crate) fn copy_rect(q: &CudaQueue, src: &CudaBuffer, dst: &CudaBuffer, rect: &RectCopy, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    let (sd, dd) = (Side::Device(src.ptr(), src.dev()), Side::Device(dst.ptr(), dst.dev()));
+    submit(q, w, Vec::new(), |s| copy_rect_sides(s, &q.dev, dd, sd, rect))
+}
+
+pub(crate) fn read_rect(q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    let sd = Side::Device(b.ptr(), b.dev());
+    submit(q, w, Vec::new(), |s| copy_rect_sides(s, &q.dev, Side::Host(dst.as_ptr()), sd, rect))
+}
+
+pub(crate) fn write_rect(q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    let dd = Side::Device(b.ptr(), b.dev());
+    submit(q, w, Vec::new(), |s| copy_rect_sides(s, &q.dev, dd, Side::Host(src.as_ptr()), rect))
+}
+
+/// Fills `size` bytes at `addr` with the pattern (see [`conv::fill_plan`]).
+fn fill_at(s: sys::CUstream, addr: u64, size: usize, pattern: &[u8]) -> Result<()> {
+    for op in conv::fill_plan(addr, size, pattern) {
+        let p = addr + op.offset as u64;
+        // SAFETY: the dyn layer checked the range; every element of the plan
+        // lies inside it and is aligned to its width.
+        let r = unsafe {
+            match (op.width, op.pitch) {
+                (1, 0) => sys::cuMemsetD8Async(p, op.value as u8, op.count, s),
+                (2, 0) => sys::cuMemsetD16Async(p, op.value as u16, op.count, s),
+                (4, 0) => sys::cuMemsetD32Async(p, op.value, op.count, s),
+                (1, pitch) => sys::cuMemsetD2D8Async(p, pitch, op.value as u8, 1, op.count, s),
+                (2, pitch) => sys::cuMemsetD2D16Async(p, pitch, op.value as u16, 1, op.count, s),
+                (_, pitch) => sys::cuMemsetD2D32Async(p, pitch, op.value, 1, op.count, s),
+            }
+        };
+        check(r)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn fill(
+    q: &CudaQueue,
+    b: &CudaBuffer,
+    offset: usize,
+    size: usize,
+    pattern: &[u8],
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
+    submit(q, w, Vec::new(), |s| fill_at(s, b.ptr() + offset as u64, size, pattern))
+}
+
+/// Maps by copying the range into fresh pinned staging memory (unless the
+/// map invalidates it); [`unmap`] copies it back when the map wrote.
+pub(crate) fn map(
+    q: &CudaQueue,
+    b: &CudaBuffer,
+    flags: MapFlags,
+    offset: usize,
+    size: usize,
+    w: &[&CudaEvent],
+) -> Result<(CudaEvent, HostPtr)> {
+    let staging = Arc::new(Pinned::alloc(&q.dev, size)?);
+    let host = staging.host_ptr();
+    let read_back = !flags.contains(MapFlags::WRITE_INVALIDATE);
+    let ev = submit(q, w, Vec::new(), |s| {
+        if read_back {
+            // SAFETY: staging holds `size` bytes and lives in the mapping.
+            check(unsafe { sys::cuMemcpyDtoHAsync_v2(host.as_ptr().cast(), b.ptr() + offset as u64, size, s) })
+        } else {
+            Ok(())
+        }
+    })?;
+    b.maps.lock().push((host.as_ptr() as usize, Mapping { staging, offset, flags }));
+    Ok((ev, host))
+}
+
+pub(crate) fn unmap(q: &CudaQueue, b: &CudaBuffer, mapped: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    let key = mapped.as_ptr() as usize;
+    let m = {
+        let mut maps = b.maps.lock();
+        let i = maps
+            .iter()
+            .position(|(k, _)| *k == key)
+            .ok_or_else(|| Error::invalid("pointer is not a live mapping of this buffer"))?;
+        maps.swap_remove(i).1
+    };
+    let write_back = m.flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE);
+    let staging = m.staging.clone();
+    let keep: Vec<Arc<dyn Any + Send + Sync>> = vec![m.staging];
+    submit(q, w, keep, |s| {
+        if write_back {
+            // SAFETY: the staging memory is kept alive by the event until the
+            // copy completed.
+            check(unsafe {
+                sys::cuMemcpyHtoDAsync_v2(b.ptr() + m.offset as u64, staging.ptr.cast_const(), staging.len, s)
+            })
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn mem_addr(m: MemRef) -> u64 {
+    match m {
+        MemRef::Usm(p) => p.0,
+        MemRef::Host(h) => h.as_ptr() as u64,
+    }
+}
+
+/// USM copies use `cuMemcpyAsync`: with unified addressing the driver
+/// infers each side's kind (device, pinned or pageable host, managed).
+pub(crate) fn usm_copy(q: &CudaQueue, dst: MemRef, src: MemRef, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    let (d, s_) = (mem_addr(dst), mem_addr(src));
+    submit(q, w, Vec::new(), |s| {
+        // SAFETY: the dyn layer checked both ranges (USM allocations or host
+        // spans valid by promise).
+        check(unsafe { sys::cuMemcpyAsync(d, s_, size, s) })
+    })
+}
+
+pub(crate) fn usm_fill(q: &CudaQueue, ptr: UsmPtr, size: usize, pattern: &[u8], w: &[&CudaEvent]) -> Result<CudaEvent> {
+    submit(q, w, Vec::new(), |s| fill_at(s, ptr.0, size, pattern))
+}
+
+/// Prefetches managed memory to the queue's device; other USM kinds already
+/// live where they live, so the command only orders the queue.
+pub(crate) fn usm_prefetch(q: &CudaQueue, ptr: UsmPtr, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    q.dev.bind()?;
+    let managed = memory::is_managed(ptr.0);
+    submit(q, w, Vec::new(), |s| {
+        if managed {
+            // SAFETY: the range lies in one managed allocation (dyn layer).
+            check(unsafe { sys::cuMemPrefetchAsync(ptr.0, size, q.dev.dev, s) })
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// Advice applies to managed memory (`cuMemAdvise`); for device and host
+/// USM it is accepted and has no effect, as advice is only a hint.
+pub(crate) fn usm_advise(q: &CudaQueue, ptr: UsmPtr, size: usize, advice: ur_api::UsmAdvice) -> Result<()> {
+    q.dev.bind()?;
+    if memory::is_managed(ptr.0) {
+        memory::advise(&q.dev, ptr.0, size, advice)
+    } else {
+        Ok(())
+    }
+}
+
+pub(crate) fn barrier(q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    submit(q, w, Vec::new(), |_| Ok(()))
+}
