@@ -55,6 +55,24 @@ pub fn discover_with(selector: &DeviceSelector, options: &DiscoverOptions) -> (R
     if selector.may_select_backend(Backend::Native) {
         add(&mut rt, &mut reports, Backend::Native, Ok(ur_native::NativeAdapter::new()));
     }
+    if selector.may_select_backend(Backend::Sim) {
+        // Simulated devices are for tests: only with UR_SIM_TOPOLOGY or when asked.
+        let sim = match ur_sim::Topology::from_env() {
+            Ok(Some(topology)) => Some(Ok(ur_sim::SimAdapter::new(topology))),
+            Ok(None) if options.sim_for_tests => {
+                Some(Ok(ur_sim::SimAdapter::new(ur_sim::Topology::default_for_tests())))
+            }
+            Ok(None) => None,
+            Err(e) => Some(Err(format!("{}: {e}", ur_sim::TOPOLOGY_ENV))),
+        };
+        match sim {
+            Some(made) => add(&mut rt, &mut reports, Backend::Sim, made),
+            None => reports.push(AdapterReport {
+                backend: Backend::Sim,
+                outcome: Err(format!("skipped: {} is not set", ur_sim::TOPOLOGY_ENV)),
+            }),
+        }
+    }
     if selector.may_select_backend(Backend::OpenCl) {
         // No libOpenCL or no ICD is zero platforms, not a failure.
         add(&mut rt, &mut reports, Backend::OpenCl, Ok(ur_opencl::OpenClAdapter::new()));
