@@ -2,6 +2,7 @@
 //! host writes and reads, adapter copies and host-staged copies.
 
 use std::ops::Range;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use ur_api::{BufferDesc, Error, Runtime};
@@ -48,13 +49,22 @@ pub(crate) fn run_step(inner: &Inner, res: &mut Residency, step: &Step) -> Resul
             Ok(())
         }
         Step::Copy { from, to, range, route } => {
-            copy(inner, res, *from, *to, range.clone(), *route).map_err(|source| MmError::CopyFailed {
+            let c = &inner.counters;
+            c.copies.fetch_add(1, Relaxed);
+            if matches!(route, Route::Staged { .. }) {
+                c.staged_copies.fetch_add(1, Relaxed);
+            }
+            copy(inner, res, *from, *to, range.clone(), *route).map_err(|source| {
+                c.failed_copies.fetch_add(1, Relaxed);
+                MmError::CopyFailed {
                 buffer: res.name.clone(),
                 from: inner.places[*from].name.clone(),
                 to: inner.places[*to].name.clone(),
-                range: range.clone(),
-                source,
+                    range: range.clone(),
+                    source,
+                }
             })?;
+            c.bytes_moved.fetch_add(range.len() as u64, Relaxed);
             res.mark_valid(*to, range.clone());
             if let Some(s) = res.slots[*from].as_mut() {
                 s.last_use = inner.tick();
@@ -168,7 +178,7 @@ fn copy(inner: &Inner, res: &mut Residency, from: usize, to: usize, range: Range
         }
         Route::Staged { chunk, depth } => {
             let len = range.len();
-            let chunk = chunk.min(len.next_power_of_two().max(4096));
+            let chunk = chunk.min(len.next_power_of_two().max(64));
             let depth = depth.min(len.div_ceil(chunk)).max(1);
             let ring = inner
                 .staging

@@ -11,6 +11,6 @@ mod staging;
 
 pub use error::{MmError, Result};
 pub use interval::IntervalSet;
-pub use manager::{Acquired, Config, LogicalBuffer, MemoryManager, Place};
+pub use manager::{Acquired, Config, LogicalBuffer, MemoryManager, Place, Stats};
 pub use plan::{Access, Plan, Route, Step};
 pub use route::LinkCost;

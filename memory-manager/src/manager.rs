@@ -59,6 +59,33 @@ impl Default for Config {
     }
 }
 
+/// Counters of what the manager did (since it was created).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Copy steps run (all routes).
+    pub copies: u64,
+    /// Of those, host-staged copies.
+    pub staged_copies: u64,
+    /// Bytes moved by copy steps.
+    pub bytes_moved: u64,
+    /// Allocations evicted to make room.
+    pub evictions: u64,
+    /// Bytes written back to the host before evicting their only copy.
+    pub written_back: u64,
+    /// Copy steps that failed.
+    pub failed_copies: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub copies: AtomicU64,
+    pub staged_copies: AtomicU64,
+    pub bytes_moved: AtomicU64,
+    pub evictions: AtomicU64,
+    pub written_back: AtomicU64,
+    pub failed_copies: AtomicU64,
+}
+
 /// A logical buffer of a [`MemoryManager`]. Cheap to copy; released with
 /// [`MemoryManager::release`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -91,6 +118,7 @@ pub(crate) struct Inner {
     next_buffer: AtomicU64,
     clock: AtomicU64,
     pub staging: StagingPool,
+    pub counters: Counters,
 }
 
 impl Inner {
@@ -313,7 +341,7 @@ impl MemoryManager {
         }
         let config = Config {
             staging_depth: config.staging_depth.max(2),
-            staging_chunk: config.staging_chunk.max(4096),
+            staging_chunk: config.staging_chunk.max(64),
             ..config
         };
         Ok(MemoryManager {
@@ -327,6 +355,7 @@ impl MemoryManager {
                 next_buffer: AtomicU64::new(0),
                 clock: AtomicU64::new(1),
                 staging: StagingPool::default(),
+                counters: Counters::default(),
             }),
         })
     }
@@ -550,6 +579,20 @@ impl MemoryManager {
                     self.inner.cost(a, b, r);
                 }
             }
+        }
+    }
+
+    /// What the manager did so far.
+    pub fn stats(&self) -> Stats {
+        let c = &self.inner.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            copies: l(&c.copies),
+            staged_copies: l(&c.staged_copies),
+            bytes_moved: l(&c.bytes_moved),
+            evictions: l(&c.evictions),
+            written_back: l(&c.written_back),
+            failed_copies: l(&c.failed_copies),
         }
     }
 
