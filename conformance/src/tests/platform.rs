@@ -1,0 +1,37 @@
+//! Platforms: enumeration and descriptions.
+
+use crate::{ensure, ensure_eq, DeviceEnv, TestResult};
+
+cases!("platform", positive: [info_matches_backend, device_listed_by_its_platform, listed_by_runtime], negative: []);
+
+fn info_matches_backend(env: &DeviceEnv<'_>) -> TestResult {
+    let p = env.rt.device_platform(env.device())?;
+    let info = env.rt.platform_info(p)?;
+    ensure_eq!(info.backend, env.target.backend);
+    ensure!(!info.name.is_empty(), "platform name is empty");
+    ensure_eq!(env.rt.backend_of(p)?, env.target.backend);
+    Ok(())
+}
+
+fn device_listed_by_its_platform(env: &DeviceEnv<'_>) -> TestResult {
+    let p = env.rt.device_platform(env.device())?;
+    let devs = env.rt.devices(p)?;
+    ensure!(devs.contains(&env.device()), "{:?} not among {:?}", env.device(), devs);
+    for d in devs {
+        ensure_eq!(env.rt.device_platform(d)?, p);
+    }
+    Ok(())
+}
+
+fn listed_by_runtime(env: &DeviceEnv<'_>) -> TestResult {
+    let p = env.rt.device_platform(env.device())?;
+    ensure!(
+        env.rt.platforms().contains(&p),
+        "platform missing from Runtime::platforms"
+    );
+    ensure!(
+        env.rt.all_devices().contains(&env.device()),
+        "device missing from all_devices"
+    );
+    Ok(())
+}
