@@ -95,6 +95,9 @@ mod program;
 mod queue;
 mod topology;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 
 use ur_api::{
