@@ -77,6 +77,10 @@ pub fn discover_with(selector: &DeviceSelector, options: &DiscoverOptions) -> (R
         // No libOpenCL or no ICD is zero platforms, not a failure.
         add(&mut rt, &mut reports, Backend::OpenCl, Ok(ur_opencl::OpenClAdapter::new()));
     }
+    if selector.may_select_backend(Backend::Cuda) {
+        // No libcuda, no GPU or a driver too old is zero platforms, never a panic.
+        add(&mut rt, &mut reports, Backend::Cuda, Ok(ur_cuda::CudaAdapter::new()));
+    }
     // Further backends (sim, opencl, cuda, level_zero) register here, each
     // guarded by `selector.may_select_backend(..)`.
     (rt, reports)
