@@ -6,6 +6,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use opencl3::command_queue::{self as cq, CommandQueue, CL_QUEUE_PROFILING_ENABLE, CL_QUEUE_PROPERTIES};
+use opencl3::error_codes::{CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, CL_INVALID_CONTEXT};
 use opencl3::event::Event as ClEvent;
 use opencl3::memory::{self as clmem, Buffer as ClBuffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::{
@@ -97,9 +98,20 @@ pub(crate) fn event_status(e: &Event) -> Result<EventStatus> {
     Ok(conv::event_status(s.0))
 }
 
-/// Waits for every event; events of different contexts cannot share one
-/// `clWaitForEvents` call, so each is waited for on its own.
+/// Waits for every event with one `clWaitForEvents`. Events of different
+/// contexts cannot share that call (`CL_INVALID_CONTEXT`), and a failed
+/// command makes it return early: then each event is waited for on its own
+/// and the first failure is reported.
 pub(crate) fn wait(events: &[&Event]) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let ids = wait_ids(events);
+    match opencl3::event::wait_for_events(&ids) {
+        Ok(()) => return Ok(()),
+        Err(code) if code == CL_INVALID_CONTEXT || code == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST => {}
+        Err(code) => return Err(conv::error(code)),
+    }
     let mut first = None;
     for e in events {
         let r = check3(e.cl.wait()).and_then(|()| match event_status(e)? {
