@@ -42,6 +42,15 @@ pub enum MmError {
         #[source]
         source: ur_api::Error,
     },
+    /// Bytes whose only current copy is on a device that was lost. Nothing
+    /// else of the buffer is affected; writing the ranges makes them usable again.
+    #[error("{buffer}: bytes {ranges:?} were current only on a lost device")]
+    DataLost {
+        /// The logical buffer.
+        buffer: String,
+        /// The ranges that cannot be read.
+        ranges: Vec<Range<usize>>,
+    },
     /// A place that this manager was not created with.
     #[error("{0} is not a place of this memory manager")]
     UnknownPlace(String),

@@ -22,8 +22,9 @@ enum Owner {
 /// Returns true when something was evicted.
 pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> bool {
     let device = inner.places[place].location.map(|l| l.device);
+    // Allocations at lost places are kept: their bytes cannot be written back.
     let on_device: Vec<usize> = (1..inner.places.len())
-        .filter(|&p| inner.places[p].location.map(|l| l.device) == device)
+        .filter(|&p| inner.places[p].location.map(|l| l.device) == device && !inner.is_lost(p))
         .collect();
     let mut cands: Vec<(u64, usize, Owner)> = Vec::new();
     for &p in &on_device {

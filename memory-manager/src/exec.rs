@@ -23,20 +23,50 @@ pub(crate) fn run_access(
     place: usize,
     range: Range<usize>,
 ) -> Result<usize> {
-    let plan = route::plan_access(inner, &res.view(), &res.name, res.size, access, place, range.clone());
-    tracing::trace!(plan = %plan.explain(), "running");
-    let now = inner.tick();
-    for step in &plan.steps {
-        run_step(inner, res, step)?;
+    if inner.is_lost(place) {
+        return Err(Error::DeviceLost.into());
     }
-    let slot = res.slots[plan.target].as_mut().expect("allocated by the plan");
-    slot.last_use = now;
-    if access.writes() {
-        res.mark_written(plan.target, range);
-    } else {
-        res.mark_valid(plan.target, range);
+    loop {
+        let lost = inner.lost_flags();
+        if access.reads_old_data() {
+            let stranded = res.stranded(&lost, range.clone());
+            if !stranded.is_empty() {
+                return Err(MmError::DataLost {
+                    buffer: res.name.clone(),
+                    ranges: stranded.ranges().collect(),
+                });
+            }
+        }
+        let plan = route::plan_access(inner, &res.masked_view(&lost), &res.name, res.size, access, place, range.clone());
+        tracing::trace!(plan = %plan.explain(), "running");
+        let now = inner.tick();
+        let mut failed = None;
+        for step in &plan.steps {
+            if let Err(e) = run_step(inner, res, step) {
+                failed = Some((e, step));
+                break;
+            }
+        }
+        match failed {
+            None => {}
+            Some((e @ MmError::CopyFailed { source: Error::DeviceLost, .. }, Step::Copy { from, to, .. })) => {
+                // Learn which side is gone, then plan again around it.
+                if !inner.check_lost(*from) && !inner.check_lost(*to) {
+                    return Err(e);
+                }
+                continue;
+            }
+            Some((e, _)) => return Err(e),
+        }
+        let slot = res.slots[plan.target].as_mut().expect("allocated by the plan");
+        slot.last_use = now;
+        if access.writes() {
+            res.mark_written(plan.target, range);
+        } else {
+            res.mark_valid(plan.target, range);
+        }
+        return Ok(plan.target);
     }
-    Ok(plan.target)
 }
 
 /// Runs one step; on success the destination range is marked valid.

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -119,6 +119,8 @@ pub(crate) struct Inner {
     clock: AtomicU64,
     pub staging: StagingPool,
     pub counters: Counters,
+    /// Per place: its device was found lost.
+    pub lost: Vec<AtomicBool>,
 }
 
 impl Inner {
@@ -138,6 +140,31 @@ impl Inner {
             .filter(|&p| self.places[p].usm_host)
             .map(|p| self.context_of(p))
             .collect()
+    }
+
+    pub(crate) fn is_lost(&self, place: usize) -> bool {
+        self.lost[place].load(Ordering::Acquire)
+    }
+
+    pub(crate) fn lost_flags(&self) -> Vec<bool> {
+        self.lost.iter().map(|l| l.load(Ordering::Acquire)).collect()
+    }
+
+    /// Asks the place's queue whether its device is lost; remembers a yes
+    /// for every place on that device. Returns the answer.
+    pub(crate) fn check_lost(&self, place: usize) -> bool {
+        let Some(q) = self.places[place].queue else { return false };
+        if self.rt.finish(q) != Err(ur_api::Error::DeviceLost) {
+            return false;
+        }
+        let dev = self.places[place].location.map(|l| l.device);
+        for (i, p) in self.places.iter().enumerate() {
+            if p.location.is_some() && p.location.map(|l| l.device) == dev {
+                tracing::warn!(place = %p.name, "device lost; its copies are no longer used");
+                self.lost[i].store(true, Ordering::Release);
+            }
+        }
+        true
     }
 
     pub(crate) fn queue(&self, place: usize) -> QueueId {
@@ -356,6 +383,7 @@ impl MemoryManager {
                 clock: AtomicU64::new(1),
                 staging: StagingPool::default(),
                 counters: Counters::default(),
+                lost: (0..n).map(|_| AtomicBool::new(false)).collect(),
             }),
         })
     }
@@ -483,7 +511,8 @@ impl MemoryManager {
         let p = self.index(place)?;
         let (_, g) = self.locked(buf)?;
         Self::check_range(&g, &range)?;
-        Ok(route::plan_access(&*self.inner, &g.view(), &g.name, g.size, access, p, range))
+        let lost = self.inner.lost_flags();
+        Ok(route::plan_access(&*self.inner, &g.masked_view(&lost), &g.name, g.size, access, p, range))
     }
 
     /// Makes `range` current at `place` for `access` and returns where the
@@ -548,12 +577,16 @@ impl MemoryManager {
             .collect())
     }
 
-    /// Reads every current range at every place, without changing anything
+    /// Reads every current range at every place whose device is not lost,
+    /// without changing anything
     /// (for checks: every copy of a byte must agree).
     pub fn valid_copies(&self, buf: LogicalBuffer) -> Result<Vec<(Place, Range<usize>, Vec<u8>)>> {
         let (_, mut g) = self.locked(buf)?;
         let mut out = Vec::new();
         for i in 0..g.slots.len() {
+            if self.inner.is_lost(i) {
+                continue;
+            }
             let Some(slot) = g.slots[i].as_mut() else { continue };
             let ranges: Vec<Range<usize>> = slot.valid.ranges().collect();
             for r in ranges {

@@ -73,8 +73,37 @@ impl Residency {
     }
 
     /// Per place, the valid bytes of its allocation (`None`: no allocation).
+    #[cfg(test)]
     pub(crate) fn view(&self) -> Vec<Option<&IntervalSet>> {
         self.slots.iter().map(|s| s.as_ref().map(|s| &s.valid)).collect()
+    }
+
+    /// As [`Residency::view`], with the places of lost devices hidden.
+    pub(crate) fn masked_view(&self, lost: &[bool]) -> Vec<Option<&IntervalSet>> {
+        self.slots
+            .iter()
+            .zip(lost)
+            .map(|(s, &l)| if l { None } else { s.as_ref().map(|s| &s.valid) })
+            .collect()
+    }
+
+    /// Bytes of `range` current only at places of lost devices.
+    pub(crate) fn stranded(&self, lost: &[bool], range: Range<usize>) -> IntervalSet {
+        let mut at_lost = IntervalSet::new();
+        let mut alive = IntervalSet::new();
+        for (s, &l) in self.slots.iter().zip(lost) {
+            if let Some(s) = s {
+                for r in s.valid.intersect(range.clone()) {
+                    if l {
+                        at_lost.insert(r);
+                    } else {
+                        alive.insert(r);
+                    }
+                }
+            }
+        }
+        at_lost.subtract(&alive);
+        at_lost
     }
 
     /// Bytes valid at `place` and nowhere else.
