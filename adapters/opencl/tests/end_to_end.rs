@@ -1,0 +1,201 @@
+//! End to end over three real OpenCL devices and the memory manager:
+//!
+//! 1. a kernel on PoCL device 0 writes a buffer;
+//! 2. a kernel on PoCL device 1 (same context: the manager makes an adapter
+//!    copy) and a kernel on rusticl (another platform: the manager stages
+//!    through host memory) read it and write results, verified on the host;
+//! 3. a kernel on rusticl writes a buffer that is then read back on PoCL
+//!    device 0.
+//!
+//! Every byte is checked. Skips (with the reason printed) on machines
+//! without PoCL's two devices and a second platform.
+
+mod common;
+
+use std::sync::Arc;
+
+use ur_api::{ArgValue, ContextId, DeviceId, KernelId, Location, MemoryConnection, NdRange, ProgramSource, Runtime};
+use ur_memory_manager::{Access, Config, MemoryManager, Place, Route, Step};
+
+const N: usize = 1 << 18; // elements of u32: 1 MiB per buffer.
+
+const KERNELS: &str = r#"
+__kernel void produce(__global uint* out, uint seed) {
+    uint i = (uint)get_global_id(0);
+    out[i] = (i * 2654435761u) ^ seed;
+}
+__kernel void consume(__global const uint* in, __global uint* out, uint k) {
+    uint i = (uint)get_global_id(0);
+    out[i] = in[i] * k + i;
+}
+"#;
+
+fn produced(i: u32, seed: u32) -> u32 {
+    i.wrapping_mul(2_654_435_761) ^ seed
+}
+
+fn kernels(rt: &Runtime, ctx: ContextId) -> (KernelId, KernelId) {
+    let p = rt
+        .create_program(ctx, &ProgramSource::OpenClC(KERNELS.into()), "")
+        .unwrap();
+    (
+        rt.create_kernel(p, "produce").unwrap(),
+        rt.create_kernel(p, "consume").unwrap(),
+    )
+}
+
+fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The copy steps of the plan for an access.
+fn routes(mm: &MemoryManager, buf: ur_memory_manager::LogicalBuffer, place: Place) -> Vec<Route> {
+    mm.plan(buf, place, Access::Read, 0..N * 4)
+        .unwrap()
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Copy { route, .. } => Some(*route),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn pocl_pocl_rusticl_round_trip() {
+    let Some(rt) = common::runtime("end_to_end") else {
+        return;
+    };
+    let Some(pocl) = common::two_device_platform(&rt) else {
+        eprintln!("SKIP end_to_end: no platform with two devices (POCL_DEVICES=\"pthread pthread\")");
+        return;
+    };
+    let other: Option<DeviceId> = common::by_platform(&rt)
+        .into_iter()
+        .find(|devs| !devs.contains(&pocl[0]))
+        .map(|devs| devs[0]);
+    let Some(rusticl) = other else {
+        eprintln!("SKIP end_to_end: no second OpenCL platform (RUSTICL_ENABLE=swrast for rusticl)");
+        return;
+    };
+    let (d0, d1) = (pocl[0], pocl[1]);
+    let cp = rt.create_context(&[d0, d1]).unwrap();
+    let cr = rt.create_context(&[rusticl]).unwrap();
+    let (l0, l1, l2) = (Location::new(cp, d0), Location::new(cp, d1), Location::new(cr, rusticl));
+    let (kp_produce, kp_consume) = kernels(&rt, cp);
+    let (kr_produce, kr_consume) = kernels(&rt, cr);
+
+    let rt = Arc::new(rt);
+    let config = Config {
+        measure_routes: false,
+        staging_chunk: 256 << 10, // several chunks per buffer, so the ring is exercised
+        ..Config::default()
+    };
+    let mm = MemoryManager::with_config(rt.clone(), &[l0, l1, l2], config).unwrap();
+    let (p0, p1, p2) = (Place::Device(l0), Place::Device(l1), Place::Device(l2));
+    assert_eq!(mm.connection(p0, p1).unwrap(), MemoryConnection::Migratable);
+    assert_eq!(mm.connection(p0, p2).unwrap(), MemoryConnection::None);
+    assert_eq!(mm.connection(p2, p0).unwrap(), MemoryConnection::None);
+
+    let launch = |kernel: KernelId, place: &ur_memory_manager::Acquired, args: &[ArgValue<'_>]| {
+        let q = place.queue().expect("a device place has a queue");
+        rt.complete(rt.enqueue_launch(q, kernel, &NdRange::d1(N), args, &[]).unwrap())
+            .unwrap();
+    };
+
+    // 1. PoCL device 0 produces.
+    let seed = 0x9E37_79B9u32;
+    let data = mm.create_buffer(N * 4).unwrap();
+    {
+        let a = mm.acquire(data, p0, Access::DiscardWrite, 0..N * 4).unwrap();
+        launch(
+            kp_produce,
+            &a,
+            &[ArgValue::Buffer(a.buffer().unwrap()), ArgValue::scalar(&seed)],
+        );
+    }
+
+    // 2a. PoCL device 1 consumes through an adapter copy.
+    assert_eq!(
+        routes(&mm, data, p1),
+        vec![Route::AdapterCopy(MemoryConnection::Migratable)]
+    );
+    let out1 = mm.create_buffer(N * 4).unwrap();
+    {
+        let input = mm.acquire(data, p1, Access::Read, 0..N * 4).unwrap();
+        let out = mm.acquire(out1, p1, Access::DiscardWrite, 0..N * 4).unwrap();
+        let k = 3u32;
+        let args = [
+            ArgValue::Buffer(input.buffer().unwrap()),
+            ArgValue::Buffer(out.buffer().unwrap()),
+            ArgValue::scalar(&k),
+        ];
+        launch(kp_consume, &out, &args);
+    }
+
+    // 2b. rusticl consumes through host staging.
+    let staged = routes(&mm, data, p2);
+    assert!(
+        !staged.is_empty() && staged.iter().all(|r| matches!(r, Route::Staged { .. })),
+        "expected a host-staged route to rusticl, got {staged:?}"
+    );
+    let out2 = mm.create_buffer(N * 4).unwrap();
+    {
+        let input = mm.acquire(data, p2, Access::Read, 0..N * 4).unwrap();
+        let out = mm.acquire(out2, p2, Access::DiscardWrite, 0..N * 4).unwrap();
+        let k = 5u32;
+        let args = [
+            ArgValue::Buffer(input.buffer().unwrap()),
+            ArgValue::Buffer(out.buffer().unwrap()),
+            ArgValue::scalar(&k),
+        ];
+        launch(kr_consume, &out, &args);
+    }
+
+    let mut bytes = vec![0u8; N * 4];
+    mm.read(out1, 0, &mut bytes).unwrap();
+    let got1 = words(&bytes);
+    mm.read(out2, 0, &mut bytes).unwrap();
+    let got2 = words(&bytes);
+    for i in 0..N as u32 {
+        let v = produced(i, seed);
+        assert_eq!(
+            got1[i as usize],
+            v.wrapping_mul(3).wrapping_add(i),
+            "PoCL device 1 result at {i}"
+        );
+        assert_eq!(
+            got2[i as usize],
+            v.wrapping_mul(5).wrapping_add(i),
+            "rusticl result at {i}"
+        );
+    }
+
+    // 3. rusticl writes; PoCL device 0 reads it back from its own allocation.
+    let seed2 = 0x0BAD_F00Du32;
+    let back = mm.create_buffer(N * 4).unwrap();
+    {
+        let a = mm.acquire(back, p2, Access::DiscardWrite, 0..N * 4).unwrap();
+        launch(
+            kr_produce,
+            &a,
+            &[ArgValue::Buffer(a.buffer().unwrap()), ArgValue::scalar(&seed2)],
+        );
+    }
+    {
+        let a = mm.acquire(back, p0, Access::Read, 0..N * 4).unwrap();
+        let mut bytes = vec![0u8; N * 4];
+        rt.read(a.queue().unwrap(), a.buffer().unwrap(), 0, &mut bytes).unwrap();
+        for (i, w) in words(&bytes).into_iter().enumerate() {
+            assert_eq!(w, produced(i as u32, seed2), "rusticl -> PoCL device 0 at {i}");
+        }
+    }
+    let stats = mm.stats();
+    assert!(stats.copies >= 1 && stats.staged_copies >= 2, "{stats:?}");
+    for b in [data, out1, out2, back] {
+        mm.release(b).unwrap();
+    }
+}
