@@ -74,6 +74,7 @@ impl DeviceState {
                 | DeviceCaps::SUB_BUFFERS
                 | DeviceCaps::MAP
                 | DeviceCaps::KERNELS
+                | DeviceCaps::HOST_REGISTER
                 | DeviceCaps::FILL_ANY_PATTERN,
             program_formats: ProgramFormats::HOST,
             max_compute_units: 1,
@@ -181,6 +182,8 @@ pub struct SimDevice(pub(crate) Arc<DeviceState>);
 pub struct SimContext {
     pub(crate) id: u64,
     pub(crate) devices: Vec<Arc<DeviceState>>,
+    /// Host ranges registered with the context: (start address, length).
+    pub(crate) registered: Mutex<Vec<(usize, usize)>>,
 }
 
 impl SimContext {
@@ -215,6 +218,7 @@ pub(crate) fn create_context(shared: &Shared, devices: &[&SimDevice]) -> Result<
     Ok(SimContext {
         id: shared.new_context_id(),
         devices: devices.iter().map(|d| d.0.clone()).collect(),
+        registered: Mutex::new(Vec::new()),
     })
 }
 

@@ -347,6 +347,35 @@ pub(crate) fn usm_free(shared: &Shared, ptr: UsmPtr) -> Result<()> {
         })
 }
 
+/// Registers host memory with a context. The sim moves registered and
+/// pageable host memory alike; registration is bookkeeping that refuses a
+/// range overlapping one already registered.
+pub(crate) fn host_register(ctx: &SimContext, mem: HostPtr) -> Result<()> {
+    for d in &ctx.devices {
+        d.check()?;
+    }
+    let (start, len) = (mem.as_ptr() as usize, mem.len());
+    let mut regs = ctx.registered.lock();
+    if regs.iter().any(|&(s, l)| start < s + l && s < start + len) {
+        return Err(Error::invalid(
+            "host range overlaps memory already registered with the context",
+        ));
+    }
+    regs.push((start, len));
+    Ok(())
+}
+
+/// Undoes [`host_register`] for exactly the registered range.
+pub(crate) fn host_unregister(ctx: &SimContext, mem: HostPtr) -> Result<()> {
+    let mut regs = ctx.registered.lock();
+    let i = regs
+        .iter()
+        .position(|&r| r == (mem.as_ptr() as usize, mem.len()))
+        .ok_or_else(|| Error::invalid("host range is not registered with the context"))?;
+    regs.swap_remove(i);
+    Ok(())
+}
+
 /// Locks the allocations behind `mems` (each once, in address order) and
 /// calls `f` with each operand's start address.
 pub(crate) fn access<R>(mems: &[&Mem], f: impl FnOnce(&[*mut u8]) -> R) -> R {
@@ -487,6 +516,7 @@ mod tests {
         let ctx = SimContext {
             id: 1,
             devices: s.devices.clone(),
+            registered: Mutex::new(Vec::new()),
         };
         let dev1 = SimDevice(s.devices[1].clone());
         let p = usm_alloc(&s, &ctx, &UsmDesc::new(UsmKind::Device, 100).on(&dev1).aligned(4096)).unwrap();
@@ -500,5 +530,34 @@ mod tests {
         usm_free(&s, p).unwrap();
         assert!(s.usm.resolve(p).is_err());
         assert_eq!(s.devices[1].arena.used(), 0);
+    }
+}
+
+#[cfg(test)]
+mod register_tests {
+    use super::*;
+    use crate::topology::Topology;
+
+    #[test]
+    fn registration_refuses_overlaps_and_unknown_ranges() {
+        let s = Shared::new(Topology::single_device());
+        let ctx = SimContext {
+            id: 1,
+            devices: s.devices.clone(),
+            registered: Mutex::new(Vec::new()),
+        };
+        let mut mem = vec![0u8; 256];
+        // SAFETY: registration never touches the memory; `mem` outlives the test.
+        let (all, part) = unsafe {
+            (
+                HostPtr::new(mem.as_mut_ptr(), 256),
+                HostPtr::new(mem.as_mut_ptr().add(64), 64),
+            )
+        };
+        host_register(&ctx, all).unwrap();
+        assert!(host_register(&ctx, part).is_err());
+        assert!(host_unregister(&ctx, part).is_err());
+        host_unregister(&ctx, all).unwrap();
+        host_register(&ctx, part).unwrap();
     }
 }
