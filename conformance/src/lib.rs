@@ -119,6 +119,21 @@ pub fn skip(reason: impl Into<String>) -> TestError {
     TestError::Skip(reason.into())
 }
 
+/// Adds context to an API error: `Unsupported` stays a skip, anything
+/// else becomes a failure that says what was being done.
+///
+/// ```
+/// let r: ur_api::Result<()> = Err(ur_api::Error::OutOfDeviceMemory);
+/// let e = ur_conformance::with_context(r, "align 4096").unwrap_err();
+/// assert!(matches!(e, ur_conformance::TestError::Fail(m) if m.contains("align 4096")));
+/// ```
+pub fn with_context<T>(r: ur_api::Result<T>, what: impl fmt::Display) -> Result<T, TestError> {
+    r.map_err(|e| match TestError::from(e) {
+        TestError::Fail(m) => TestError::Fail(format!("{what}: {m}")),
+        skip => skip,
+    })
+}
+
 /// `len` bytes of a deterministic pattern that differs per `seed` and per
 /// position (so misplaced bytes are caught).
 ///

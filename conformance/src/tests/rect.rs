@@ -7,7 +7,7 @@ use crate::{bytes, check_bytes, DeviceEnv, TestResult};
 
 cases!(
     "rect",
-    positive: [copy_rect_2d, copy_rect_3d, read_rect_2d, read_rect_3d, write_rect_3d, packed_default_pitches, copy_rect_within_one_buffer],
+    positive: [copy_rect_2d, copy_rect_3d, rect_3d_pitch_multiples, read_rect_2d, read_rect_3d, write_rect_3d, packed_default_pitches, copy_rect_within_one_buffer],
     negative: []
 );
 
@@ -67,6 +67,30 @@ fn copy_rect_3d(env: &DeviceEnv<'_>) -> TestResult {
         extent: [13, 5, 3],
     };
     check_copy_rect(env, r, 24 * 8 * 4, (32 * 6 + 5) * 5)
+}
+
+/// 3-D boxes whose slice pitches are multiples of their row pitches (the
+/// layout every backend accepts), through copy, read and write.
+fn rect_3d_pitch_multiples(env: &DeviceEnv<'_>) -> TestResult {
+    let r = RectCopy {
+        src: side([2, 1, 1], 20, 20 * 6),
+        dst: side([3, 2, 0], 28, 28 * 7),
+        extent: [15, 4, 3],
+    };
+    check_copy_rect(env, r, 20 * 6 * 4, 28 * 7 * 3)?;
+    read_rect(env, r, 20 * 6 * 4, 28 * 7 * 3)?;
+    let (ctx, q) = env.setup()?;
+    let host = bytes(20 * 6 * 4, 77);
+    let init = bytes(28 * 7 * 3, 78);
+    let b = env.buffer_with(ctx, &init)?;
+    env.rt.write_rect(q, b, &r, &host)?;
+    let mut want = init;
+    reference(&host, &mut want, &r);
+    check_bytes(
+        "write_rect with pitch multiples",
+        &env.read_all(q, b, want.len())?,
+        &want,
+    )
 }
 
 fn read_rect_2d(env: &DeviceEnv<'_>) -> TestResult {

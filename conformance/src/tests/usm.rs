@@ -160,7 +160,7 @@ fn aligned_allocations(env: &DeviceEnv<'_>) -> TestResult {
             if k != UsmKind::Host {
                 desc = desc.on(env.device());
             }
-            let p = env.usm_desc(ctx, &desc)?;
+            let p = crate::with_context(env.usm_desc(ctx, &desc), format_args!("{k:?} USM aligned to {align}"))?;
             ensure!(p.0 % align as u64 == 0, "{k:?} pointer {p} not aligned to {align}");
             env.rt.usm_write(q, p, &bytes(100, 30))?;
             check_bytes("aligned allocation", &env.usm_read_all(q, p, 100)?, &bytes(100, 30))?;
