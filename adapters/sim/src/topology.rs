@@ -69,7 +69,8 @@ impl LinkSpec {
     /// assert_eq!(link.min_time(4 << 20), Duration::from_micros(62_500));
     /// ```
     pub fn min_time(&self, bytes: usize) -> Duration {
-        let ns = (bytes as u128 * 1_000_000_000).div_ceil(self.bandwidth as u128);
+        // `bandwidth` is a public field: treat 0 as 1 byte/s rather than divide by zero.
+        let ns = (bytes as u128 * 1_000_000_000).div_ceil(self.bandwidth.max(1) as u128);
         self.latency + Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
     }
 }
