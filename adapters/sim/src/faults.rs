@@ -116,9 +116,12 @@ impl SimFaults {
         Ok(())
     }
 
-    /// The next transfer (read, write, copy, rect copy, USM copy) moves only
-    /// its first `bytes` bytes (the destination is partly written) and its
-    /// event fails with [`Error::Backend`] code [`INJECTED_TRANSFER_FAULT`].
+    /// The next transfer command to run (read, write, copy, the rect
+    /// variants, USM copy, the read of a map, the write-back of an unmap;
+    /// not the initial copy of a `COPY_HOST_PTR` buffer) moves only its first
+    /// `bytes` bytes (the destination is partly written) and its event fails
+    /// with [`Error::Backend`] code [`INJECTED_TRANSFER_FAULT`]. Replaces a
+    /// transfer fault armed before.
     pub fn fail_copy_after(&self, bytes: usize) {
         self.shared.faults.inner.lock().copy = Some((None, bytes));
     }
