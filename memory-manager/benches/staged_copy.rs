@@ -9,7 +9,9 @@
 //!
 //! Rows (BENCH_ROW lines): `staged_copy.pipelined_over_single_leg`,
 //! `staged_copy.pipelined_over_naive`, and the same with the link model off
-//! (`.unthrottled`). `UR_MM_BENCH_REPS` sets the repetitions (default 5).
+//! (`.unthrottled`). `UR_MM_BENCH_REPS` sets the repetitions (default 5);
+//! `UR_MM_BENCH_CHUNK_KIB` and `UR_MM_BENCH_DEPTH` override the staging
+//! chunk and ring depth (for tuning).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,9 +57,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (ca, cb) = (rt.create_context(&[a0])?, rt.create_context(&[b0])?);
     let rt = Arc::new(rt);
     let (la, lb) = (Location::new(ca, a0), Location::new(cb, b0));
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    let defaults = Config::default();
     let config = Config {
         measure_routes: false,
-        ..Config::default()
+        staging_chunk: env("UR_MM_BENCH_CHUNK_KIB").map_or(defaults.staging_chunk, |k| k << 10),
+        staging_depth: env("UR_MM_BENCH_DEPTH").unwrap_or(defaults.staging_depth),
+        ..defaults
     };
     let mm = MemoryManager::with_config(rt.clone(), &[la, lb], config)?;
     let (pa, pb) = (mm.places()[1], mm.places()[2]);
