@@ -134,24 +134,42 @@ mod tests {
 
     #[test]
     fn one_link_serializes_two_links_overlap() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::mpsc::channel;
+
         let model = Arc::new(LinkModel::new(true));
-        let spec = LinkSpec::new(u64::MAX, Duration::from_millis(40));
+        let spec = LinkSpec::new(u64::MAX, Duration::ZERO);
         let (a, b) = (Arc::new(Link::new(spec)), Arc::new(Link::new(spec)));
-        let run = |x: Arc<Link>, y: Arc<Link>| {
-            let m = model.clone();
-            let t = Instant::now();
-            let h = std::thread::spawn({
-                let m = m.clone();
-                move || m.transfer(&[&x], || ((), 1))
-            });
-            m.transfer(&[&y], || ((), 1));
-            h.join().unwrap();
-            t.elapsed()
-        };
-        // Same link twice: the two 40 ms transfers cannot overlap.
-        assert!(run(a.clone(), a.clone()) >= Duration::from_millis(80));
-        // Different links: each transfer still takes its own 40 ms.
-        assert!(run(a, b) >= Duration::from_millis(40));
+        // Hold link `a` with a transfer that waits for a signal.
+        let (started_tx, started_rx) = channel();
+        let (release_tx, release_rx) = channel::<()>();
+        let holder = std::thread::spawn({
+            let (m, a) = (model.clone(), a.clone());
+            move || {
+                m.transfer(&[&a], || {
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    ((), 1)
+                })
+            }
+        });
+        started_rx.recv().unwrap();
+        // Another link is free: this completes while `a` is held.
+        model.transfer(&[&b], || ((), 1));
+        assert_eq!(b.transfers(), 1);
+        // The same link is not: a second transfer on `a` waits for the first.
+        let ran = Arc::new(AtomicBool::new(false));
+        let waiter = std::thread::spawn({
+            let (m, a, ran) = (model.clone(), a.clone(), ran.clone());
+            move || m.transfer(&[&a], || ((ran.store(true, Ordering::SeqCst)), 1))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!ran.load(Ordering::SeqCst), "a second transfer ran on a busy link");
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        waiter.join().unwrap();
+        assert!(ran.load(Ordering::SeqCst));
+        assert_eq!(a.transfers(), 2);
     }
 
     #[test]
