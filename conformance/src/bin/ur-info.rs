@@ -72,8 +72,9 @@ struct Report {
 #[derive(Debug, Serialize)]
 struct AdapterOut {
     backend: String,
-    present: bool,
-    /// Why the adapter is absent or was skipped.
+    /// The adapter was loaded (it may still have zero platforms).
+    loaded: bool,
+    /// Why the adapter was not loaded or was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     platforms: Vec<PlatformOut>,
@@ -156,7 +157,7 @@ fn collect(rt: &Runtime, reports: &[AdapterReport]) -> Report {
         let Some(adapter) = adapter else {
             adapters.push(AdapterOut {
                 backend,
-                present: false,
+                loaded: false,
                 reason: report.outcome.as_ref().err().cloned(),
                 platforms: Vec::new(),
             });
@@ -206,7 +207,7 @@ fn collect(rt: &Runtime, reports: &[AdapterReport]) -> Report {
         }
         adapters.push(AdapterOut {
             backend,
-            present: true,
+            loaded: true,
             reason: None,
             platforms,
         });
@@ -313,24 +314,24 @@ fn text(r: &Report) -> String {
     let _ = writeln!(s, "Device selector: {}", r.selector);
     let _ = writeln!(s, "\nAdapters:");
     for a in &r.adapters {
-        if a.present {
+        if a.loaded {
             let n: usize = a.platforms.iter().map(|p| p.devices.len()).sum();
             let _ = writeln!(
                 s,
-                "  {:<11} present: {} platform(s), {n} device(s) selected",
+                "  {:<11} loaded: {} platform(s), {n} device(s) selected",
                 a.backend,
                 a.platforms.len()
             );
         } else {
             let _ = writeln!(
                 s,
-                "  {:<11} absent: {}",
+                "  {:<11} not loaded: {}",
                 a.backend,
                 a.reason.as_deref().unwrap_or("unknown")
             );
         }
     }
-    for a in r.adapters.iter().filter(|a| a.present) {
+    for a in r.adapters.iter().filter(|a| a.loaded) {
         for p in &a.platforms {
             let i = &p.info;
             let _ = writeln!(
@@ -477,7 +478,7 @@ mod tests {
             .iter()
             .find(|a| a["backend"] == "native")
             .expect("native adapter listed");
-        assert_eq!(native["present"], true);
+        assert_eq!(native["loaded"], true);
         let dev = &native["platforms"][0]["devices"][0];
         for key in [
             "index",
