@@ -21,7 +21,9 @@ pub(crate) fn error(r: CUresult) -> Error {
     use CUresult as C;
     match r {
         C::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfDeviceMemory,
-        C::CUDA_ERROR_INVALID_VALUE => Error::invalid("the CUDA driver rejected an argument (CUDA_ERROR_INVALID_VALUE)"),
+        C::CUDA_ERROR_INVALID_VALUE => {
+            Error::invalid("the CUDA driver rejected an argument (CUDA_ERROR_INVALID_VALUE)")
+        }
         C::CUDA_ERROR_NOT_SUPPORTED | C::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED => {
             Error::unsupported(format!("{} on this device", name(r)))
         }
@@ -233,7 +235,11 @@ pub(crate) fn fill_plan(addr: u64, size: usize, pattern: &[u8]) -> Vec<FillOp> {
 /// not above a default (256 in 1-D, 16x16 in 2-D, 8x8x4 in 3-D), so that
 /// grid × block covers exactly the global range (CUDA kernels see no global
 /// size of their own). Fails where the grid exceeds the device's limits.
-pub(crate) fn launch_dims(range: &NdRange, max_block: [usize; 3], max_grid: [usize; 3]) -> Result<([u32; 3], [u32; 3])> {
+pub(crate) fn launch_dims(
+    range: &NdRange,
+    max_block: [usize; 3],
+    max_grid: [usize; 3],
+) -> Result<([u32; 3], [u32; 3])> {
     let d = range.dims as usize;
     let defaults: [usize; 3] = match d {
         1 => [256, 1, 1],
@@ -335,7 +341,16 @@ mod tests {
     fn fill_plans_use_one_call_where_they_can() {
         assert_eq!(fill_plan(0, 64, &[5; 8]).len(), 1);
         let p = fill_plan(0, 64, &[1, 2, 3, 4, 1, 2, 3, 4]);
-        assert_eq!(p, vec![FillOp { offset: 0, width: 4, value: 0x0403_0201, pitch: 0, count: 16 }]);
+        assert_eq!(
+            p,
+            vec![FillOp {
+                offset: 0,
+                width: 4,
+                value: 0x0403_0201,
+                pitch: 0,
+                count: 16
+            }]
+        );
         assert_eq!(fill_plan(0, 64, &[1, 2]).len(), 1);
         assert_eq!(fill_plan(1, 64, &[1, 2]).len(), 2, "odd address: byte-wide");
         assert_eq!(fill_plan(0, 128, &(0..16).collect::<Vec<u8>>()).len(), 4);
@@ -372,9 +387,18 @@ mod tests {
     #[test]
     fn errors_map_to_api_errors() {
         assert_eq!(error(CUresult::CUDA_ERROR_OUT_OF_MEMORY), Error::OutOfDeviceMemory);
-        assert!(matches!(error(CUresult::CUDA_ERROR_INVALID_PTX), Error::ProgramBuild { .. }));
-        assert!(matches!(error(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS), Error::CommandFailed(_)));
-        assert!(matches!(error(CUresult::CUDA_ERROR_NOT_SUPPORTED), Error::Unsupported { .. }));
+        assert!(matches!(
+            error(CUresult::CUDA_ERROR_INVALID_PTX),
+            Error::ProgramBuild { .. }
+        ));
+        assert!(matches!(
+            error(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS),
+            Error::CommandFailed(_)
+        ));
+        assert!(matches!(
+            error(CUresult::CUDA_ERROR_NOT_SUPPORTED),
+            Error::Unsupported { .. }
+        ));
         assert!(error(CUresult::CUDA_ERROR_INVALID_VALUE).is_invalid_input());
         match error(CUresult::CUDA_ERROR_NO_DEVICE) {
             Error::Backend { backend, code, message } => {

@@ -420,4 +420,3 @@ pub(crate) fn memory_connection(src: (&CtxInner, &DevInner), dst: (&CtxInner, &D
         MemoryConnection::None
     }
 }
-

@@ -165,7 +165,12 @@ impl Adapter for CudaAdapter {
         device::memory_connection((&src.0 .0, &src.1 .0), (&dst.0 .0, &dst.1 .0))
     }
 
-    fn create_buffer(&self, ctx: &CudaContext, desc: &BufferDesc<&CudaDevice>, init: Option<HostPtr>) -> Result<CudaBuffer> {
+    fn create_buffer(
+        &self,
+        ctx: &CudaContext,
+        desc: &BufferDesc<&CudaDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<CudaBuffer> {
         memory::create_buffer(&ctx.0, desc, init)
     }
 
@@ -223,11 +228,25 @@ impl Adapter for CudaAdapter {
         program::create_kernel(program, name)
     }
 
-    fn enqueue_read(&self, q: &CudaQueue, b: &CudaBuffer, offset: usize, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    fn enqueue_read(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        offset: usize,
+        dst: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
         queue::read(q, b, offset, dst, w)
     }
 
-    fn enqueue_write(&self, q: &CudaQueue, b: &CudaBuffer, offset: usize, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    fn enqueue_write(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        offset: usize,
+        src: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
         queue::write(q, b, offset, src, w)
     }
 
@@ -244,15 +263,36 @@ impl Adapter for CudaAdapter {
         queue::copy(q, src, src_offset, dst, dst_offset, size, w)
     }
 
-    fn enqueue_copy_rect(&self, q: &CudaQueue, src: &CudaBuffer, dst: &CudaBuffer, rect: &RectCopy, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    fn enqueue_copy_rect(
+        &self,
+        q: &CudaQueue,
+        src: &CudaBuffer,
+        dst: &CudaBuffer,
+        rect: &RectCopy,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
         queue::copy_rect(q, src, dst, rect, w)
     }
 
-    fn enqueue_read_rect(&self, q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    fn enqueue_read_rect(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
         queue::read_rect(q, b, rect, dst, w)
     }
 
-    fn enqueue_write_rect(&self, q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    fn enqueue_write_rect(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
         queue::write_rect(q, b, rect, src, w)
     }
 
@@ -284,11 +324,25 @@ impl Adapter for CudaAdapter {
         queue::unmap(q, b, mapped, w)
     }
 
-    fn enqueue_usm_copy(&self, q: &CudaQueue, dst: MemRef, src: MemRef, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
+    fn enqueue_usm_copy(
+        &self,
+        q: &CudaQueue,
+        dst: MemRef,
+        src: MemRef,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
         queue::usm_copy(q, dst, src, size, w)
     }
 
-    fn enqueue_usm_fill(&self, q: &CudaQueue, ptr: UsmPtr, size: usize, pattern: &[u8], w: &[&CudaEvent]) -> Result<CudaEvent> {
+    fn enqueue_usm_fill(
+        &self,
+        q: &CudaQueue,
+        ptr: UsmPtr,
+        size: usize,
+        pattern: &[u8],
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
         queue::usm_fill(q, ptr, size, pattern, w)
     }
 

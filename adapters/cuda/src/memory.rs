@@ -120,7 +120,11 @@ fn target<'a>(ctx: &'a CtxInner, hint: Option<&'a CudaDevice>) -> &'a Arc<DevInn
     hint.map(|d| &d.0).unwrap_or_else(|| ctx.first())
 }
 
-pub(crate) fn create_buffer(ctx: &CtxInner, desc: &BufferDesc<&CudaDevice>, init: Option<HostPtr>) -> Result<CudaBuffer> {
+pub(crate) fn create_buffer(
+    ctx: &CtxInner,
+    desc: &BufferDesc<&CudaDevice>,
+    init: Option<HostPtr>,
+) -> Result<CudaBuffer> {
     let dev = target(ctx, desc.device_hint);
     dev.bind()?;
     let mut ptr = 0;
@@ -197,13 +201,10 @@ pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<U
     } else {
         0
     };
-    let bytes = desc
-        .size
-        .checked_add(pad)
-        .ok_or(Error::InvalidSize {
-            what: "USM allocation",
-            size: desc.size,
-        })?;
+    let bytes = desc.size.checked_add(pad).ok_or(Error::InvalidSize {
+        what: "USM allocation",
+        size: desc.size,
+    })?;
     let real: u64 = match desc.kind {
         UsmKind::Device => {
             let mut p = 0;
@@ -226,7 +227,11 @@ pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<U
             // SAFETY: valid out-pointers, the device's context is current.
             check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
             if bytes > free {
-                tracing::info!(bytes, free, "refusing a managed allocation larger than the free device memory");
+                tracing::info!(
+                    bytes,
+                    free,
+                    "refusing a managed allocation larger than the free device memory"
+                );
                 return Err(Error::OutOfDeviceMemory);
             }
             let mut p = 0;

@@ -65,7 +65,10 @@ fn nvrtc_compile(src: &str, cc: (i32, i32), options: &str) -> Result<Vec<u8>> {
     if opts.iter().any(|o| o.contains('\0')) {
         return Err(Error::invalid("compiler option contains a NUL byte"));
     }
-    if !opts.iter().any(|o| o.starts_with("--gpu-architecture") || o.starts_with("-arch")) {
+    if !opts
+        .iter()
+        .any(|o| o.starts_with("--gpu-architecture") || o.starts_with("-arch"))
+    {
         opts.push(format!("--gpu-architecture=sm_{}{}", cc.0, cc.1));
     }
     let prog = nvrtc::create_program(&csrc, Some(c"program.cu")).map_err(|e| conv::nvrtc_error(e.0))?;
@@ -129,7 +132,13 @@ fn load(dev: &Arc<DevInner>, image: &[u8]) -> Result<sys::CUmodule> {
     // SAFETY: the image is a complete cubin or NUL-terminated PTX; the
     // option arrays have two entries each and the log buffer its stated size.
     let r = unsafe {
-        sys::cuModuleLoadDataEx(&mut module, image.as_ptr().cast(), 2, opts.as_mut_ptr(), vals.as_mut_ptr())
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            image.as_ptr().cast(),
+            2,
+            opts.as_mut_ptr(),
+            vals.as_mut_ptr(),
+        )
     };
     if r == CUresult::CUDA_SUCCESS {
         return Ok(module);
@@ -160,7 +169,11 @@ pub(crate) fn create_program(ctx: &CtxInner, source: &ProgramSource, options: &s
     }
     let mut inner = ProgramInner { modules: Vec::new() };
     for d in &ctx.devices {
-        let image = &images.iter().find(|(cc, _)| *cc == d.cc).expect("an image per capability").1;
+        let image = &images
+            .iter()
+            .find(|(cc, _)| *cc == d.cc)
+            .expect("an image per capability")
+            .1;
         let m = load(d, image)?;
         inner.modules.push((d.clone(), m));
     }

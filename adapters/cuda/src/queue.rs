@@ -107,7 +107,11 @@ impl Drop for CudaEvent {
         if !self.keep.is_empty() {
             // SAFETY: the event is alive; waiting makes sure the kept memory
             // is no longer used when it is dropped below.
-            if let Err(e) = self.dev.bind().and_then(|()| check(unsafe { sys::cuEventSynchronize(self.end.0) })) {
+            if let Err(e) = self
+                .dev
+                .bind()
+                .and_then(|()| check(unsafe { sys::cuEventSynchronize(self.end.0) }))
+            {
                 tracing::warn!(error = %e, "waiting for a command before freeing its staging failed");
             }
         }
@@ -199,7 +203,9 @@ pub(crate) fn wait(events: &[&CudaEvent]) -> Result<()> {
 
 pub(crate) fn event_profiling(e: &CudaEvent) -> Result<ProfilingInfo> {
     let Some((start, base)) = &e.start else {
-        return Err(Error::ProfilingUnavailable("the event's queue was created without profiling"));
+        return Err(Error::ProfilingUnavailable(
+            "the event's queue was created without profiling",
+        ));
     };
     if event_status(e)? != EventStatus::Complete {
         return Err(Error::ProfilingUnavailable("the command has not completed"));
@@ -321,7 +327,13 @@ fn fill_2d_side(m: &mut sys::CUDA_MEMCPY2D, side: Side<'_>, pitch: usize, is_src
 /// A rect copy: one `cuMemcpy2DAsync` per slice, or row by row where a
 /// pitch exceeds the device's limit, the two sides are on different
 /// devices, or both are host memory.
-pub(crate) fn copy_rect_sides(s: sys::CUstream, dev: &DevInner, dst: Side<'_>, src: Side<'_>, rect: &RectCopy) -> Result<()> {
+pub(crate) fn copy_rect_sides(
+    s: sys::CUstream,
+    dev: &DevInner,
+    dst: Side<'_>,
+    src: Side<'_>,
+    rect: &RectCopy,
+) -> Result<()> {
     let [w, h, d] = rect.extent;
     let cross = match (dst, src) {
         (Side::Device(_, a), Side::Device(_, b)) => a.dev != b.dev,
@@ -354,19 +366,41 @@ pub(crate) fn copy_rect_sides(s: sys::CUstream, dev: &DevInner, dst: Side<'_>, s
     Ok(())
 }
 
-pub(crate) fn copy_rect(q: &CudaQueue, src: &CudaBuffer, dst: &CudaBuffer, rect: &RectCopy, w: &[&CudaEvent]) -> Result<CudaEvent> {
+pub(crate) fn copy_rect(
+    q: &CudaQueue,
+    src: &CudaBuffer,
+    dst: &CudaBuffer,
+    rect: &RectCopy,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
     let (sd, dd) = (Side::Device(src.ptr(), src.dev()), Side::Device(dst.ptr(), dst.dev()));
     submit(q, w, Vec::new(), |s| copy_rect_sides(s, &q.dev, dd, sd, rect))
 }
 
-pub(crate) fn read_rect(q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+pub(crate) fn read_rect(
+    q: &CudaQueue,
+    b: &CudaBuffer,
+    rect: &RectCopy,
+    dst: HostPtr,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
     let sd = Side::Device(b.ptr(), b.dev());
-    submit(q, w, Vec::new(), |s| copy_rect_sides(s, &q.dev, Side::Host(dst.as_ptr()), sd, rect))
+    submit(q, w, Vec::new(), |s| {
+        copy_rect_sides(s, &q.dev, Side::Host(dst.as_ptr()), sd, rect)
+    })
 }
 
-pub(crate) fn write_rect(q: &CudaQueue, b: &CudaBuffer, rect: &RectCopy, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+pub(crate) fn write_rect(
+    q: &CudaQueue,
+    b: &CudaBuffer,
+    rect: &RectCopy,
+    src: HostPtr,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
     let dd = Side::Device(b.ptr(), b.dev());
-    submit(q, w, Vec::new(), |s| copy_rect_sides(s, &q.dev, dd, Side::Host(src.as_ptr()), rect))
+    submit(q, w, Vec::new(), |s| {
+        copy_rect_sides(s, &q.dev, dd, Side::Host(src.as_ptr()), rect)
+    })
 }
 
 /// Fills `size` bytes at `addr` with the pattern (see [`conv::fill_plan`]).
@@ -422,7 +456,9 @@ pub(crate) fn map(
             Ok(())
         }
     })?;
-    b.maps.lock().push((host.as_ptr() as usize, Mapping { staging, offset, flags }));
+    b.maps
+        .lock()
+        .push((host.as_ptr() as usize, Mapping { staging, offset, flags }));
     Ok((ev, host))
 }
 
