@@ -18,9 +18,21 @@ enum Owner {
     Other(crate::manager::Shared),
 }
 
+/// What one eviction attempt achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Evicted {
+    /// One allocation was freed.
+    One,
+    /// Nothing now, but some allocations were in use (locked by another
+    /// thread's access or held by a live guard): waiting may help.
+    Busy,
+    /// Nothing on the device can be evicted.
+    Nothing,
+}
+
 /// Evicts one allocation on the device of `place` (any of its contexts).
-/// Returns true when something was evicted.
-pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> bool {
+pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> Evicted {
+    let mut busy = false;
     let device = inner.places[place].location.map(|l| l.device);
     // Allocations at lost places are kept: their bytes cannot be written back.
     let on_device: Vec<usize> = (1..inner.places.len())
@@ -31,12 +43,17 @@ pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> bool
         if let Some(s) = &me.slots[p] {
             if !s.pinned() {
                 cands.push((s.last_use, p, Owner::Me));
+            } else {
+                busy = true;
             }
         }
     }
     let others: Vec<crate::manager::Shared> = inner.buffers.lock().values().cloned().collect();
     for other in others {
-        let Some(g) = other.try_lock() else { continue };
+        let Some(g) = other.try_lock() else {
+            busy = true;
+            continue;
+        };
         if g.released || std::ptr::eq(&*g, me) {
             continue;
         }
@@ -44,6 +61,8 @@ pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> bool
             if let Some(s) = &g.slots[p] {
                 if !s.pinned() {
                     cands.push((s.last_use, p, Owner::Other(Arc::clone(&other))));
+                } else {
+                    busy = true;
                 }
             }
         }
@@ -54,14 +73,21 @@ pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> bool
             Owner::Me => evict_slot(inner, me, p),
             Owner::Other(o) => match o.try_lock() {
                 Some(mut g) if !g.released => evict_slot(inner, &mut g, p),
-                _ => false,
+                _ => {
+                    busy = true;
+                    false
+                }
             },
         };
         if done {
-            return true;
+            return Evicted::One;
         }
     }
-    false
+    if busy {
+        Evicted::Busy
+    } else {
+        Evicted::Nothing
+    }
 }
 
 /// Frees the allocation of `res` at `place` after writing its sole copies

@@ -3,12 +3,12 @@
 
 use std::ops::Range;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ur_api::{BufferDesc, Error, Runtime};
 
 use crate::error::{MmError, Result};
-use crate::evict;
+use crate::evict::{self, Evicted};
 use crate::manager::Inner;
 use crate::plan::{Access, Route, Step};
 use crate::residency::{Mem, Residency, Slot};
@@ -110,8 +110,9 @@ fn is_oom(e: &Error) -> bool {
 
 /// Creates the buffer's allocation at `place`. Out of memory at a device:
 /// evict least recently used allocations there whose data is valid
-/// elsewhere (writing sole copies back to the host first) and retry; a
-/// failure with nothing left to evict is retried once, then reported.
+/// elsewhere (writing sole copies back to the host first) and retry. When
+/// what could go is in use by other threads, wait a little (up to 100 ms in
+/// all); with nothing left to evict, retry once, then report.
 pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Result<()> {
     let now = inner.tick();
     if place == HOST {
@@ -127,8 +128,10 @@ pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Resu
     }
     let loc = inner.places[place].location.expect("device place");
     let desc = BufferDesc::new(res.size).on(loc.device);
+    const MAX_WAITS: u32 = 200;
     let mut evicted = 0;
     let mut retried = false;
+    let mut waits = 0;
     loop {
         match inner.rt.create_buffer(loc.context, &desc, None) {
             Ok(b) => {
@@ -138,21 +141,24 @@ pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Resu
                 }
                 return Ok(());
             }
-            Err(e) if is_oom(&e) => {
-                if evict::evict_one(inner, res, place) {
-                    evicted += 1;
-                } else if !retried {
-                    retried = true;
-                } else {
+            Err(e) if is_oom(&e) => match evict::evict_one(inner, res, place) {
+                Evicted::One => evicted += 1,
+                // Other threads hold what could go: give them a moment.
+                Evicted::Busy if waits < MAX_WAITS => {
+                    waits += 1;
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+                _ if !retried => retried = true,
+                _ => {
                     return Err(MmError::OutOfMemory {
                         place: inner.places[place].name.clone(),
                         buffer: res.name.clone(),
                         size: res.size,
                         evicted,
                         source: e,
-                    });
+                    })
                 }
-            }
+            },
             Err(e) => return Err(e.into()),
         }
     }
