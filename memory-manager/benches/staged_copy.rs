@@ -121,9 +121,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop(g);
         let suffix = if throttled { "" } else { ".unthrottled" };
         let (p, s, n) = (median(piped), median(single), median(naive));
-        eprintln!("links {}: pipelined {p:.2} GiB/s, single leg {s:.2} GiB/s, naive {n:.2} GiB/s", if throttled { "2 GiB/s" } else { "off" });
-        row(&format!("staged_copy.pipelined_over_single_leg{suffix}"), p, "single_leg", s);
-        row(&format!("staged_copy.pipelined_over_naive{suffix}"), p, "naive_staged", n);
+        eprintln!(
+            "links {}: pipelined {p:.2} GiB/s, single leg {s:.2} GiB/s, naive {n:.2} GiB/s",
+            if throttled { "2 GiB/s" } else { "off" }
+        );
+        row(
+            &format!("staged_copy.pipelined_over_single_leg{suffix}"),
+            p,
+            "single_leg",
+            s,
+        );
+        row(
+            &format!("staged_copy.pipelined_over_naive{suffix}"),
+            p,
+            "naive_staged",
+            n,
+        );
     }
     for q in [qa, qb] {
         rt.release_queue(q)?;

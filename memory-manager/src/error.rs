@@ -24,7 +24,7 @@ pub enum MmError {
         evicted: usize,
         /// The adapter's last answer.
         #[source]
-        source: ur_api::Error,
+        source: Box<ur_api::Error>,
     },
     /// A copy failed. The source stays valid, the destination stays stale;
     /// the next access plans the copy again.
@@ -40,7 +40,7 @@ pub enum MmError {
         range: Range<usize>,
         /// The adapter's error.
         #[source]
-        source: ur_api::Error,
+        source: Box<ur_api::Error>,
     },
     /// Bytes whose only current copy is on a device that was lost. Nothing
     /// else of the buffer is affected; writing the ranges makes them usable again.

@@ -125,7 +125,8 @@ fn evict_slot(inner: &Inner, res: &mut Residency, place: usize) -> bool {
     }
     let c = &inner.counters;
     c.evictions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    c.written_back.fetch_add(only.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    c.written_back
+        .fetch_add(only.len() as u64, std::sync::atomic::Ordering::Relaxed);
     tracing::debug!(buffer = %res.name, place = %inner.places[place].name, wrote_back = only.len(), "evicted");
     true
 }

@@ -37,7 +37,15 @@ pub(crate) fn run_access(
                 });
             }
         }
-        let plan = route::plan_access(inner, &res.masked_view(&lost), &res.name, res.size, access, place, range.clone());
+        let plan = route::plan_access(
+            inner,
+            &res.masked_view(&lost),
+            &res.name,
+            res.size,
+            access,
+            place,
+            range.clone(),
+        );
         tracing::trace!(plan = %plan.explain(), "running");
         let now = inner.tick();
         let mut failed = None;
@@ -49,7 +57,8 @@ pub(crate) fn run_access(
         }
         match failed {
             None => {}
-            Some((e @ MmError::CopyFailed { source: Error::DeviceLost, .. }, Step::Copy { from, to, .. })) => {
+            Some((e @ MmError::CopyFailed { .. }, Step::Copy { from, to, .. })) if matches!(&e, MmError::CopyFailed { source, .. } if **source == Error::DeviceLost) =>
+            {
                 // Learn which side is gone, then plan again around it.
                 if !inner.check_lost(*from) && !inner.check_lost(*to) {
                     return Err(e);
@@ -87,11 +96,11 @@ pub(crate) fn run_step(inner: &Inner, res: &mut Residency, step: &Step) -> Resul
             copy(inner, res, *from, *to, range.clone(), *route).map_err(|source| {
                 c.failed_copies.fetch_add(1, Relaxed);
                 MmError::CopyFailed {
-                buffer: res.name.clone(),
-                from: inner.places[*from].name.clone(),
-                to: inner.places[*to].name.clone(),
+                    buffer: res.name.clone(),
+                    from: inner.places[*from].name.clone(),
+                    to: inner.places[*to].name.clone(),
                     range: range.clone(),
-                    source,
+                    source: Box::new(source),
                 }
             })?;
             c.bytes_moved.fetch_add(range.len() as u64, Relaxed);
@@ -121,7 +130,7 @@ pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Resu
             buffer: res.name.clone(),
             size: res.size,
             evicted: 0,
-            source: e,
+            source: Box::new(e),
         })?;
         res.slots[HOST] = Some(Slot::new(Mem::Host(mem), now));
         return Ok(());
@@ -155,7 +164,7 @@ pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Resu
                         buffer: res.name.clone(),
                         size: res.size,
                         evicted,
-                        source: e,
+                        source: Box::new(e),
                     })
                 }
             },
@@ -167,7 +176,10 @@ pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Resu
 /// Releases every allocation of a buffer.
 pub(crate) fn free_all(rt: &Runtime, res: &mut Residency) {
     for slot in res.slots.iter_mut() {
-        if let Some(Slot { mem: Mem::Device(b), .. }) = slot.take() {
+        if let Some(Slot {
+            mem: Mem::Device(b), ..
+        }) = slot.take()
+        {
             if let Err(e) = rt.release_buffer(b) {
                 tracing::warn!(error = %e, "releasing an allocation failed");
             }
@@ -188,9 +200,21 @@ fn zero(inner: &Inner, res: &mut Residency, place: usize, range: Range<usize>) -
 }
 
 /// Moves `range` from the allocation at `from` to the one at `to`.
-fn copy(inner: &Inner, res: &mut Residency, from: usize, to: usize, range: Range<usize>, route: Route) -> ur_api::Result<()> {
+fn copy(
+    inner: &Inner,
+    res: &mut Residency,
+    from: usize,
+    to: usize,
+    range: Range<usize>,
+    route: Route,
+) -> ur_api::Result<()> {
     let rt = &inner.rt;
-    let dev = |p: usize| res.slots[p].as_ref().and_then(Slot::device_buffer).expect("device allocation");
+    let dev = |p: usize| {
+        res.slots[p]
+            .as_ref()
+            .and_then(Slot::device_buffer)
+            .expect("device allocation")
+    };
     match route {
         Route::HostWrite => {
             let dst = dev(to);
@@ -209,7 +233,15 @@ fn copy(inner: &Inner, res: &mut Residency, from: usize, to: usize, range: Range
             rt.complete(ev)
         }
         Route::AdapterCopy(_) => {
-            let ev = rt.enqueue_copy(inner.queue(to), dev(from), range.start, dev(to), range.start, range.len(), &[])?;
+            let ev = rt.enqueue_copy(
+                inner.queue(to),
+                dev(from),
+                range.start,
+                dev(to),
+                range.start,
+                range.len(),
+                &[],
+            )?;
             rt.complete(ev)
         }
         Route::Staged { chunk, depth } => {
@@ -246,7 +278,9 @@ pub(crate) fn measure(inner: &Inner, from: usize, to: usize, route: Route) -> ur
                 res.slots[HOST] = Some(Slot::new(Mem::Host(HostMem::zeroed(big)?), 0));
             } else {
                 let loc = inner.places[p].location.expect("device place");
-                let b = inner.rt.create_buffer(loc.context, &BufferDesc::new(big).on(loc.device), None)?;
+                let b = inner
+                    .rt
+                    .create_buffer(loc.context, &BufferDesc::new(big).on(loc.device), None)?;
                 res.slots[p] = Some(Slot::new(Mem::Device(b), 0));
             }
         }

@@ -153,7 +153,9 @@ impl Inner {
     /// Asks the place's queue whether its device is lost; remembers a yes
     /// for every place on that device. Returns the answer.
     pub(crate) fn check_lost(&self, place: usize) -> bool {
-        let Some(q) = self.places[place].queue else { return false };
+        let Some(q) = self.places[place].queue else {
+            return false;
+        };
         if self.rt.finish(q) != Err(ur_api::Error::DeviceLost) {
             return false;
         }
@@ -332,7 +334,9 @@ impl MemoryManager {
         let mut ctx_order: Vec<ContextId> = Vec::new();
         for (i, &loc) in locations.iter().enumerate() {
             if locations[..i].contains(&loc) {
-                return Err(MmError::Runtime(ur_api::Error::invalid(format!("location {loc} listed twice"))));
+                return Err(MmError::Runtime(ur_api::Error::invalid(format!(
+                    "location {loc} listed twice"
+                ))));
             }
             let info = rt.device_info(loc.device)?;
             let c = match ctx_order.iter().position(|c| *c == loc.context) {
@@ -449,7 +453,10 @@ impl MemoryManager {
             .ok_or(MmError::UnknownBuffer)
     }
 
-    fn locked(&self, buf: LogicalBuffer) -> Result<(Shared, parking_lot::ArcMutexGuard<parking_lot::RawMutex, Residency>)> {
+    fn locked(
+        &self,
+        buf: LogicalBuffer,
+    ) -> Result<(Shared, parking_lot::ArcMutexGuard<parking_lot::RawMutex, Residency>)> {
         let s = self.shared(buf)?;
         let g = s.lock_arc();
         if g.released {
@@ -512,7 +519,15 @@ impl MemoryManager {
         let (_, g) = self.locked(buf)?;
         Self::check_range(&g, &range)?;
         let lost = self.inner.lost_flags();
-        Ok(route::plan_access(&*self.inner, &g.masked_view(&lost), &g.name, g.size, access, p, range))
+        Ok(route::plan_access(
+            &*self.inner,
+            &g.masked_view(&lost),
+            &g.name,
+            g.size,
+            access,
+            p,
+            range,
+        ))
     }
 
     /// Makes `range` current at `place` for `access` and returns where the

@@ -82,7 +82,11 @@ impl fmt::Display for Route {
             Route::HostRead => f.write_str("host read"),
             Route::AdapterCopy(c) => write!(f, "adapter copy ({c})"),
             Route::Staged { chunk, depth } => {
-                write!(f, "host-staged copy (none): chunks of {}, ring of {depth}", bytes(*chunk))
+                write!(
+                    f,
+                    "host-staged copy (none): chunks of {}, ring of {depth}",
+                    bytes(*chunk)
+                )
             }
         }
     }
@@ -201,7 +205,14 @@ impl Plan {
     pub fn explain(&self) -> String {
         let name = |i: usize| self.places.get(i).cloned().unwrap_or_else(|| format!("place#{i}"));
         let mut s = String::new();
-        let _ = writeln!(s, "{}: {} {} at {}", self.buffer, self.access, range(&self.range), name(self.place));
+        let _ = writeln!(
+            s,
+            "{}: {} {} at {}",
+            self.buffer,
+            self.access,
+            range(&self.range),
+            name(self.place)
+        );
         if self.target == self.place {
             let _ = writeln!(s, "  uses the allocation at {}", name(self.target));
         } else {
@@ -222,7 +233,13 @@ impl Plan {
                     to,
                     range: r,
                     route,
-                } => writeln!(s, "  {n}. copy {} {} -> {} by {route}", range(r), name(*from), name(*to)),
+                } => writeln!(
+                    s,
+                    "  {n}. copy {} {} -> {} by {route}",
+                    range(r),
+                    name(*from),
+                    name(*to)
+                ),
             };
         }
         for (p, set) in &self.invalidates {
@@ -272,7 +289,10 @@ mod tests {
         };
         let text = plan.explain();
         assert!(text.contains("in place (unified)"), "{text}");
-        assert!(text.contains("host-staged copy (none): chunks of 1 MiB, ring of 4"), "{text}");
+        assert!(
+            text.contains("host-staged copy (none): chunks of 1 MiB, ring of 4"),
+            "{text}"
+        );
         assert!(text.contains("then stale at L3: {[0, 100)}"), "{text}");
         assert_eq!(plan.bytes_moved(), 100);
         assert!(!plan.is_noop());

@@ -108,13 +108,7 @@ pub(crate) fn choose_target(topo: &dyn Topology, view: &View<'_>, place: usize, 
 /// boundary of every source's valid ranges) where keeping the previous
 /// segment's source costs only `bytes / bandwidth` and switching source pays
 /// the route's latency too. Bytes valid nowhere are zero-filled.
-fn choose_sources(
-    topo: &dyn Topology,
-    view: &View<'_>,
-    target: usize,
-    missing: &IntervalSet,
-    steps: &mut Vec<Step>,
-) {
+fn choose_sources(topo: &dyn Topology, view: &View<'_>, target: usize, missing: &IntervalSet, steps: &mut Vec<Step>) {
     for piece in missing.ranges() {
         let mut cuts = vec![piece.start, piece.end];
         for (i, v) in view.iter().enumerate() {
@@ -325,9 +319,25 @@ pub(crate) mod tests {
         let view = [None, Some(&l1), None, None];
         let p = plan_access(&t, &view, "b0", 100, Access::Read, 2, 0..100);
         assert_eq!(p.steps.len(), 2, "{}", p.explain());
-        assert!(matches!(p.steps[1], Step::Copy { from: 1, to: 2, route: Route::AdapterCopy(M), .. }));
+        assert!(matches!(
+            p.steps[1],
+            Step::Copy {
+                from: 1,
+                to: 2,
+                route: Route::AdapterCopy(M),
+                ..
+            }
+        ));
         let p = plan_access(&t, &view, "b0", 100, Access::Read, 3, 0..100);
-        assert!(matches!(p.steps[1], Step::Copy { from: 1, to: 3, route: Route::Staged { .. }, .. }));
+        assert!(matches!(
+            p.steps[1],
+            Step::Copy {
+                from: 1,
+                to: 3,
+                route: Route::Staged { .. },
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -339,7 +349,18 @@ pub(crate) mod tests {
         let host = set(0..100);
         let view = [Some(&host), Some(&l1), None];
         let p = plan_access(&t, &view, "b0", 100, Access::Read, 2, 0..100);
-        assert!(matches!(p.steps[1], Step::Copy { from: 0, route: Route::HostWrite, .. }), "{}", p.explain());
+        assert!(
+            matches!(
+                p.steps[1],
+                Step::Copy {
+                    from: 0,
+                    route: Route::HostWrite,
+                    ..
+                }
+            ),
+            "{}",
+            p.explain()
+        );
     }
 
     #[test]
@@ -353,10 +374,22 @@ pub(crate) mod tests {
         let p = plan_access(&t, &view, "b0", 100, Access::ReadWrite, 2, 0..100);
         let text = p.explain();
         assert_eq!(p.steps.len(), 5, "{text}");
-        assert!(matches!(&p.steps[1], Step::Copy { from: 1, range, .. } if *range == (0..40)), "{text}");
-        assert!(matches!(&p.steps[2], Step::Zero { range, .. } if *range == (40..60)), "{text}");
-        assert!(matches!(&p.steps[3], Step::Copy { from: 3, range, .. } if *range == (60..80)), "{text}");
-        assert!(matches!(&p.steps[4], Step::Zero { range, .. } if *range == (80..100)), "{text}");
+        assert!(
+            matches!(&p.steps[1], Step::Copy { from: 1, range, .. } if *range == (0..40)),
+            "{text}"
+        );
+        assert!(
+            matches!(&p.steps[2], Step::Zero { range, .. } if *range == (40..60)),
+            "{text}"
+        );
+        assert!(
+            matches!(&p.steps[3], Step::Copy { from: 3, range, .. } if *range == (60..80)),
+            "{text}"
+        );
+        assert!(
+            matches!(&p.steps[4], Step::Zero { range, .. } if *range == (80..100)),
+            "{text}"
+        );
         assert_eq!(p.invalidates.len(), 2, "{text}");
     }
 

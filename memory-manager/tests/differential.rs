@@ -62,8 +62,16 @@ fn fault() -> impl Strategy<Value = Fault> {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    (0usize..8, 0usize..8, mode(), 0usize..4096, 1usize..4096, any::<u8>(), fault()).prop_map(
-        |(buf, place, mode, start, len, seed, fault)| Op {
+    (
+        0usize..8,
+        0usize..8,
+        mode(),
+        0usize..4096,
+        1usize..4096,
+        any::<u8>(),
+        fault(),
+    )
+        .prop_map(|(buf, place, mode, start, len, seed, fault)| Op {
             buf,
             place,
             mode,
@@ -71,8 +79,7 @@ fn op() -> impl Strategy<Value = Op> {
             len,
             seed,
             fault,
-        },
-    )
+        })
 }
 
 #[derive(Debug, Clone)]
@@ -125,7 +132,10 @@ fn verify(s: &Setup, bufs: &[LogicalBuffer], model: &[Vec<u8>]) -> Result<(), Te
             anywhere.insert(range);
         }
         for gap in anywhere.gaps(0..m.len()) {
-            prop_assert!(m[gap.clone()].iter().all(|x| *x == 0), "{b} {gap:?} is valid nowhere but was written");
+            prop_assert!(
+                m[gap.clone()].iter().all(|x| *x == 0),
+                "{b} {gap:?} is valid nowhere but was written"
+            );
         }
     }
     Ok(())
@@ -181,7 +191,7 @@ fn run(case: Case) -> Result<(), TestCaseError> {
                 (seen, range.clone())
             }),
         }
-        .and_then(|(seen, r)| {
+        .map(|(seen, r)| {
             // What the access saw must be the model with its own write applied.
             let mut expect = model[bi][r.clone()].to_vec();
             if op.mode == Access::DiscardWrite {
@@ -192,7 +202,6 @@ fn run(case: Case) -> Result<(), TestCaseError> {
             }
             assert_eq!(seen, expect, "the access saw wrong bytes");
             model[bi][written.clone()].copy_from_slice(&bytes);
-            Ok(())
         });
         reset_faults(&s, case.cap);
         if let Err(e) = result {
@@ -211,7 +220,8 @@ fn run(case: Case) -> Result<(), TestCaseError> {
     // A last full read through the manager sees the model.
     for (b, m) in bufs.iter().zip(&model) {
         let mut all = vec![0u8; m.len()];
-        s.mm.read(*b, 0, &mut all).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        s.mm.read(*b, 0, &mut all)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&all, m);
     }
     Ok(())
@@ -243,7 +253,10 @@ fn manager_matches_host_model() {
     eprintln!("{n} cases: {totals:?}");
     if n >= 200 {
         for (what, count) in totals {
-            assert!(count > 0, "no {what} in {n} cases: the workload misses what it is meant to test");
+            assert!(
+                count > 0,
+                "no {what} in {n} cases: the workload misses what it is meant to test"
+            );
         }
     }
 }

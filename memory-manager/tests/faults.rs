@@ -79,7 +79,8 @@ fn live_accesses_are_never_evicted_and_oom_is_typed() {
     // Now `a` may go (its bytes are zeros written nowhere else: written back).
     let g = s.mm.acquire(b, dev, Access::Read, 0..N).unwrap();
     let mut back = vec![0u8; N];
-    s.rt.read(g.queue().unwrap(), g.buffer().unwrap(), 0, &mut back).unwrap();
+    s.rt.read(g.queue().unwrap(), g.buffer().unwrap(), 0, &mut back)
+        .unwrap();
     assert_eq!(back, pattern(9));
     assert_eq!(s.mm.stats().evictions, 1);
 }
@@ -143,9 +144,15 @@ fn a_lost_device_is_routed_around_and_sole_copies_there_are_reported() {
     drop(s.mm.acquire(kept, l2, Access::Read, 0..N).unwrap());
     assert_eq!(read_all(&s, kept), pattern(7));
     let err = s.mm.acquire(only, l2, Access::Read, 0..N).unwrap_err();
-    assert!(matches!(&err, MmError::CopyFailed { .. } | MmError::DataLost { .. }), "{err}");
+    assert!(
+        matches!(&err, MmError::CopyFailed { .. } | MmError::DataLost { .. }),
+        "{err}"
+    );
     let err = s.mm.acquire(only, l2, Access::Read, 0..N).unwrap_err();
-    assert!(matches!(&err, MmError::DataLost { ranges, .. } if ranges == &vec![0..N]), "{err}");
+    assert!(
+        matches!(&err, MmError::DataLost { ranges, .. } if ranges.len() == 1 && ranges[0] == (0..N)),
+        "{err}"
+    );
     // Overwriting the lost bytes makes the buffer usable again.
     s.mm.write(only, 0, &pattern(1)).unwrap();
     assert_eq!(read_all(&s, only), pattern(1));

@@ -19,7 +19,11 @@ fn step(out: &mut String, mm: &MemoryManager, b: LogicalBuffer, place: Place, ac
     // Running the plan leaves nothing to do for the same access.
     drop(got);
     let again = mm.plan(b, place, plan.access, plan.range.clone()).expect("plan");
-    assert!(again.steps.is_empty(), "a second identical access must be a no-op:\n{}", again.explain());
+    assert!(
+        again.steps.is_empty(),
+        "a second identical access must be a no-op:\n{}",
+        again.explain()
+    );
 }
 
 fn residency(out: &mut String, mm: &MemoryManager, b: LogicalBuffer) {

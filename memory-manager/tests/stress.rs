@@ -43,7 +43,14 @@ fn with_retry<T>(mut f: impl FnMut() -> Result<T, MmError>) -> T {
 
 /// Makes `range` of `b` current at `at` for `access`, writes `write` at its
 /// start (if any), and returns what the range holds afterwards.
-fn access(s: &Setup, b: LogicalBuffer, at: Place, mode: Access, range: std::ops::Range<usize>, write: &[u8]) -> Vec<u8> {
+fn access(
+    s: &Setup,
+    b: LogicalBuffer,
+    at: Place,
+    mode: Access,
+    range: std::ops::Range<usize>,
+    write: &[u8],
+) -> Vec<u8> {
     match at {
         Place::Host => with_retry(|| {
             s.mm.with_host(b, mode, range.clone(), |h| {
