@@ -1,4 +1,92 @@
-//! WIP
+//! # ur-memory-manager: logical buffers whose bytes go where they are needed
+//!
+//! A [`MemoryManager`] runs over a [`ur_api::Runtime`] and a list of device
+//! locations (context, device); together with the host they are its
+//! [`Place`]s. A [`LogicalBuffer`] has at most one allocation per place,
+//! made on first use. Before an access ([`MemoryManager::acquire`],
+//! [`MemoryManager::with_host`], [`MemoryManager::read`],
+//! [`MemoryManager::write`]) the manager computes a [`Plan`] that makes the
+//! accessed byte range current at that place, then runs it.
+//!
+//! It uses only the public `Runtime` API: no native API, no adapter
+//! internals.
+//!
+//! ## Design choices
+//!
+//! - **Validity is an interval set per place** ([`IntervalSet`]), byte-exact,
+//!   not a page vector. A write makes its range current at one place and
+//!   stale everywhere else; a [`Access::DiscardWrite`] copies nothing. Bytes
+//!   never written anywhere read as zero (the plan fills them).
+//! - **Routes come from the adapters' connection answers**
+//!   ([`ur_api::Runtime::memory_connection`], asked once per ordered pair):
+//!   `Unified`: the access uses the source's allocation in place and nothing
+//!   is allocated at the destination; `Migratable`: one `enqueue_copy` on the
+//!   destination's queue; `None`: a host-staged copy, chunked, several chunks
+//!   in flight through a pooled ring of pinned staging buffers (USM host
+//!   allocations of the source's or destination's context, plain page-aligned
+//!   host memory when neither has them), so that reading chunk k+1 overlaps
+//!   writing chunk k. The two queues may belong to different adapters: each
+//!   hand-off is a host wait on the read's event.
+//! - **Sources are chosen by cost**: a range may be assembled from several
+//!   places. Per elementary segment every place holding it is a candidate; a
+//!   small dynamic program minimises `latency + bytes / bandwidth` over the
+//!   whole range, paying a route's latency only when switching source, so
+//!   small pieces are not split off for nothing. Costs are measured once per
+//!   ordered pair the first time a plan weighs it and cached
+//!   ([`Config::measure_routes`]); with measurement off, class estimates keep
+//!   plans deterministic.
+//! - **Plans are data** ([`Plan`], [`Step`], [`Route`]); [`Plan::explain`]
+//!   prints one without addresses or timings (snapshot-tested on seven sim
+//!   topologies). [`MemoryManager::plan`] shows what an access would do.
+//! - **Faults lose nothing.** Out of memory at a device: evict the least
+//!   recently used allocation on that device whose bytes are also valid
+//!   elsewhere, writing sole copies back to the host first, and retry; then
+//!   fail with [`MmError::OutOfMemory`]. A failed copy leaves its source
+//!   valid and its destination stale ([`MmError::CopyFailed`]); the next
+//!   access plans it again. A lost device is learned from a failed copy and
+//!   routed around; bytes whose only copy was there are
+//!   [`MmError::DataLost`] until overwritten.
+//! - **Threads**: every logical buffer has its own lock, held while its
+//!   plan runs; different buffers proceed in parallel. An [`Acquired`] guard
+//!   pins the allocation it names (never evicted while it lives) without
+//!   holding the lock. Eviction only `try_lock`s other buffers, so two
+//!   threads evicting for each other cannot deadlock.
+//! - **The host place** is page-aligned host memory owned by the manager.
+//!
+//! ## Example: two simulated platforms, data through the host
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ur_api::{Location, Runtime};
+//! use ur_memory_manager::{Access, Config, MemoryManager, Place, Route, Step};
+//! use ur_sim::{SimAdapter, Topology};
+//!
+//! let mut rt = Runtime::new();
+//! rt.add(SimAdapter::new(Topology::two_platforms()))?;
+//! let devs = rt.all_devices();
+//! let (ca, cb) = (rt.create_context(&[devs[0]])?, rt.create_context(&[devs[1]])?);
+//! let (la, lb) = (Location::new(ca, devs[0]), Location::new(cb, devs[1]));
+//! let rt = Arc::new(rt);
+//! let config = Config { staging_chunk: 64 << 10, measure_routes: false, ..Config::default() };
+//! let mm = MemoryManager::with_config(rt.clone(), &[la, lb], config)?;
+//!
+//! let buf = mm.create_buffer(256 << 10)?;
+//! // Produce the data on device a ...
+//! let g = mm.acquire(buf, Place::Device(la), Access::DiscardWrite, 0..256 << 10)?;
+//! rt.write(g.queue().unwrap(), g.buffer().unwrap(), 0, &vec![42u8; 256 << 10])?;
+//! drop(g);
+//! // ... and consume it on device b: the plan stages through host memory.
+//! let plan = mm.plan(buf, Place::Device(lb), Access::Read, 0..256 << 10)?;
+//! assert!(matches!(plan.steps[1], Step::Copy { route: Route::Staged { .. }, .. }));
+//! print!("{}", plan.explain());
+//! let g = mm.acquire(buf, Place::Device(lb), Access::Read, 0..256 << 10)?;
+//! let mut back = vec![0u8; 16];
+//! rt.read(g.queue().unwrap(), g.buffer().unwrap(), 1000, &mut back)?;
+//! assert_eq!(back, [42u8; 16]);
+//! assert_eq!(mm.stats().staged_copies, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
 mod error;
 mod evict;
 mod exec;

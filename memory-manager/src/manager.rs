@@ -514,6 +514,29 @@ impl MemoryManager {
     }
 
     /// What [`MemoryManager::acquire`] would do now, without doing it.
+    ///
+    /// With the native adapter every location is `Unified` with every other,
+    /// so a second location uses the first one's allocation in place:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ur_api::{Location, Runtime};
+    /// use ur_memory_manager::{Access, MemoryManager, Place};
+    ///
+    /// let mut rt = Runtime::new();
+    /// rt.add(ur_native::NativeAdapter::new())?;
+    /// let dev = rt.all_devices()[0];
+    /// let (c0, c1) = (rt.create_context(&[dev])?, rt.create_context(&[dev])?);
+    /// let (l0, l1) = (Place::Device(Location::new(c0, dev)), Place::Device(Location::new(c1, dev)));
+    /// let mm = MemoryManager::new(Arc::new(rt), &[Location::new(c0, dev), Location::new(c1, dev)])?;
+    /// let buf = mm.create_buffer(4096)?;
+    /// drop(mm.acquire(buf, l0, Access::DiscardWrite, 0..4096)?);
+    /// let plan = mm.plan(buf, l1, Access::ReadWrite, 0..4096)?;
+    /// assert!(plan.steps.is_empty());
+    /// assert_eq!(plan.places[plan.target], mm.place_name(l0)?);
+    /// assert!(plan.explain().contains("in place (unified)"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn plan(&self, buf: LogicalBuffer, place: Place, access: Access, range: Range<usize>) -> Result<Plan> {
         let p = self.index(place)?;
         let (_, g) = self.locked(buf)?;
@@ -566,6 +589,20 @@ impl MemoryManager {
 
     /// Runs `f` on the host copy of `range`, made current for `access`,
     /// while holding the buffer (other threads' accesses to it wait).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ur_memory_manager::{Access, IntervalSet, MemoryManager, Place};
+    ///
+    /// // A manager with no device location: only the host place.
+    /// let mm = MemoryManager::new(Arc::new(ur_api::Runtime::new()), &[])?;
+    /// let buf = mm.create_buffer(100)?;
+    /// mm.with_host(buf, Access::ReadWrite, 10..20, |bytes| bytes.fill(3))?;
+    /// let sum: u32 = mm.with_host(buf, Access::Read, 0..100, |b| b.iter().map(|x| *x as u32).sum())?;
+    /// assert_eq!(sum, 30);
+    /// assert_eq!(mm.residency(buf)?, vec![(Place::Host, IntervalSet::from_range(0..100))]);
+    /// # Ok::<(), ur_memory_manager::MmError>(())
+    /// ```
     pub fn with_host<R>(
         &self,
         buf: LogicalBuffer,
