@@ -125,13 +125,17 @@ fn is_oom(e: &Error) -> bool {
 pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Result<()> {
     let now = inner.tick();
     if place == HOST {
-        let mem = HostMem::zeroed(res.size).map_err(|e| MmError::OutOfMemory {
-            place: "host".into(),
-            buffer: res.name.clone(),
-            size: res.size,
-            evicted: 0,
-            source: Box::new(e),
-        })?;
+        let mem =
+            HostMem::pinned(&inner.rt, &inner.host_store_preference(), res.size).map_err(|e| MmError::OutOfMemory {
+                place: "host".into(),
+                buffer: res.name.clone(),
+                size: res.size,
+                evicted: 0,
+                source: Box::new(e),
+            })?;
+        if mem.pinned_for().is_some() {
+            inner.counters.pinned_host_stores.fetch_add(1, Relaxed);
+        }
         res.slots[HOST] = Some(Slot::new(Mem::Host(mem), now));
         return Ok(());
     }
@@ -275,7 +279,10 @@ pub(crate) fn measure(inner: &Inner, from: usize, to: usize, route: Route) -> ur
     let out = (|| {
         for p in [from, to] {
             if p == HOST {
-                res.slots[HOST] = Some(Slot::new(Mem::Host(HostMem::zeroed(big)?), 0));
+                res.slots[HOST] = Some(Slot::new(
+                    Mem::Host(HostMem::pinned(&inner.rt, &inner.host_store_preference(), big)?),
+                    0,
+                ));
             } else {
                 let loc = inner.places[p].location.expect("device place");
                 let b = inner

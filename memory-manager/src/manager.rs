@@ -74,6 +74,12 @@ pub struct Stats {
     pub written_back: u64,
     /// Copy steps that failed.
     pub failed_copies: u64,
+    /// Staging buffers allocated pinned (USM host of a context).
+    pub pinned_staging_buffers: u64,
+    /// Staging buffers allocated as plain host memory (no adapter offered USM host).
+    pub plain_staging_buffers: u64,
+    /// Host stores (the host place's allocations) that are pinned.
+    pub pinned_host_stores: u64,
 }
 
 #[derive(Default)]
@@ -84,6 +90,7 @@ pub(crate) struct Counters {
     pub evictions: AtomicU64,
     pub written_back: AtomicU64,
     pub failed_copies: AtomicU64,
+    pub pinned_host_stores: AtomicU64,
 }
 
 /// A logical buffer of a [`MemoryManager`]. Cheap to copy; released with
@@ -134,12 +141,25 @@ impl Inner {
 
     /// Staging memory preference for a copy `from -> to`: pinned for the
     /// source's context, else the destination's.
-    pub(crate) fn staging_preference(&self, from: usize, to: usize) -> Vec<Option<ContextId>> {
+    pub(crate) fn staging_preference(&self, from: usize, to: usize) -> Vec<ContextId> {
         [from, to]
             .into_iter()
             .filter(|&p| self.places[p].usm_host)
-            .map(|p| self.context_of(p))
+            .filter_map(|p| self.context_of(p))
             .collect()
+    }
+
+    /// Contexts the host store may be pinned for, in place order.
+    pub(crate) fn host_store_preference(&self) -> Vec<ContextId> {
+        let mut v: Vec<ContextId> = Vec::new();
+        for p in &self.places {
+            if let (true, Some(l)) = (p.usm_host, p.location) {
+                if !v.contains(&l.context) {
+                    v.push(l.context);
+                }
+            }
+        }
+        v
     }
 
     pub(crate) fn is_lost(&self, place: usize) -> bool {
@@ -209,7 +229,7 @@ impl Drop for Inner {
         for (_, b) in std::mem::take(&mut *self.buffers.lock()) {
             exec::free_all(&self.rt, &mut b.lock());
         }
-        self.staging.clear(&self.rt);
+        self.staging.clear();
         for p in &self.places {
             if let Some(q) = p.queue {
                 if let Err(e) = self.rt.release_queue(q) {
@@ -678,6 +698,9 @@ impl MemoryManager {
             evictions: l(&c.evictions),
             written_back: l(&c.written_back),
             failed_copies: l(&c.failed_copies),
+            pinned_staging_buffers: l(&self.inner.staging.allocated.0),
+            plain_staging_buffers: l(&self.inner.staging.allocated.1),
+            pinned_host_stores: l(&c.pinned_host_stores),
         }
     }
 

@@ -6,6 +6,8 @@ use std::alloc::{self, Layout};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use ur_api::{BufferId, ContextId, EventId, HostPtr, QueueId, Runtime, UsmDesc, UsmKind, UsmPtr};
@@ -13,10 +15,24 @@ use ur_api::{BufferId, ContextId, EventId, HostPtr, QueueId, Runtime, UsmDesc, U
 /// Alignment of host memory the manager allocates (a page).
 pub(crate) const HOST_ALIGN: usize = 4096;
 
-/// Zeroed, page-aligned host memory owned by the manager.
+/// Where a [`HostMem`]'s memory came from.
+enum Origin {
+    /// `std::alloc` with [`HOST_ALIGN`].
+    Plain,
+    /// A USM host allocation (pinned for `context`), freed through the runtime.
+    Pinned {
+        rt: Arc<Runtime>,
+        context: ContextId,
+        ptr: UsmPtr,
+    },
+}
+
+/// Zeroed, page-aligned host memory owned by the manager: pinned (a USM host
+/// allocation of some context) where an adapter offers it, else plain.
 pub(crate) struct HostMem {
     ptr: NonNull<u8>,
     len: usize,
+    origin: Origin,
 }
 
 // SAFETY: HostMem owns its allocation exclusively; access goes through &/&mut.
@@ -25,13 +41,56 @@ unsafe impl Send for HostMem {}
 unsafe impl Sync for HostMem {}
 
 impl HostMem {
-    /// `len` zeroed bytes (at least one), or `OutOfHostMemory`.
+    /// `len` zeroed plain bytes (at least one), or `OutOfHostMemory`.
     pub(crate) fn zeroed(len: usize) -> ur_api::Result<HostMem> {
         let layout = Layout::from_size_align(len.max(1), HOST_ALIGN).map_err(|_| ur_api::Error::OutOfHostMemory)?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or(ur_api::Error::OutOfHostMemory)?;
-        Ok(HostMem { ptr, len })
+        Ok(HostMem {
+            ptr,
+            len,
+            origin: Origin::Plain,
+        })
+    }
+
+    /// `len` zeroed bytes pinned for the first of `contexts` that can
+    /// allocate USM host memory; plain memory when none can.
+    pub(crate) fn pinned(rt: &Arc<Runtime>, contexts: &[ContextId], len: usize) -> ur_api::Result<HostMem> {
+        for &context in contexts {
+            let desc = UsmDesc::new(UsmKind::Host, len.max(1)).aligned(HOST_ALIGN);
+            match rt.usm_alloc(context, &desc) {
+                Ok(ptr) => {
+                    // USM host pointers are host addresses (see `UsmPtr`).
+                    let Some(raw) = NonNull::new(ptr.0 as usize as *mut u8) else {
+                        let _ = rt.usm_free(context, ptr);
+                        continue;
+                    };
+                    // SAFETY: the allocation holds at least `len` bytes; zeroing
+                    // makes every byte initialised before any slice is formed.
+                    unsafe { std::ptr::write_bytes(raw.as_ptr(), 0, len) };
+                    return Ok(HostMem {
+                        ptr: raw,
+                        len,
+                        origin: Origin::Pinned {
+                            rt: rt.clone(),
+                            context,
+                            ptr,
+                        },
+                    });
+                }
+                Err(e) => tracing::debug!(error = %e, "no pinned host memory from this context"),
+            }
+        }
+        Self::zeroed(len)
+    }
+
+    /// The context the memory is pinned for, if any.
+    pub(crate) fn pinned_for(&self) -> Option<ContextId> {
+        match &self.origin {
+            Origin::Pinned { context, .. } => Some(*context),
+            Origin::Plain => None,
+        }
     }
 
     pub(crate) fn as_slice(&self) -> &[u8] {
@@ -56,48 +115,28 @@ impl HostMem {
 
 impl Drop for HostMem {
     fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len.max(1), HOST_ALIGN).expect("layout was valid at allocation");
-        // SAFETY: allocated in `zeroed` with this very layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
-    }
-}
-
-/// Where a staging buffer's memory came from.
-enum StagingMem {
-    /// A USM host allocation (pinned) of a context.
-    Pinned { context: ContextId, ptr: UsmPtr },
-    /// Plain aligned host memory (the adapter has no USM host allocations).
-    Plain(HostMem),
-}
-
-/// One staging buffer of the ring.
-pub(crate) struct StagingBuf {
-    mem: StagingMem,
-    len: usize,
-}
-
-impl StagingBuf {
-    fn addr(&self) -> *mut u8 {
-        match &self.mem {
-            // USM host pointers are host addresses (see `UsmPtr`).
-            StagingMem::Pinned { ptr, .. } => ptr.0 as usize as *mut u8,
-            StagingMem::Plain(m) => m.ptr.as_ptr(),
-        }
-    }
-
-    /// True when the memory is pinned for `context`.
-    pub(crate) fn pinned_for(&self) -> Option<ContextId> {
-        match self.mem {
-            StagingMem::Pinned { context, .. } => Some(context),
-            StagingMem::Plain(_) => None,
+        match &self.origin {
+            Origin::Plain => {
+                let layout =
+                    Layout::from_size_align(self.len.max(1), HOST_ALIGN).expect("layout was valid at allocation");
+                // SAFETY: allocated in `zeroed` with this very layout.
+                unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
+            }
+            Origin::Pinned { rt, context, ptr } => {
+                if let Err(e) = rt.usm_free(*context, *ptr) {
+                    tracing::warn!(error = %e, "freeing pinned host memory failed");
+                }
+            }
         }
     }
 }
 
-/// Pooled staging buffers, by the context they are pinned for (`None`: plain).
+/// Pooled staging buffers, by the context they are pinned for (`None`: plain) and size.
 #[derive(Default)]
 pub(crate) struct StagingPool {
-    free: Mutex<HashMap<(Option<ContextId>, usize), Vec<StagingBuf>>>,
+    free: Mutex<HashMap<(Option<ContextId>, usize), Vec<HostMem>>>,
+    /// Buffers allocated so far: pinned, plain.
+    pub allocated: (AtomicU64, AtomicU64),
 }
 
 impl std::fmt::Debug for StagingPool {
@@ -108,19 +147,19 @@ impl std::fmt::Debug for StagingPool {
 }
 
 impl StagingPool {
-    /// Takes `n` buffers of `len` bytes, pinned for the first context of
-    /// `prefer` that can allocate USM host memory, else plain.
+    /// Takes `n` buffers of `len` bytes, pinned for the first of `prefer`
+    /// that can allocate USM host memory, else plain.
     pub(crate) fn take(
         &self,
-        rt: &Runtime,
-        prefer: &[Option<ContextId>],
+        rt: &Arc<Runtime>,
+        prefer: &[ContextId],
         n: usize,
         len: usize,
-    ) -> ur_api::Result<Vec<StagingBuf>> {
+    ) -> ur_api::Result<Vec<HostMem>> {
         let mut out = Vec::with_capacity(n);
         {
             let mut free = self.free.lock();
-            for key in prefer.iter().copied().chain([None]) {
+            for key in prefer.iter().copied().map(Some).chain([None]) {
                 if let Some(v) = free.get_mut(&(key, len)) {
                     while out.len() < n {
                         match v.pop() {
@@ -135,32 +174,20 @@ impl StagingPool {
             }
         }
         while out.len() < n {
-            out.push(self.allocate(rt, prefer, len)?);
+            let m = HostMem::pinned(rt, prefer, len)?;
+            let counter = if m.pinned_for().is_some() {
+                &self.allocated.0
+            } else {
+                &self.allocated.1
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            out.push(m);
         }
         Ok(out)
     }
 
-    fn allocate(&self, rt: &Runtime, prefer: &[Option<ContextId>], len: usize) -> ur_api::Result<StagingBuf> {
-        for ctx in prefer.iter().flatten() {
-            let desc = UsmDesc::new(UsmKind::Host, len).aligned(HOST_ALIGN);
-            match rt.usm_alloc(*ctx, &desc) {
-                Ok(ptr) => {
-                    return Ok(StagingBuf {
-                        mem: StagingMem::Pinned { context: *ctx, ptr },
-                        len,
-                    })
-                }
-                Err(e) => tracing::debug!(error = %e, "no pinned staging memory from this context"),
-            }
-        }
-        Ok(StagingBuf {
-            mem: StagingMem::Plain(HostMem::zeroed(len)?),
-            len,
-        })
-    }
-
     /// Returns buffers to the pool.
-    pub(crate) fn give_back(&self, bufs: Vec<StagingBuf>) {
+    pub(crate) fn give_back(&self, bufs: Vec<HostMem>) {
         let mut free = self.free.lock();
         for b in bufs {
             free.entry((b.pinned_for(), b.len)).or_default().push(b);
@@ -168,15 +195,8 @@ impl StagingPool {
     }
 
     /// Frees every pooled buffer.
-    pub(crate) fn clear(&self, rt: &Runtime) {
-        let all: Vec<StagingBuf> = self.free.lock().drain().flat_map(|(_, v)| v).collect();
-        for b in all {
-            if let StagingMem::Pinned { context, ptr } = b.mem {
-                if let Err(e) = rt.usm_free(context, ptr) {
-                    tracing::warn!(error = %e, "freeing a staging buffer failed");
-                }
-            }
-        }
+    pub(crate) fn clear(&self) {
+        self.free.lock().clear();
     }
 }
 
@@ -222,7 +242,7 @@ pub(crate) fn pipelined_copy(
     src: Side,
     dst: Side,
     range: Range<usize>,
-    ring: &[StagingBuf],
+    ring: &[HostMem],
 ) -> ur_api::Result<()> {
     let depth = ring.len();
     assert!(depth > 0, "a staging ring needs at least one buffer");
@@ -240,7 +260,7 @@ pub(crate) fn pipelined_copy(
         // is handed to the next chunk or back to the pool; reads and writes
         // of one slot never overlap because a slot's write is waited for
         // before its next read is enqueued.
-        unsafe { HostPtr::new(ring[k % depth].addr(), l) }
+        unsafe { HostPtr::new(ring[k % depth].ptr.as_ptr(), l) }
     };
     let mut reads = InFlight {
         rt,

@@ -24,8 +24,14 @@ fn measured_costs_follow_the_links_and_are_cached() {
     s.mm.write(b, 0, &vec![1u8; 1 << 20]).unwrap();
     drop(s.mm.acquire(b, g0, Access::Read, 0..1 << 20).unwrap());
     drop(s.mm.acquire(b, cpu0, Access::Read, 0..1 << 20).unwrap());
-    let fast = s.mm.route_cost(Place::Host, g0).unwrap().expect("measured on first use");
-    let slow = s.mm.route_cost(Place::Host, cpu0).unwrap().expect("measured on first use");
+    let fast =
+        s.mm.route_cost(Place::Host, g0)
+            .unwrap()
+            .expect("measured on first use");
+    let slow =
+        s.mm.route_cost(Place::Host, cpu0)
+            .unwrap()
+            .expect("measured on first use");
     assert!(
         slow.bytes_per_s < fast.bytes_per_s,
         "1 GiB/s link measured {:.2e} B/s, 16 GiB/s link {:.2e} B/s",

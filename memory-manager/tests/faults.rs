@@ -58,6 +58,11 @@ fn eviction_is_lru_and_writes_back_the_only_copy() {
     assert_eq!((st.evictions, st.written_back), (1, N as u64));
     assert!(valid_at(&s, bufs[0], dev).is_empty());
     assert_eq!(valid_at(&s, bufs[0], Place::Host), IntervalSet::from_range(0..N));
+    assert_eq!(
+        s.mm.stats().pinned_host_stores,
+        1,
+        "the host store is pinned sim memory"
+    );
     assert_eq!(valid_at(&s, bufs[1], dev), IntervalSet::from_range(0..N));
     for (i, b) in bufs.iter().enumerate() {
         assert_eq!(read_all(&s, *b), pattern(i as u8 + 1));
@@ -121,7 +126,15 @@ fn a_failed_copy_leaves_source_valid_destination_stale_and_is_retried() {
         assert!(matches!(err, MmError::CopyFailed { .. }), "{scenario}: {err}");
         assert_eq!(valid_at(&s, b, l1), IntervalSet::from_range(0..N), "{scenario}");
         assert!(valid_at(&s, b, l2).is_empty(), "{scenario}");
-        assert_eq!(s.mm.stats().failed_copies, 1);
+        let st = s.mm.stats();
+        assert_eq!(st.failed_copies, 1);
+        if scenario == "two_contexts" {
+            // The staging ring is pinned memory of the sim's contexts.
+            assert!(
+                st.pinned_staging_buffers >= 2 && st.plain_staging_buffers == 0,
+                "{st:?}"
+            );
+        }
         // Retried on the next access.
         drop(s.mm.acquire(b, l2, Access::Read, 0..N).unwrap());
         assert_eq!(valid_at(&s, b, l2), IntervalSet::from_range(0..N), "{scenario}");
