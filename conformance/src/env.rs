@@ -193,6 +193,15 @@ impl<'a> DeviceEnv<'a> {
             .ok_or_else(|| skip("the platform has only one device"))
     }
 
+    /// Another device of the same adapter (any platform), or a skip: a
+    /// device the adapter knows that a context over this device lacks.
+    pub fn other_device(&self) -> Result<DeviceId, crate::TestError> {
+        all_devices_of(self.adapter()?.as_ref())
+            .into_iter()
+            .find(|&d| d != self.device())
+            .ok_or_else(|| skip("the adapter has only one device"))
+    }
+
     /// The device's twin in a second adapter instance, or a skip.
     pub fn foreign(&self) -> Result<&ForeignDevice, crate::TestError> {
         self.target

@@ -53,6 +53,13 @@ pub const KNOWN_FAILURES: &[KnownFailure] = &[
         reason: "OpenCL rejects a host slice pitch that is not a multiple of the row pitch \
                  (CL_INVALID_VALUE); the adapter passes ur-api's looser rule through",
     },
+    KnownFailure {
+        backend: Backend::Cuda,
+        device: "",
+        test: "usm::aligned_allocations",
+        reason: "host USM asked for 4096-byte alignment comes back 2048-aligned (seen on H100): \
+                 the adapter does not honour alignments above the driver's default",
+    },
 ];
 
 /// Expectations in force for one run.

@@ -44,6 +44,7 @@ cases!(
         unmap_not_mapped,
         unmap_twice,
         unmap_on_wrong_buffer,
+        host_register_empty,
     ],
 );
 
@@ -112,7 +113,7 @@ fn conflicting_access_flags(env: &DeviceEnv<'_>) -> TestResult {
 }
 
 fn buffer_hint_device_not_in_context(env: &DeviceEnv<'_>) -> TestResult {
-    let peer = env.peer_device()?;
+    let peer = env.other_device()?;
     let ctx = env.context()?;
     expect_err!(
         env.rt.create_buffer(ctx, &BufferDesc::new(64).on(peer), None),
@@ -462,5 +463,15 @@ fn unmap_on_wrong_buffer(env: &DeviceEnv<'_>) -> TestResult {
     let wrong = env.rt.enqueue_unmap(q, b, p, &[]);
     env.rt.complete(env.rt.enqueue_unmap(q, a, p, &[])?)?;
     expect_err!(wrong, Error::InvalidValue(_));
+    Ok(())
+}
+
+fn host_register_empty(env: &DeviceEnv<'_>) -> TestResult {
+    let ctx = env.context()?;
+    let mut mem = [0u8; 0];
+    expect_err!(
+        env.rt.host_register(ctx, host(&mut mem)),
+        Error::InvalidSize { size: 0, .. }
+    );
     Ok(())
 }

@@ -61,7 +61,7 @@ fn context_over_two_platforms(env: &DeviceEnv<'_>) -> TestResult {
 }
 
 fn queue_device_not_in_context(env: &DeviceEnv<'_>) -> TestResult {
-    let peer = env.peer_device()?;
+    let peer = env.other_device()?;
     let ctx = env.context()?;
     expect_err!(
         env.rt.create_queue(ctx, peer, &QueueProps::default()),

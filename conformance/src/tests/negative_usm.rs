@@ -63,7 +63,7 @@ fn device_alloc_without_device(env: &DeviceEnv<'_>) -> TestResult {
 
 fn alloc_device_not_in_context(env: &DeviceEnv<'_>) -> TestResult {
     let ks = kinds(env)?;
-    let peer = env.peer_device()?;
+    let peer = env.other_device()?;
     let ctx = env.context()?;
     for k in ks {
         expect_err!(

@@ -2,7 +2,7 @@
 
 use crate::{ensure, ensure_eq, DeviceEnv, TestResult};
 
-cases!("platform", positive: [info_matches_backend, device_listed_by_its_platform, listed_by_runtime], negative: []);
+cases!("platform", positive: [selector_picks_the_device, info_matches_backend, device_listed_by_its_platform, listed_by_runtime], negative: []);
 
 fn info_matches_backend(env: &DeviceEnv<'_>) -> TestResult {
     let p = env.rt.device_platform(env.device())?;
@@ -32,6 +32,17 @@ fn listed_by_runtime(env: &DeviceEnv<'_>) -> TestResult {
     ensure!(
         env.rt.all_devices().contains(&env.device()),
         "device missing from all_devices"
+    );
+    Ok(())
+}
+
+fn selector_picks_the_device(env: &DeviceEnv<'_>) -> TestResult {
+    let t = env.target;
+    ensure!(
+        env.rt.selector().selects(t.backend, t.index, t.info.device_type),
+        "the runtime's selector `{}` does not pick {}",
+        env.rt.selector(),
+        t.label()
     );
     Ok(())
 }
