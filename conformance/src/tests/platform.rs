@@ -2,7 +2,7 @@
 
 use crate::{ensure, ensure_eq, DeviceEnv, TestResult};
 
-cases!("platform", positive: [selector_picks_the_device, info_matches_backend, device_listed_by_its_platform, listed_by_runtime], negative: []);
+cases!("platform", positive: [selector_picks_the_device, runtime_with_selector, info_matches_backend, device_listed_by_its_platform, listed_by_runtime], negative: []);
 
 fn info_matches_backend(env: &DeviceEnv<'_>) -> TestResult {
     let p = env.rt.device_platform(env.device())?;
@@ -43,6 +43,36 @@ fn selector_picks_the_device(env: &DeviceEnv<'_>) -> TestResult {
         "the runtime's selector `{}` does not pick {}",
         env.rt.selector(),
         t.label()
+    );
+    Ok(())
+}
+
+/// A runtime over this device's adapter that selects only this device (by
+/// backend and index), and one that excludes it.
+fn runtime_with_selector(env: &DeviceEnv<'_>) -> TestResult {
+    let t = env.target;
+    let only: ur_api::DeviceSelector = format!("{}:{}", t.backend, t.index)
+        .parse()
+        .map_err(|e| crate::fail(format!("{e}")))?;
+    let mut rt = ur_api::Runtime::with_selector(only.clone());
+    rt.add_dyn(env.adapter()?.clone());
+    ensure_eq!(rt.selector(), &only);
+    ensure_eq!(rt.all_devices(), vec![env.device()]);
+    let p = rt.device_platform(env.device())?;
+    ensure_eq!(rt.platforms(), vec![p]);
+    ensure_eq!(rt.devices(p)?, vec![env.device()]);
+    let not: ur_api::DeviceSelector = format!("!{}:{}", t.backend, t.index)
+        .parse()
+        .map_err(|e| crate::fail(format!("{e}")))?;
+    let mut rt = ur_api::Runtime::with_selector(not);
+    rt.add_dyn(env.adapter()?.clone());
+    ensure!(
+        !rt.all_devices().contains(&env.device()),
+        "an excluded device is listed"
+    );
+    ensure!(
+        !rt.devices(p)?.contains(&env.device()),
+        "an excluded device is listed by its platform"
     );
     Ok(())
 }

@@ -7,7 +7,7 @@ use crate::{bytes, check_bytes, DeviceEnv, TestResult};
 
 cases!(
     "rect",
-    positive: [copy_rect_2d, copy_rect_3d, rect_3d_pitch_multiples, read_rect_2d, read_rect_3d, write_rect_3d, packed_default_pitches, copy_rect_within_one_buffer],
+    positive: [async_rects_with_wait_lists, copy_rect_2d, copy_rect_3d, rect_3d_pitch_multiples, read_rect_2d, read_rect_3d, write_rect_3d, packed_default_pitches, copy_rect_within_one_buffer],
     negative: []
 );
 
@@ -91,6 +91,38 @@ fn rect_3d_pitch_multiples(env: &DeviceEnv<'_>) -> TestResult {
         &env.read_all(q, b, want.len())?,
         &want,
     )
+}
+
+/// `enqueue_write_rect` then `enqueue_read_rect` on two queues, ordered only
+/// by a wait list.
+fn async_rects_with_wait_lists(env: &DeviceEnv<'_>) -> TestResult {
+    let ctx = env.context()?;
+    let (q1, q2) = (env.queue(ctx)?, env.queue(ctx)?);
+    let r = RectCopy {
+        src: side([0, 0, 0], 10, 0),
+        dst: side([4, 3, 0], 32, 0),
+        extent: [10, 6, 1],
+    };
+    let back = RectCopy {
+        src: r.dst,
+        dst: r.src,
+        extent: r.extent,
+    };
+    let host = bytes(60, 79);
+    let b = env.buffer_with(ctx, &bytes(32 * 10, 80))?;
+    let mut out = vec![0u8; 60];
+    // SAFETY: `host` and `out` outlive both commands, waited for below; only
+    // the read touches `out`.
+    let (src, dst) = unsafe {
+        (
+            ur_api::HostPtr::new(host.as_ptr().cast_mut(), host.len()),
+            ur_api::HostPtr::new(out.as_mut_ptr(), out.len()),
+        )
+    };
+    let w = env.track(env.rt.enqueue_write_rect(q1, b, &r, src, &[])?);
+    let rd = env.track(env.rt.enqueue_read_rect(q2, b, &back, dst, &[w])?);
+    env.rt.wait(&[rd])?;
+    check_bytes("rect written then read back", &out, &host)
 }
 
 fn read_rect_2d(env: &DeviceEnv<'_>) -> TestResult {
