@@ -15,7 +15,7 @@ use opencl3::memory::{
     CL_MEM_WRITE_ONLY,
 };
 use opencl3::types::{cl_device_svm_capabilities, cl_device_type, cl_int, cl_map_flags, cl_mem_flags};
-use ur_api::{Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, UsmCaps};
+use ur_api::{Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, RectCopy, RectSide, UsmCaps};
 
 /// Error codes of the run-time loader (cl3's `dynamic` feature), not of OpenCL.
 pub(crate) const LOADER_LIBRARY_MISSING: cl_int = ec::DLOPEN_RUNTIME_LOAD_FAILED;
@@ -182,6 +182,37 @@ pub fn cl_version(s: &str) -> Option<(u32, u32)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
+/// The pattern repeated to fill at most `cap` bytes of a `size`-byte range
+/// (whole repetitions, at least one, never more than `size`).
+pub fn repeat_pattern(pattern: &[u8], size: usize, cap: usize) -> Vec<u8> {
+    let reps = (cap / pattern.len()).clamp(1, (size / pattern.len()).max(1));
+    pattern.repeat(reps)
+}
+
+/// A rect copy as OpenCL's `*Rect` calls accept it. They require each
+/// slice pitch to be a multiple of its row pitch; where a side's is not,
+/// the box is split into one 2-D box per slice, each slice's start folded
+/// into the byte origin (`origin[0]`).
+pub fn rects_for_opencl(rect: &RectCopy) -> Vec<RectCopy> {
+    let ok = |s: &RectSide| s.row_pitch == 0 || s.slice_pitch % s.row_pitch == 0;
+    if ok(&rect.src) && ok(&rect.dst) {
+        return vec![*rect];
+    }
+    let [w, h, d] = rect.extent;
+    let slice = |s: &RectSide, k: usize| RectSide {
+        origin: [s.origin[0] + (s.origin[2] + k) * s.slice_pitch, s.origin[1], 0],
+        row_pitch: s.row_pitch,
+        slice_pitch: s.row_pitch * (s.origin[1] + h),
+    };
+    (0..d)
+        .map(|k| RectCopy {
+            src: slice(&rect.src, k),
+            dst: slice(&rect.dst, k),
+            extent: [w, h, 1],
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,6 +319,55 @@ mod tests {
             usm_caps_from_svm(CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER),
             UsmCaps::all()
         );
+    }
+
+    #[test]
+    fn seed_is_whole_repetitions_within_bounds() {
+        assert_eq!(repeat_pattern(&[1, 2, 3], 30, 8), vec![1, 2, 3, 1, 2, 3]);
+        assert_eq!(repeat_pattern(&[1, 2, 3], 6, 1 << 20).len(), 6);
+        assert_eq!(repeat_pattern(&[9; 5], 5, 2).len(), 5, "at least one repetition");
+    }
+
+    /// Every (src, dst) byte pair a rect copy moves, in order.
+    fn pairs(r: &RectCopy) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        r.for_each_row(|s, d, len| out.extend((0..len).map(|i| (s + i, d + i))));
+        out
+    }
+
+    #[test]
+    fn rects_split_only_where_opencl_refuses_the_pitches() {
+        let fine = RectCopy {
+            src: RectSide {
+                origin: [1, 2, 1],
+                row_pitch: 8,
+                slice_pitch: 32,
+            },
+            dst: RectSide {
+                origin: [0, 0, 0],
+                row_pitch: 4,
+                slice_pitch: 12,
+            },
+            extent: [4, 3, 2],
+        };
+        assert_eq!(rects_for_opencl(&fine), vec![fine]);
+        let odd = RectCopy {
+            src: RectSide {
+                origin: [1, 2, 1],
+                row_pitch: 8,
+                slice_pitch: 37,
+            },
+            ..fine
+        };
+        let split = rects_for_opencl(&odd);
+        assert_eq!(split.len(), 2);
+        for r in &split {
+            assert_eq!(r.src.slice_pitch % r.src.row_pitch, 0);
+            assert_eq!(r.dst.slice_pitch % r.dst.row_pitch, 0);
+            assert_eq!(r.extent[2], 1);
+        }
+        let moved: Vec<(usize, usize)> = split.iter().flat_map(pairs).collect();
+        assert_eq!(moved, pairs(&odd), "the split moves exactly the same bytes");
     }
 
     #[test]

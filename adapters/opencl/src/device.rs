@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use ur_api::{Backend, DeviceCaps, DeviceInfo, Error, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps};
 
 use crate::conv::{self, check3};
+use crate::queue::QueueShared;
 
 /// An OpenCL object handle that may cross threads.
 ///
@@ -48,9 +49,11 @@ pub struct Context {
     /// Internal in-order queues per device (placement migrations).
     helpers: Mutex<HashMap<Handle<cl_device_id>, Arc<CommandQueue>>>,
     /// Live user queues, finished before USM memory is freed.
-    queues: Mutex<Vec<Weak<CommandQueue>>>,
+    queues: Mutex<Vec<Weak<QueueShared>>>,
     /// Version of each device, in `devices` order.
     versions: Vec<(u32, u32)>,
+    /// Over-aligned SVM allocations: handed-out pointer -> `clSVMAlloc` base.
+    pub(crate) svm_offsets: Mutex<HashMap<u64, u64>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -88,7 +91,7 @@ impl Context {
     }
 
     /// Remembers a user queue so [`Context::finish_all`] can drain it.
-    pub(crate) fn track_queue(&self, q: &Arc<CommandQueue>) {
+    pub(crate) fn track_queue(&self, q: &Arc<QueueShared>) {
         let mut queues = self.queues.lock();
         queues.retain(|w| w.strong_count() > 0);
         queues.push(Arc::downgrade(q));
@@ -96,8 +99,12 @@ impl Context {
 
     /// Waits for all work on every live queue of the context.
     pub(crate) fn finish_all(&self) -> Result<()> {
-        let live: Vec<Arc<CommandQueue>> = self.queues.lock().iter().filter_map(Weak::upgrade).collect();
-        for q in live.iter().chain(self.helpers.lock().values()) {
+        let live: Vec<Arc<QueueShared>> = self.queues.lock().iter().filter_map(Weak::upgrade).collect();
+        for q in &live {
+            q.finish()?;
+        }
+        let helpers: Vec<Arc<CommandQueue>> = self.helpers.lock().values().cloned().collect();
+        for q in helpers {
             check3(q.finish())?;
         }
         Ok(())
@@ -211,6 +218,7 @@ pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
         helpers: Mutex::new(HashMap::new()),
         queues: Mutex::new(Vec::new()),
         versions: devices.iter().map(|d| d.version).collect(),
+        svm_offsets: Mutex::new(HashMap::new()),
     })
 }
 

@@ -158,11 +158,11 @@ impl Adapter for OpenClAdapter {
     }
 
     fn enqueue_read(&self, q: &Queue, b: &Buffer, offset: usize, dst: HostPtr, wait: &[&Event]) -> Result<Event> {
-        queue::enqueue_read(q, b, offset, dst, wait)
+        memory::enqueue_read(q, b, offset, dst, wait)
     }
 
     fn enqueue_write(&self, q: &Queue, b: &Buffer, offset: usize, src: HostPtr, wait: &[&Event]) -> Result<Event> {
-        queue::enqueue_write(q, b, offset, src, wait)
+        memory::enqueue_write(q, b, offset, src, wait)
     }
 
     fn enqueue_copy(
@@ -175,7 +175,7 @@ impl Adapter for OpenClAdapter {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        queue::enqueue_copy(q, src, src_offset, dst, dst_offset, size, wait)
+        memory::enqueue_copy(q, src, src_offset, dst, dst_offset, size, wait)
     }
 
     fn enqueue_copy_rect(
@@ -186,7 +186,7 @@ impl Adapter for OpenClAdapter {
         rect: &RectCopy,
         wait: &[&Event],
     ) -> Result<Event> {
-        queue::enqueue_copy_rect(q, src, dst, rect, wait)
+        memory::enqueue_copy_rect(q, src, dst, rect, wait)
     }
 
     fn enqueue_read_rect(
@@ -197,7 +197,7 @@ impl Adapter for OpenClAdapter {
         dst: HostPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        queue::enqueue_read_rect(q, b, rect, dst, wait)
+        memory::enqueue_read_rect(q, b, rect, dst, wait)
     }
 
     fn enqueue_write_rect(
@@ -208,7 +208,7 @@ impl Adapter for OpenClAdapter {
         src: HostPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        queue::enqueue_write_rect(q, b, rect, src, wait)
+        memory::enqueue_write_rect(q, b, rect, src, wait)
     }
 
     fn enqueue_fill(
@@ -220,7 +220,7 @@ impl Adapter for OpenClAdapter {
         pattern: &[u8],
         wait: &[&Event],
     ) -> Result<Event> {
-        queue::enqueue_fill(q, b, offset, size, pattern, wait)
+        memory::enqueue_fill(q, b, offset, size, pattern, wait)
     }
 
     fn enqueue_map(
@@ -232,11 +232,11 @@ impl Adapter for OpenClAdapter {
         size: usize,
         wait: &[&Event],
     ) -> Result<(Event, HostPtr)> {
-        queue::enqueue_map(q, b, flags, offset, size, wait)
+        memory::enqueue_map(q, b, flags, offset, size, wait)
     }
 
     fn enqueue_unmap(&self, q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
-        queue::enqueue_unmap(q, b, mapped, wait)
+        memory::enqueue_unmap(q, b, mapped, wait)
     }
 
     fn enqueue_usm_copy(&self, q: &Queue, dst: MemRef, src: MemRef, size: usize, wait: &[&Event]) -> Result<Event> {

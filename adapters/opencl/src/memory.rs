@@ -1,25 +1,35 @@
-//! Buffers (placed for their device hint), sub-buffers, and USM served by
-//! OpenCL 2.0 shared virtual memory.
+//! Memory: buffers (placed for their device hint), sub-buffers and their
+//! commands (read, write, copy, rect, fill, map), and USM served by OpenCL
+//! 2.0 shared virtual memory.
 
 use std::ffi::c_void;
 use std::ptr;
 
 use opencl3::command_queue as cq;
+use opencl3::event::Event as ClEvent;
 use opencl3::memory::{
-    self as clmem, Buffer as ClBuffer, ClMem, CL_MEM_READ_WRITE, CL_MEM_SVM_FINE_GRAIN_BUFFER,
-    CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
+    self as clmem, Buffer as ClBuffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE,
+    CL_MEM_SVM_FINE_GRAIN_BUFFER, CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
 };
-use opencl3::types::{cl_mem, cl_mem_migration_flags, CL_FALSE};
-use ur_api::{BufferDesc, Error, HostPtr, MemFlags, MemRef, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr};
+use opencl3::types::{cl_event, cl_mem, cl_mem_migration_flags, cl_uint, CL_FALSE, CL_TRUE};
+use ur_api::{
+    BufferDesc, Error, HostPtr, MapFlags, MemFlags, MemRef, RectCopy, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr,
+};
 
 use crate::conv::{self, check, check3};
 use crate::device::{self, Context, Device};
-use crate::queue::{self, event, wait_ids, wl, Event, Queue};
+use crate::queue::{raw_event, submit, Event, Queue};
 
 /// A buffer or sub-buffer.
 #[derive(Debug)]
 pub struct Buffer {
     pub(crate) cl: ClBuffer<u8>,
+}
+
+impl Buffer {
+    fn raw(&self) -> cl_mem {
+        self.cl.get()
+    }
 }
 
 /// Creates a buffer and migrates it to the hinted device (or the context's
@@ -44,8 +54,9 @@ pub(crate) fn create_buffer(ctx: &Context, desc: &BufferDesc<&Device>, init: Opt
     };
     let mems: [cl_mem; 1] = [cl.get()];
     // SAFETY: one live memory object of the helper queue's context.
-    let ev = event(unsafe { cq::enqueue_migrate_mem_object(helper.get(), 1, mems.as_ptr(), flags, 0, ptr::null()) })?;
-    check3(ev.cl.wait())?;
+    let ev =
+        raw_event(unsafe { cq::enqueue_migrate_mem_object(helper.get(), 1, mems.as_ptr(), flags, 0, ptr::null()) })?;
+    check3(ev.wait())?;
     Ok(Buffer { cl })
 }
 
@@ -56,6 +67,253 @@ pub(crate) fn create_sub_buffer(parent: &Buffer, offset: usize, size: usize) -> 
     Ok(Buffer { cl })
 }
 
+pub(crate) fn enqueue_read(q: &Queue, b: &Buffer, offset: usize, dst: HostPtr, wait: &[&Event]) -> Result<Event> {
+    submit(q, wait, |q, n, w| {
+        // SAFETY: the dyn layer checked the range against the buffer; `dst`
+        // is valid for the whole command by the promise of `HostPtr::new`.
+        raw_event(unsafe {
+            cq::enqueue_read_buffer(q, b.raw(), CL_FALSE, offset, dst.len(), dst.as_ptr().cast(), n, w)
+        })
+    })
+}
+
+pub(crate) fn enqueue_write(q: &Queue, b: &Buffer, offset: usize, src: HostPtr, wait: &[&Event]) -> Result<Event> {
+    submit(q, wait, |q, n, w| {
+        // SAFETY: as in `enqueue_read`; the source is only read.
+        raw_event(unsafe {
+            cq::enqueue_write_buffer(q, b.raw(), CL_FALSE, offset, src.len(), src.as_ptr().cast(), n, w)
+        })
+    })
+}
+
+pub(crate) fn enqueue_copy(
+    q: &Queue,
+    src: &Buffer,
+    src_offset: usize,
+    dst: &Buffer,
+    dst_offset: usize,
+    size: usize,
+    wait: &[&Event],
+) -> Result<Event> {
+    submit(q, wait, |q, n, w| {
+        // SAFETY: both ranges were checked by the dyn layer and do not overlap.
+        raw_event(unsafe { cq::enqueue_copy_buffer(q, src.raw(), dst.raw(), src_offset, dst_offset, size, n, w) })
+    })
+}
+
+/// Runs one rect command per box OpenCL accepts ([`conv::rects_for_opencl`]):
+/// the first waits on the wait list, the rest follow in queue order.
+fn rect_chain(
+    rect: &RectCopy,
+    n: cl_uint,
+    w: *const cl_event,
+    mut one: impl FnMut(&RectCopy, cl_uint, *const cl_event) -> Result<ClEvent>,
+) -> Result<ClEvent> {
+    let boxes = conv::rects_for_opencl(rect);
+    let mut last = None;
+    for (i, r) in boxes.iter().enumerate() {
+        let (n, w) = if i == 0 { (n, w) } else { (0, ptr::null()) };
+        last = Some(one(r, n, w)?);
+    }
+    last.ok_or_else(|| Error::invalid("empty rect"))
+}
+
+pub(crate) fn enqueue_copy_rect(
+    q: &Queue,
+    src: &Buffer,
+    dst: &Buffer,
+    rect: &RectCopy,
+    wait: &[&Event],
+) -> Result<Event> {
+    submit(q, wait, |q, n, w| {
+        rect_chain(rect, n, w, |r, n, w| {
+            // SAFETY: the dyn layer made the pitches explicit and checked both
+            // boxes against their buffers; the arrays live across the call.
+            raw_event(unsafe {
+                cq::enqueue_copy_buffer_rect(
+                    q,
+                    src.raw(),
+                    dst.raw(),
+                    r.src.origin.as_ptr(),
+                    r.dst.origin.as_ptr(),
+                    r.extent.as_ptr(),
+                    r.src.row_pitch,
+                    r.src.slice_pitch,
+                    r.dst.row_pitch,
+                    r.dst.slice_pitch,
+                    n,
+                    w,
+                )
+            })
+        })
+    })
+}
+
+pub(crate) fn enqueue_read_rect(
+    q: &Queue,
+    b: &Buffer,
+    rect: &RectCopy,
+    dst: HostPtr,
+    wait: &[&Event],
+) -> Result<Event> {
+    submit(q, wait, |q, n, w| {
+        rect_chain(rect, n, w, |r, n, w| {
+            // SAFETY: the boxes were checked against the buffer and `dst`,
+            // which is valid for the command by the promise of `HostPtr::new`.
+            raw_event(unsafe {
+                cq::enqueue_read_buffer_rect(
+                    q,
+                    b.raw(),
+                    CL_FALSE,
+                    r.src.origin.as_ptr(),
+                    r.dst.origin.as_ptr(),
+                    r.extent.as_ptr(),
+                    r.src.row_pitch,
+                    r.src.slice_pitch,
+                    r.dst.row_pitch,
+                    r.dst.slice_pitch,
+                    dst.as_ptr().cast(),
+                    n,
+                    w,
+                )
+            })
+        })
+    })
+}
+
+pub(crate) fn enqueue_write_rect(
+    q: &Queue,
+    b: &Buffer,
+    rect: &RectCopy,
+    src: HostPtr,
+    wait: &[&Event],
+) -> Result<Event> {
+    submit(q, wait, |q, n, w| {
+        rect_chain(rect, n, w, |r, n, w| {
+            // SAFETY: as in `enqueue_read_rect`; the host side is the source.
+            raw_event(unsafe {
+                cq::enqueue_write_buffer_rect(
+                    q,
+                    b.raw(),
+                    CL_FALSE,
+                    r.dst.origin.as_ptr(),
+                    r.src.origin.as_ptr(),
+                    r.extent.as_ptr(),
+                    r.dst.row_pitch,
+                    r.dst.slice_pitch,
+                    r.src.row_pitch,
+                    r.src.slice_pitch,
+                    src.as_ptr().cast(),
+                    n,
+                    w,
+                )
+            })
+        })
+    })
+}
+
+/// Bytes of the pattern seed for fills whose pattern OpenCL cannot take.
+const FILL_SEED: usize = 64 * 1024;
+
+/// Fills a buffer range. Powers of two up to 128 bytes go to
+/// `clEnqueueFillBuffer`; other lengths (`FILL_ANY_PATTERN`) are built from
+/// a seed buffer holding whole repetitions, copied in, then doubled in place
+/// with non-overlapping `clEnqueueCopyBuffer`s on the same in-order queue.
+pub(crate) fn enqueue_fill(
+    q: &Queue,
+    b: &Buffer,
+    offset: usize,
+    size: usize,
+    pattern: &[u8],
+    wait: &[&Event],
+) -> Result<Event> {
+    if pattern.len().is_power_of_two() {
+        return submit(q, wait, |q, n, w| {
+            // SAFETY: range and pattern were checked by the dyn layer; OpenCL
+            // copies the pattern before the call returns.
+            raw_event(unsafe {
+                cq::enqueue_fill_buffer(q, b.raw(), pattern.as_ptr().cast(), pattern.len(), offset, size, n, w)
+            })
+        });
+    }
+    let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
+    let ctx = check3(q.shared.cl.context())?;
+    // SAFETY: COPY_HOST_PTR reads `seed` during the call only.
+    let raw = check(unsafe {
+        clmem::create_buffer(
+            ctx,
+            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+            seed.len(),
+            seed.as_ptr() as *mut c_void,
+        )
+    })?;
+    let tmp = ClBuffer::<u8>::new(raw);
+    submit(q, wait, |q, n, w| {
+        // SAFETY: `seed.len() <= size`, inside the checked range; OpenCL keeps
+        // the temporary buffer alive until the copy using it completes.
+        let mut last =
+            raw_event(unsafe { cq::enqueue_copy_buffer(q, tmp.get(), b.raw(), 0, offset, seed.len(), n, w) })?;
+        let mut done = seed.len();
+        while done < size {
+            let len = done.min(size - done);
+            // SAFETY: `[offset, offset + len)` and `[offset + done, offset +
+            // done + len)` are disjoint and inside the checked range; the
+            // in-order queue runs the copies after the ones before.
+            last = raw_event(unsafe {
+                cq::enqueue_copy_buffer(q, b.raw(), b.raw(), offset, offset + done, len, 0, ptr::null())
+            })?;
+            done += len;
+        }
+        Ok(last)
+    })
+}
+
+pub(crate) fn enqueue_map(
+    q: &Queue,
+    b: &Buffer,
+    flags: MapFlags,
+    offset: usize,
+    size: usize,
+    wait: &[&Event],
+) -> Result<(Event, HostPtr)> {
+    let mut out: cl_mem = ptr::null_mut();
+    let ev = submit(q, wait, |q, n, w| {
+        // SAFETY: range checked by the dyn layer; the mapped pointer is
+        // written into `out` before the call returns.
+        raw_event(unsafe {
+            cq::enqueue_map_buffer(
+                q,
+                b.raw(),
+                CL_FALSE,
+                conv::map_flags(flags),
+                offset,
+                size,
+                &mut out,
+                n,
+                w,
+            )
+        })
+    })?;
+    if out.is_null() {
+        return Err(Error::CommandFailed("clEnqueueMapBuffer returned no pointer".into()));
+    }
+    // SAFETY: OpenCL keeps the mapped region valid until it is unmapped, and
+    // the caller may use it only after the map event completes.
+    Ok((ev, unsafe { HostPtr::new(out.cast(), size) }))
+}
+
+pub(crate) fn enqueue_unmap(q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
+    submit(q, wait, |q, n, w| {
+        // SAFETY: the dyn layer checked that `mapped` is a live mapping of `b`.
+        raw_event(unsafe { cq::enqueue_unmap_mem_object(q, b.raw(), mapped.as_ptr().cast(), n, w) })
+    })
+}
+
+/// The largest alignment `clSVMAlloc` must honour: the size of the largest
+/// OpenCL C type (`long16`, 128 bytes). Larger ones are served by
+/// over-allocating and handing out an aligned interior pointer.
+const SVM_NATIVE_ALIGN: usize = 128;
+
 /// Allocates USM memory as SVM (see [`conv::usm_caps_from_svm`] for which
 /// kind gets which grain). SVM is context-wide; a device allocation's device
 /// only decides which device the dyn layer checked for support.
@@ -64,23 +322,32 @@ pub(crate) fn usm_alloc(ctx: &Context, desc: &UsmDesc<&Device>) -> Result<UsmPtr
         UsmKind::Device => CL_MEM_READ_WRITE,
         UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
     };
-    let align = u32::try_from(desc.align).map_err(|_| Error::InvalidAlignment {
-        align: desc.align,
-        why: "larger than OpenCL SVM alignments can be",
-    })?;
-    // SAFETY: the dyn layer checked size and alignment and that the devices
-    // support this kind; a null result is reported as an error by cl3.
-    let p = unsafe { clmem::svm_alloc(ctx.cl.get(), flags, desc.size, align) }.map_err(|_| Error::OutOfDeviceMemory)?;
-    Ok(UsmPtr(p as u64))
+    let (native, extra) = if desc.align <= SVM_NATIVE_ALIGN {
+        (desc.align, 0)
+    } else {
+        (SVM_NATIVE_ALIGN, desc.align - SVM_NATIVE_ALIGN)
+    };
+    let size = desc.size.checked_add(extra).ok_or(Error::OutOfDeviceMemory)?;
+    // SAFETY: alignment is 0 or a power of two <= 128 and the size non-zero;
+    // a null result is reported as an error by cl3.
+    let base = unsafe { clmem::svm_alloc(ctx.cl.get(), flags, size, native as cl_uint) }
+        .map_err(|_| Error::OutOfDeviceMemory)? as u64;
+    if extra == 0 {
+        return Ok(UsmPtr(base));
+    }
+    let aligned = base.next_multiple_of(desc.align as u64);
+    ctx.svm_offsets.lock().insert(aligned, base);
+    Ok(UsmPtr(aligned))
 }
 
 /// Frees SVM memory once no command uses it: every queue of the context is
 /// drained first (`clSVMFree` itself does not wait).
 pub(crate) fn usm_free(ctx: &Context, p: UsmPtr) -> Result<()> {
     ctx.finish_all()?;
-    // SAFETY: `p` is the base of a live SVM allocation of this context (the
-    // dyn layer's table), and no command uses it any more.
-    check(unsafe { clmem::svm_free(ctx.cl.get(), p.0 as *mut c_void) })
+    let base = ctx.svm_offsets.lock().remove(&p.0).unwrap_or(p.0);
+    // SAFETY: `base` is a live SVM allocation of this context (the dyn
+    // layer's table names `p`, which maps back to it), unused from now on.
+    check(unsafe { clmem::svm_free(ctx.cl.get(), base as *mut c_void) })
 }
 
 fn addr(m: MemRef) -> *mut c_void {
@@ -92,96 +359,83 @@ fn addr(m: MemRef) -> *mut c_void {
 
 /// Copies between SVM and/or host memory. With at least one SVM side this is
 /// `clEnqueueSVMMemcpy` (it takes plain host pointers too). Host to host
-/// needs no SVM: it waits for the queue (and `wait`), copies on the calling
-/// thread and returns a marker enqueued after, so queue order holds.
+/// needs no SVM: it waits for the queue (and `wait`) with a marker, copies
+/// on the calling thread and returns a marker enqueued after it.
 pub(crate) fn enqueue_usm_copy(q: &Queue, dst: MemRef, src: MemRef, size: usize, wait: &[&Event]) -> Result<Event> {
     if let (MemRef::Host(d), MemRef::Host(s)) = (dst, src) {
-        let before = queue::enqueue_marker(q, wait)?;
-        queue::wait(&[&before])?;
-        // SAFETY: both spans hold `size` bytes (dyn layer), do not overlap
-        // (dyn layer), and are ours for the command (`HostPtr::new`).
-        unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
-        return queue::enqueue_marker(q, &[]);
+        return submit(q, wait, |q, n, w| {
+            // SAFETY: a marker over live events of the queue's context.
+            let before = raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })?;
+            check3(before.wait())?;
+            // SAFETY: both spans hold `size` bytes and do not overlap (dyn
+            // layer), and are ours for the command (`HostPtr::new`).
+            unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
+            // SAFETY: a marker with no wait list.
+            raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
+        });
     }
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    #[allow(deprecated)]
-    // reason: cl3 marks this 2.0 entry point deprecated by mistake (a cfg_attr meant for clEnqueueTask).
-    // SAFETY: SVM sides are allocations of the queue's context, host sides
-    // are valid for the command; ranges were checked by the dyn layer.
-    let r = unsafe { cq::enqueue_svm_mem_cpy(q.cl.get(), CL_FALSE, addr(dst), addr(src), size, n, w) };
-    event(r)
+    submit(q, wait, |q, n, w| {
+        #[allow(deprecated)]
+        // reason: cl3 marks this 2.0 entry point deprecated by mistake (a cfg_attr meant for clEnqueueTask).
+        // SAFETY: SVM sides are allocations of the queue's context, host
+        // sides are valid for the command; ranges were checked by the dyn layer.
+        let r = unsafe { cq::enqueue_svm_mem_cpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) };
+        raw_event(r)
+    })
 }
 
 /// Fills SVM memory: powers of two with `clEnqueueSVMMemFill`; other
 /// pattern lengths by one blocking copy of a seed of whole repetitions,
 /// then in-place doubling copies (the seed is host memory, so that first
-/// copy must complete before this call returns).
+/// copy completes before this call returns).
 pub(crate) fn enqueue_usm_fill(q: &Queue, p: UsmPtr, size: usize, pattern: &[u8], wait: &[&Event]) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
     let dst = p.0 as *mut c_void;
     if pattern.len().is_power_of_two() {
-        // SAFETY: range checked by the dyn layer; the pattern is copied by
-        // OpenCL before the call returns.
-        return event(unsafe {
-            cq::enqueue_svm_mem_fill(q.cl.get(), dst, pattern.as_ptr().cast(), pattern.len(), size, n, w)
+        return submit(q, wait, |q, n, w| {
+            // SAFETY: range checked by the dyn layer; the pattern is copied by
+            // OpenCL before the call returns.
+            raw_event(unsafe { cq::enqueue_svm_mem_fill(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w) })
         });
     }
-    let seed = queue::repeat_pattern(pattern, size, 64 * 1024);
-    #[allow(deprecated)] // reason: see `enqueue_usm_copy`.
-    // SAFETY: blocking copy: `seed` outlives it; `seed.len() <= size`.
-    let first = unsafe {
-        cq::enqueue_svm_mem_cpy(
-            q.cl.get(),
-            opencl3::types::CL_TRUE,
-            dst,
-            seed.as_ptr().cast(),
-            seed.len(),
-            n,
-            w,
-        )
-    };
-    let mut last = event(first)?;
-    let mut done = seed.len();
-    while done < size {
-        let len = done.min(size - done);
+    let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
+    submit(q, wait, |q, n, w| {
         #[allow(deprecated)] // reason: see `enqueue_usm_copy`.
-        // SAFETY: disjoint ranges inside the checked allocation range.
-        let r = unsafe {
-            cq::enqueue_svm_mem_cpy(
-                q.cl.get(),
-                CL_FALSE,
-                dst.cast::<u8>().add(done).cast(),
-                dst,
-                len,
-                0,
-                ptr::null(),
-            )
-        };
-        last = event(r)?;
-        done += len;
-    }
-    Ok(last)
+        // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`.
+        let first = unsafe { cq::enqueue_svm_mem_cpy(q, CL_TRUE, dst, seed.as_ptr().cast(), seed.len(), n, w) };
+        let mut last = raw_event(first)?;
+        let mut done = seed.len();
+        while done < size {
+            let len = done.min(size - done);
+            #[allow(deprecated)] // reason: see `enqueue_usm_copy`.
+            // SAFETY: disjoint ranges inside the checked allocation range.
+            let r = unsafe {
+                cq::enqueue_svm_mem_cpy(q, CL_FALSE, dst.cast::<u8>().add(done).cast(), dst, len, 0, ptr::null())
+            };
+            last = raw_event(r)?;
+            done += len;
+        }
+        Ok(last)
+    })
 }
 
 /// Prefetch: `clEnqueueSVMMigrateMem` to the queue's device on OpenCL 2.1+
-/// devices; where the runtime does not offer it, a marker (a prefetch is
-/// only a hint, its ordering is all that must hold).
+/// devices; where the runtime refuses it, a marker (a prefetch is only a
+/// hint; its ordering is all that must hold).
 pub(crate) fn enqueue_usm_prefetch(q: &Queue, p: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-    if q.version >= (2, 1) {
-        let ids = wait_ids(wait);
-        let (n, w) = wl(&ids);
-        let ptrs: [*const c_void; 1] = [p.0 as *const c_void];
-        let sizes: [usize; 1] = [size];
-        // SAFETY: one range of a live SVM allocation of the queue's context.
-        let r = unsafe { cq::enqueue_svm_migrate_mem(q.cl.get(), 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) };
-        match r {
-            Ok(ev) => return event(Ok(ev)),
-            Err(code) => tracing::debug!(code, "clEnqueueSVMMigrateMem refused; prefetch becomes a marker"),
+    let migrate = q.version >= (2, 1);
+    submit(q, wait, |q, n, w| {
+        if migrate {
+            let ptrs: [*const c_void; 1] = [p.0 as *const c_void];
+            let sizes: [usize; 1] = [size];
+            // SAFETY: one range of a live SVM allocation of the queue's context.
+            match unsafe { cq::enqueue_svm_migrate_mem(q, 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) } {
+                Ok(ev) => return raw_event(Ok(ev)),
+                Err(code) => tracing::debug!(code, "clEnqueueSVMMigrateMem refused; prefetch becomes a marker"),
+            }
         }
-    }
-    queue::enqueue_marker(q, wait)
+        // SAFETY: a marker over live events of the queue's context.
+        raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })
+    })
 }
 
 /// OpenCL SVM has no advice; advice is a hint, so it is accepted and has no effect.

@@ -14,7 +14,7 @@ use ur_api::{Error, KernelArg, NdRange, ProgramSource, Result};
 
 use crate::conv::{self, check, check3};
 use crate::device::{Context, Handle};
-use crate::queue::{event, wait_ids, wl, Event, Queue};
+use crate::queue::{raw_event, submit, Event, Queue};
 use crate::OpenClAdapter;
 
 /// A program built for every device of its context.
@@ -131,21 +131,21 @@ pub(crate) fn enqueue_launch(
         };
         check(r).map_err(arg_err)?;
     }
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
     let local = range.local.as_ref().map_or(ptr::null(), |l| l.as_ptr());
-    // SAFETY: dims is 1..=3 and the arrays have 3 entries (dyn layer); all
-    // arguments are set; the arrays live across the call.
-    event(unsafe {
-        cq::enqueue_nd_range_kernel(
-            q.cl.get(),
-            kernel.get(),
-            range.dims,
-            range.offset.as_ptr(),
-            range.global.as_ptr(),
-            local,
-            n,
-            w,
-        )
+    submit(q, wait, |q, n, w| {
+        // SAFETY: dims is 1..=3 and the arrays have 3 entries (dyn layer); all
+        // arguments are set; the arrays live across the call.
+        raw_event(unsafe {
+            cq::enqueue_nd_range_kernel(
+                q,
+                kernel.get(),
+                range.dims,
+                range.offset.as_ptr(),
+                range.global.as_ptr(),
+                local,
+                n,
+                w,
+            )
+        })
     })
 }

@@ -1,36 +1,124 @@
-//! Queues, events and the buffer commands (read, write, copy, rect, fill,
-//! map/unmap, barrier).
+//! Queues and events: creation, submission, flush/finish, waits, status,
+//! profiling, barriers.
+//!
+//! ## What the adapter knows about completion
+//!
+//! Two rules of OpenCL are enforced here rather than left to callers:
+//!
+//! - A command that waits on an event of another queue deadlocks if that
+//!   queue was never flushed (the spec requires the application to flush
+//!   it; rusticl hangs otherwise). [`submit`] and [`wait`] flush the queues
+//!   of foreign events that were not flushed since they were enqueued.
+//! - Some runtimes (rusticl 22.3) update an event's status lazily: after
+//!   `clFinish`, or after a later command of the same in-order queue was
+//!   waited for, an event may still read `CL_QUEUED`. Each queue therefore
+//!   numbers its commands and remembers up to which number everything is
+//!   known complete (through `finish`, completed waits, in-order position
+//!   and wait-list edges); [`event_status`] waits on such an event, which
+//!   returns at once, before reading its status.
 
-use std::ffi::c_void;
 use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use opencl3::command_queue::{self as cq, CommandQueue, CL_QUEUE_PROFILING_ENABLE, CL_QUEUE_PROPERTIES};
 use opencl3::error_codes::{CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, CL_INVALID_CONTEXT};
 use opencl3::event::Event as ClEvent;
-use opencl3::memory::{self as clmem, Buffer as ClBuffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY};
 use opencl3::types::{
-    cl_bool, cl_command_queue_properties, cl_device_id, cl_event, cl_int, cl_mem, cl_queue_properties, cl_uint,
-    CL_FALSE,
+    cl_command_queue, cl_command_queue_properties, cl_device_id, cl_event, cl_int, cl_queue_properties, cl_uint,
 };
-use ur_api::{Error, EventStatus, HostPtr, MapFlags, ProfilingInfo, QueueProps, RectCopy, Result};
+use parking_lot::Mutex;
+use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result};
 
 use crate::conv::{self, check, check3};
 use crate::device::{Context, Handle};
-use crate::memory::Buffer;
+
+/// What the adapter knows about the commands of one queue.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    /// Number of the last command enqueued.
+    enqueued: AtomicU64,
+    /// Commands up to this number were submitted with `clFlush`.
+    flushed: AtomicU64,
+    /// Commands up to this number are known complete.
+    done: AtomicU64,
+    /// Wait-list edges: (command here, queue waited on, its command).
+    deps: Mutex<Vec<(u64, Arc<Progress>, u64)>>,
+}
+
+/// Records that command `seq` of a queue completed: so did every earlier
+/// command of that (in-order) queue, and every command they waited on.
+fn mark_done(progress: &Arc<Progress>, seq: u64) {
+    let mut todo = vec![(progress.clone(), seq)];
+    while let Some((p, s)) = todo.pop() {
+        if p.done.fetch_max(s, Ordering::AcqRel) >= s {
+            continue;
+        }
+        p.deps.lock().retain(|(here, other, there)| {
+            if *here <= s {
+                todo.push((other.clone(), *there));
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+/// A queue and its progress.
+#[derive(Debug)]
+pub(crate) struct QueueShared {
+    pub(crate) cl: CommandQueue,
+    progress: Arc<Progress>,
+}
+
+impl QueueShared {
+    fn new(cl: CommandQueue) -> Self {
+        QueueShared {
+            cl,
+            progress: Arc::default(),
+        }
+    }
+
+    /// `clFlush`, recording what it covered.
+    fn flush(&self) -> Result<()> {
+        let upto = self.progress.enqueued.load(Ordering::Acquire);
+        check3(self.cl.flush())?;
+        self.progress.flushed.fetch_max(upto, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// `clFinish`, recording that everything before it is complete.
+    pub(crate) fn finish(&self) -> Result<()> {
+        let upto = self.progress.enqueued.load(Ordering::Acquire);
+        check3(self.cl.finish())?;
+        self.progress.flushed.fetch_max(upto, Ordering::AcqRel);
+        mark_done(&self.progress, upto);
+        Ok(())
+    }
+}
 
 /// An in-order queue on one device of a context.
 #[derive(Debug)]
 pub struct Queue {
-    pub(crate) cl: Arc<CommandQueue>,
+    pub(crate) shared: Arc<QueueShared>,
     /// The device's OpenCL version.
     pub(crate) version: (u32, u32),
+}
+
+impl Queue {
+    /// The raw queue.
+    pub(crate) fn raw(&self) -> cl_command_queue {
+        self.shared.cl.get()
+    }
 }
 
 /// The completion of one command.
 #[derive(Debug)]
 pub struct Event {
     pub(crate) cl: ClEvent,
+    queue: Arc<QueueShared>,
+    seq: u64,
 }
 
 /// Creates an in-order queue, with the 2.0 entry point where the device has it.
@@ -52,63 +140,104 @@ pub(crate) fn create_raw_queue(ctx: &Context, device: Handle<cl_device_id>, prof
 }
 
 pub(crate) fn create_queue(ctx: &Context, device: Handle<cl_device_id>, props: &QueueProps) -> Result<Queue> {
-    let cl = Arc::new(create_raw_queue(ctx, device, props.profiling)?);
-    ctx.track_queue(&cl);
+    let shared = Arc::new(QueueShared::new(create_raw_queue(ctx, device, props.profiling)?));
+    ctx.track_queue(&shared);
     Ok(Queue {
-        cl,
+        shared,
         version: ctx.version_of(device),
     })
 }
 
-/// Raw events of a wait list.
-pub(crate) fn wait_ids(wait: &[&Event]) -> Vec<cl_event> {
-    wait.iter().map(|e| e.cl.get()).collect()
+/// Wraps a raw event an OpenCL call returned (owning it).
+pub(crate) fn raw_event(r: std::result::Result<cl_event, cl_int>) -> Result<ClEvent> {
+    Ok(ClEvent::new(check(r)?))
 }
 
-/// `(count, pointer)` as the OpenCL calls take a wait list.
-pub(crate) fn wl(ids: &[cl_event]) -> (cl_uint, *const cl_event) {
-    if ids.is_empty() {
+/// Enqueues one command (or a chain ending in one event) on `q`: flushes
+/// the queues of foreign wait-list events that were never flushed, runs
+/// `f(queue, wait count, wait list)`, and numbers the event it returns.
+/// `f` must only make OpenCL calls (it runs under the queue's lock).
+pub(crate) fn submit(
+    q: &Queue,
+    wait: &[&Event],
+    f: impl FnOnce(cl_command_queue, cl_uint, *const cl_event) -> Result<ClEvent>,
+) -> Result<Event> {
+    let mut ids = Vec::with_capacity(wait.len());
+    for e in wait {
+        if !Arc::ptr_eq(&e.queue, &q.shared) && e.queue.progress.flushed.load(Ordering::Acquire) < e.seq {
+            e.queue.flush()?;
+        }
+        ids.push(e.cl.get());
+    }
+    let (n, w) = if ids.is_empty() {
         (0, ptr::null())
     } else {
         (ids.len() as cl_uint, ids.as_ptr())
+    };
+    // Numbers must follow queue order, so enqueue and count under the lock.
+    let mut deps = q.shared.progress.deps.lock();
+    let cl = f(q.raw(), n, w)?;
+    let seq = q.shared.progress.enqueued.fetch_add(1, Ordering::AcqRel) + 1;
+    for e in wait {
+        if !Arc::ptr_eq(&e.queue, &q.shared) && e.queue.progress.done.load(Ordering::Acquire) < e.seq {
+            deps.push((seq, e.queue.progress.clone(), e.seq));
+        }
     }
-}
-
-/// Wraps the event an enqueue returned.
-pub(crate) fn event(r: std::result::Result<cl_event, cl_int>) -> Result<Event> {
+    drop(deps);
     Ok(Event {
-        cl: ClEvent::new(check(r)?),
+        cl,
+        queue: q.shared.clone(),
+        seq,
     })
 }
 
-fn mem(b: &Buffer) -> cl_mem {
-    b.cl.get()
-}
-
 pub(crate) fn flush(q: &Queue) -> Result<()> {
-    check3(q.cl.flush())
+    q.shared.flush()
 }
 
 pub(crate) fn finish(q: &Queue) -> Result<()> {
-    check3(q.cl.finish())
+    q.shared.finish()
 }
 
 pub(crate) fn event_status(e: &Event) -> Result<EventStatus> {
-    let s = check3(e.cl.command_execution_status())?;
-    Ok(conv::event_status(s.0))
+    let raw = check3(e.cl.command_execution_status())?.0;
+    let status = conv::event_status(raw);
+    match status {
+        EventStatus::Complete => mark_done(&e.queue.progress, e.seq),
+        EventStatus::Failed(_) => {}
+        // Known complete, but the runtime has not updated the status yet:
+        // waiting returns at once and makes it do so.
+        _ if e.queue.progress.done.load(Ordering::Acquire) >= e.seq => {
+            check3(e.cl.wait())?;
+            return Ok(conv::event_status(check3(e.cl.command_execution_status())?.0));
+        }
+        _ => {}
+    }
+    Ok(status)
 }
 
-/// Waits for every event with one `clWaitForEvents`. Events of different
-/// contexts cannot share that call (`CL_INVALID_CONTEXT`), and a failed
-/// command makes it return early: then each event is waited for on its own
-/// and the first failure is reported.
+/// Waits for every event with one `clWaitForEvents` (after flushing their
+/// queues where needed). Events of different contexts cannot share that
+/// call (`CL_INVALID_CONTEXT`), and a failed command makes it return early:
+/// then each event is waited for on its own and the first failure is
+/// reported.
 pub(crate) fn wait(events: &[&Event]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
-    let ids = wait_ids(events);
+    for e in events {
+        if e.queue.progress.flushed.load(Ordering::Acquire) < e.seq {
+            e.queue.flush()?;
+        }
+    }
+    let ids: Vec<cl_event> = events.iter().map(|e| e.cl.get()).collect();
     match opencl3::event::wait_for_events(&ids) {
-        Ok(()) => return Ok(()),
+        Ok(()) => {
+            for e in events {
+                mark_done(&e.queue.progress, e.seq);
+            }
+            return Ok(());
+        }
         Err(code) if code == CL_INVALID_CONTEXT || code == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST => {}
         Err(code) => return Err(conv::error(code)),
     }
@@ -116,7 +245,10 @@ pub(crate) fn wait(events: &[&Event]) -> Result<()> {
     for e in events {
         let r = check3(e.cl.wait()).and_then(|()| match event_status(e)? {
             EventStatus::Failed(err) => Err(err),
-            _ => Ok(()),
+            _ => {
+                mark_done(&e.queue.progress, e.seq);
+                Ok(())
+            }
         });
         if let Err(err) = r {
             first.get_or_insert(err);
@@ -134,269 +266,11 @@ pub(crate) fn event_profiling(e: &Event) -> Result<ProfilingInfo> {
     })
 }
 
-pub(crate) fn enqueue_read(q: &Queue, b: &Buffer, offset: usize, dst: HostPtr, wait: &[&Event]) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: the dyn layer checked the range against the buffer; `dst` is
-    // valid for the whole command by the promise of `HostPtr::new`.
-    event(unsafe {
-        cq::enqueue_read_buffer(
-            q.cl.get(),
-            mem(b),
-            CL_FALSE,
-            offset,
-            dst.len(),
-            dst.as_ptr().cast(),
-            n,
-            w,
-        )
-    })
-}
-
-pub(crate) fn enqueue_write(q: &Queue, b: &Buffer, offset: usize, src: HostPtr, wait: &[&Event]) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: as in `enqueue_read`; the source is only read.
-    event(unsafe {
-        cq::enqueue_write_buffer(
-            q.cl.get(),
-            mem(b),
-            CL_FALSE,
-            offset,
-            src.len(),
-            src.as_ptr().cast(),
-            n,
-            w,
-        )
-    })
-}
-
-pub(crate) fn enqueue_copy(
-    q: &Queue,
-    src: &Buffer,
-    src_offset: usize,
-    dst: &Buffer,
-    dst_offset: usize,
-    size: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: both ranges were checked by the dyn layer and do not overlap.
-    event(unsafe { cq::enqueue_copy_buffer(q.cl.get(), mem(src), mem(dst), src_offset, dst_offset, size, n, w) })
-}
-
-pub(crate) fn enqueue_copy_rect(
-    q: &Queue,
-    src: &Buffer,
-    dst: &Buffer,
-    rect: &RectCopy,
-    wait: &[&Event],
-) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: the dyn layer made the pitches explicit and checked both boxes
-    // against their buffers; the arrays live across the call.
-    event(unsafe {
-        cq::enqueue_copy_buffer_rect(
-            q.cl.get(),
-            mem(src),
-            mem(dst),
-            rect.src.origin.as_ptr(),
-            rect.dst.origin.as_ptr(),
-            rect.extent.as_ptr(),
-            rect.src.row_pitch,
-            rect.src.slice_pitch,
-            rect.dst.row_pitch,
-            rect.dst.slice_pitch,
-            n,
-            w,
-        )
-    })
-}
-
-pub(crate) fn enqueue_read_rect(
-    q: &Queue,
-    b: &Buffer,
-    rect: &RectCopy,
-    dst: HostPtr,
-    wait: &[&Event],
-) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: the boxes were checked against the buffer and `dst`, which is
-    // valid for the command by the promise of `HostPtr::new`.
-    event(unsafe {
-        cq::enqueue_read_buffer_rect(
-            q.cl.get(),
-            mem(b),
-            CL_FALSE,
-            rect.src.origin.as_ptr(),
-            rect.dst.origin.as_ptr(),
-            rect.extent.as_ptr(),
-            rect.src.row_pitch,
-            rect.src.slice_pitch,
-            rect.dst.row_pitch,
-            rect.dst.slice_pitch,
-            dst.as_ptr().cast(),
-            n,
-            w,
-        )
-    })
-}
-
-pub(crate) fn enqueue_write_rect(
-    q: &Queue,
-    b: &Buffer,
-    rect: &RectCopy,
-    src: HostPtr,
-    wait: &[&Event],
-) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: as in `enqueue_read_rect`; the host side is the source here.
-    event(unsafe {
-        cq::enqueue_write_buffer_rect(
-            q.cl.get(),
-            mem(b),
-            CL_FALSE,
-            rect.dst.origin.as_ptr(),
-            rect.src.origin.as_ptr(),
-            rect.extent.as_ptr(),
-            rect.dst.row_pitch,
-            rect.dst.slice_pitch,
-            rect.src.row_pitch,
-            rect.src.slice_pitch,
-            src.as_ptr().cast(),
-            n,
-            w,
-        )
-    })
-}
-
-/// The pattern repeated to fill at most `cap` bytes (a whole number of
-/// repetitions, at least one).
-pub(crate) fn repeat_pattern(pattern: &[u8], size: usize, cap: usize) -> Vec<u8> {
-    let reps = (cap / pattern.len()).clamp(1, size / pattern.len());
-    pattern.repeat(reps)
-}
-
-/// Bytes of the pattern seed for fills whose pattern OpenCL cannot take.
-const FILL_SEED: usize = 64 * 1024;
-
-/// Fills a buffer range. Powers of two up to 128 bytes go to
-/// `clEnqueueFillBuffer`; other lengths (`FILL_ANY_PATTERN`) are built from
-/// a seed buffer holding whole repetitions, copied in, then doubled in place
-/// with non-overlapping `clEnqueueCopyBuffer`s on the same in-order queue.
-pub(crate) fn enqueue_fill(
-    q: &Queue,
-    b: &Buffer,
-    offset: usize,
-    size: usize,
-    pattern: &[u8],
-    wait: &[&Event],
-) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    if pattern.len().is_power_of_two() {
-        // SAFETY: range and pattern were checked by the dyn layer; OpenCL
-        // copies the pattern before the call returns.
-        return event(unsafe {
-            cq::enqueue_fill_buffer(
-                q.cl.get(),
-                mem(b),
-                pattern.as_ptr().cast(),
-                pattern.len(),
-                offset,
-                size,
-                n,
-                w,
-            )
-        });
-    }
-    let seed = repeat_pattern(pattern, size, FILL_SEED);
-    // SAFETY: COPY_HOST_PTR reads `seed` during the call only.
-    let raw = check(unsafe {
-        clmem::create_buffer(
-            check3(q.cl.context())?,
-            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-            seed.len(),
-            seed.as_ptr() as *mut c_void,
-        )
-    })?;
-    let tmp = ClBuffer::<u8>::new(raw);
-    // SAFETY: `seed.len() <= size`, inside the checked range; the temporary
-    // buffer stays alive in OpenCL until the copy using it completes.
-    let mut last =
-        event(unsafe { cq::enqueue_copy_buffer(q.cl.get(), tmp.get(), mem(b), 0, offset, seed.len(), n, w) })?;
-    let mut done = seed.len();
-    while done < size {
-        let len = done.min(size - done);
-        // SAFETY: `[offset, offset + done)` and `[offset + done, offset +
-        // done + len)` are disjoint and inside the checked range; the
-        // in-order queue runs the copies after the ones before.
-        last = event(unsafe {
-            cq::enqueue_copy_buffer(q.cl.get(), mem(b), mem(b), offset, offset + done, len, 0, ptr::null())
-        })?;
-        done += len;
-    }
-    Ok(last)
-}
-
-pub(crate) fn enqueue_map(
-    q: &Queue,
-    b: &Buffer,
-    flags: MapFlags,
-    offset: usize,
-    size: usize,
-    wait: &[&Event],
-) -> Result<(Event, HostPtr)> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    let mut out: cl_mem = ptr::null_mut();
-    // SAFETY: range checked by the dyn layer; the mapped pointer is written
-    // into `out` before the call returns.
-    let ev = event(unsafe {
-        cq::enqueue_map_buffer(
-            q.cl.get(),
-            mem(b),
-            CL_FALSE as cl_bool,
-            conv::map_flags(flags),
-            offset,
-            size,
-            &mut out,
-            n,
-            w,
-        )
-    })?;
-    if out.is_null() {
-        return Err(Error::CommandFailed("clEnqueueMapBuffer returned no pointer".into()));
-    }
-    // SAFETY: OpenCL keeps the mapped region valid until it is unmapped, and
-    // the caller may use it only after the map event completes.
-    Ok((ev, unsafe { HostPtr::new(out.cast(), size) }))
-}
-
-pub(crate) fn enqueue_unmap(q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: the dyn layer checked that `mapped` is a live mapping of `b`.
-    event(unsafe { cq::enqueue_unmap_mem_object(q.cl.get(), mem(b), mapped.as_ptr().cast(), n, w) })
-}
-
 pub(crate) fn enqueue_barrier(q: &Queue, wait: &[&Event]) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: the wait list holds live events of the queue's context.
-    event(unsafe { cq::enqueue_barrier_with_wait_list(q.cl.get(), n, w) })
-}
-
-/// A marker: completes when everything before it on the queue (and `wait`) has.
-pub(crate) fn enqueue_marker(q: &Queue, wait: &[&Event]) -> Result<Event> {
-    let ids = wait_ids(wait);
-    let (n, w) = wl(&ids);
-    // SAFETY: as in `enqueue_barrier`.
-    event(unsafe { cq::enqueue_marker_with_wait_list(q.cl.get(), n, w) })
+    submit(q, wait, |q, n, w| {
+        // SAFETY: the wait list holds live events of the queue's context.
+        raw_event(unsafe { cq::enqueue_barrier_with_wait_list(q, n, w) })
+    })
 }
 
 #[cfg(test)]
@@ -404,12 +278,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_is_whole_repetitions_within_bounds() {
-        let s = repeat_pattern(&[1, 2, 3], 30, 8);
-        assert_eq!(s, vec![1, 2, 3, 1, 2, 3]);
-        let s = repeat_pattern(&[1, 2, 3], 6, 1 << 20);
-        assert_eq!(s.len(), 6);
-        let s = repeat_pattern(&[9; 5], 5, 2);
-        assert_eq!(s.len(), 5, "at least one repetition");
+    fn completion_propagates_along_queue_order_and_wait_edges() {
+        let (a, b, c) = (
+            Arc::<Progress>::default(),
+            Arc::<Progress>::default(),
+            Arc::<Progress>::default(),
+        );
+        // b#2 waited on a#5; c#1 waited on b#1.
+        b.deps.lock().push((2, a.clone(), 5));
+        c.deps.lock().push((1, b.clone(), 1));
+        mark_done(&c, 1);
+        assert_eq!(b.done.load(Ordering::Relaxed), 1);
+        assert_eq!(a.done.load(Ordering::Relaxed), 0, "b#1 did not wait on a");
+        assert_eq!(b.deps.lock().len(), 1, "the edge of b#2 stays");
+        mark_done(&b, 3);
+        assert_eq!(a.done.load(Ordering::Relaxed), 5);
+        assert!(b.deps.lock().is_empty());
+        // Knowing less never lowers what is known.
+        mark_done(&b, 1);
+        assert_eq!(b.done.load(Ordering::Relaxed), 3);
     }
 }

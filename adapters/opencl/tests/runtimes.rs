@@ -290,3 +290,87 @@ fn build_failure_carries_the_log() {
         other => panic!("expected a build error, got {other:?}"),
     }
 }
+
+#[test]
+fn cross_queue_wait_and_status_after_finish() {
+    // rusticl 22.3 deadlocks on a wait list naming an unflushed queue's
+    // event, and reports CL_QUEUED for finished events until waited on.
+    let Some(rt) = runtime("cross_queue") else { return };
+    for d in rt.all_devices() {
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q1 = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let q2 = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let n = 1 << 20;
+        let data = pattern(n, 11);
+        let a = rt.create_buffer(ctx, &BufferDesc::new(n), None).unwrap();
+        let b = rt.create_buffer(ctx, &BufferDesc::new(n), None).unwrap();
+        for _ in 0..20 {
+            // SAFETY: `data` outlives the write, waited for below.
+            let src = unsafe { ur_api::HostPtr::new(data.as_ptr().cast_mut(), n) };
+            let w = rt.enqueue_write(q1, a, 0, src, &[]).unwrap();
+            let c = rt.enqueue_copy(q2, a, 0, b, 0, n, &[w]).unwrap();
+            let m = rt.enqueue_barrier(q2, &[]).unwrap();
+            rt.wait(&[m]).unwrap();
+            for e in [w, c, m] {
+                assert_eq!(rt.event_status(e).unwrap(), ur_api::EventStatus::Complete);
+                rt.release_event(e).unwrap();
+            }
+            // SAFETY: as above.
+            let src = unsafe { ur_api::HostPtr::new(data.as_ptr().cast_mut(), n) };
+            let w = rt.enqueue_write(q1, a, 0, src, &[]).unwrap();
+            rt.flush(q1).unwrap();
+            rt.finish(q1).unwrap();
+            assert_eq!(rt.event_status(w).unwrap(), ur_api::EventStatus::Complete);
+            rt.release_event(w).unwrap();
+        }
+        let mut back = vec![0u8; n];
+        rt.read(q2, b, 0, &mut back).unwrap();
+        assert!(back == data);
+    }
+}
+
+#[test]
+fn odd_slice_pitches_and_over_aligned_usm() {
+    let Some(rt) = runtime("odd_pitches") else { return };
+    for d in rt.all_devices() {
+        let info = rt.device_info(d).unwrap();
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        // A 3-D read whose buffer slice pitch (37) is not a multiple of its row pitch (8).
+        let src = pattern(256, 5);
+        let buf = rt.create_buffer_with_data(ctx, &BufferDesc::new(256), &src).unwrap();
+        let rect = RectCopy {
+            src: RectSide {
+                origin: [1, 1, 1],
+                row_pitch: 8,
+                slice_pitch: 37,
+            },
+            dst: RectSide::default(),
+            extent: [3, 2, 3],
+        };
+        let mut got = vec![0u8; 18];
+        rt.read_rect(q, buf, &rect, &mut got).unwrap();
+        let mut want = Vec::new();
+        for z in 0..3 {
+            for y in 0..2 {
+                let s = (1 + z) * 37 + (1 + y) * 8 + 1;
+                want.extend_from_slice(&src[s..s + 3]);
+            }
+        }
+        assert_eq!(got, want);
+
+        if info.usm.contains(ur_api::UsmCaps::DEVICE) {
+            for align in [256usize, 4096, 65536] {
+                let p = rt
+                    .usm_alloc(ctx, &UsmDesc::new(UsmKind::Device, 100).on(d).aligned(align))
+                    .unwrap();
+                assert_eq!(p.0 % align as u64, 0);
+                rt.usm_write(q, p, &src[..100]).unwrap();
+                let mut back = vec![0u8; 100];
+                rt.usm_read(q, p, &mut back).unwrap();
+                assert_eq!(back, src[..100]);
+                rt.usm_free(ctx, p).unwrap();
+            }
+        }
+    }
+}
