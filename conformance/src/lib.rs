@@ -38,6 +38,7 @@
 
 pub mod env;
 pub mod expectations;
+pub mod isolate;
 pub mod kernels;
 pub mod report;
 pub mod runner;

@@ -3,14 +3,14 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use ur_api::Runtime;
 
 use crate::expectations::Expectations;
 use crate::{DeviceEnv, DeviceTarget, TestCase, TestError, TestResult};
 
 /// The final status of one test on one device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Passed.
@@ -36,7 +36,7 @@ impl Status {
 }
 
 /// One result: a test on a device.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TestRecord {
     /// `[backend/device#N] group::name`.
     pub test: String,

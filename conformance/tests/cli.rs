@@ -75,3 +75,32 @@ fn bad_selector_is_an_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("vulkan"));
 }
+
+#[test]
+fn isolate_survives_a_dying_test() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ur-cts"))
+        .args([
+            "--isolate",
+            "--format",
+            "json",
+            "--devices",
+            "native:*",
+            "--filter",
+            "queue::",
+        ])
+        .env("UR_CTS_SELFTEST_ABORT", "queue::in_order_execution")
+        .output()
+        .expect("ur-cts runs");
+    assert_eq!(out.status.code(), Some(1), "a died test fails the run");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let results = v["results"].as_array().unwrap();
+    let plain = cts(&["--list", "--devices", "native:*", "--filter", "queue::"]);
+    assert_eq!(results.len(), String::from_utf8(plain.stdout).unwrap().lines().count());
+    for r in results {
+        let died = r["test"].as_str().unwrap().ends_with("queue::in_order_execution");
+        assert_eq!(r["status"], if died { "fail" } else { "pass" }, "{r}");
+        if died {
+            assert!(r["reason"].as_str().unwrap().contains("process died"));
+        }
+    }
+}
