@@ -105,13 +105,12 @@ pub struct CudaEvent {
 impl Drop for CudaEvent {
     fn drop(&mut self) {
         if !self.keep.is_empty() {
-            // SAFETY: the event is alive; waiting makes sure the kept memory
-            // is no longer used when it is dropped below.
-            if let Err(e) = self
-                .dev
-                .bind()
-                .and_then(|()| check(unsafe { sys::cuEventSynchronize(self.end.0) }))
-            {
+            let waited = self.dev.bind().and_then(|()| {
+                // SAFETY: the event is alive; waiting makes sure the kept
+                // memory is no longer used when it is dropped after this.
+                check(unsafe { sys::cuEventSynchronize(self.end.0) })
+            });
+            if let Err(e) = waited {
                 tracing::warn!(error = %e, "waiting for a command before freeing its staging failed");
             }
         }
@@ -299,28 +298,11 @@ fn copy_any(s: sys::CUstream, dst: Side<'_>, src: Side<'_>, len: usize) -> Resul
     }
 }
 
-fn fill_2d_side(m: &mut sys::CUDA_MEMCPY2D, side: Side<'_>, pitch: usize, is_src: bool) {
-    match (side, is_src) {
-        (Side::Device(p, _), true) => {
-            m.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            m.srcDevice = p;
-            m.srcPitch = pitch;
-        }
-        (Side::Host(h), true) => {
-            m.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            m.srcHost = h.cast_const().cast();
-            m.srcPitch = pitch;
-        }
-        (Side::Device(p, _), false) => {
-            m.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            m.dstDevice = p;
-            m.dstPitch = pitch;
-        }
-        (Side::Host(h), false) => {
-            m.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            m.dstHost = h.cast();
-            m.dstPitch = pitch;
-        }
+/// The memory type, host pointer and device pointer of one 2-D copy side.
+fn side_parts(side: Side<'_>) -> (sys::CUmemorytype, *mut u8, sys::CUdeviceptr) {
+    match side {
+        Side::Device(p, _) => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), p),
+        Side::Host(h) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, h, 0),
     }
 }
 
@@ -353,13 +335,26 @@ pub(crate) fn copy_rect_sides(
     for z in 0..d {
         let so = rect.src.start() + z * rect.src.slice_pitch;
         let dof = rect.dst.start() + z * rect.dst.slice_pitch;
-        // SAFETY: CUDA_MEMCPY2D is plain data; zero is a valid "unused" value
-        // for every field.
-        let mut m: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-        fill_2d_side(&mut m, src.at(so), rect.src.row_pitch, true);
-        fill_2d_side(&mut m, dst.at(dof), rect.dst.row_pitch, false);
-        m.WidthInBytes = w;
-        m.Height = h;
+        let (src_type, src_host, src_dev) = side_parts(src.at(so));
+        let (dst_type, dst_host, dst_dev) = side_parts(dst.at(dof));
+        let m = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: src_type,
+            srcHost: src_host.cast_const().cast(),
+            srcDevice: src_dev,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: rect.src.row_pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: dst_type,
+            dstHost: dst_host.cast(),
+            dstDevice: dst_dev,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: rect.dst.row_pitch,
+            WidthInBytes: w,
+            Height: h,
+        };
         // SAFETY: the dyn layer checked both boxes lie inside their objects.
         check(unsafe { sys::cuMemcpy2DAsync_v2(&m, s) })?;
     }

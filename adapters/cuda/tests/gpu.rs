@@ -311,10 +311,8 @@ fn usm_kinds() -> TestResult {
     let ev = e(rt.enqueue_usm_copy(env.q, MemRef::Usm(h), MemRef::Usm(d), 4096, &[]))?;
     e(rt.complete(ev))?;
     // SAFETY: host USM, copy complete.
-    ensure(
-        unsafe { std::slice::from_raw_parts(h.0 as *const u8, 4096) } == &data[..4096],
-        "device to host USM",
-    )?;
+    let seen = unsafe { std::slice::from_raw_parts(h.0 as *const u8, 4096) };
+    ensure(seen == &data[..4096], "device to host USM")?;
     e(rt.usm_free(env.ctx, d))?;
     e(rt.usm_free(env.ctx, h))?;
     Ok(())
@@ -336,12 +334,8 @@ fn shared_usm_advice_and_guard() -> TestResult {
     let ev = e(rt.enqueue_usm_prefetch(env.q, p, n, &[]))?;
     e(rt.complete(ev))?;
     // SAFETY: shared memory, queue idle.
-    ensure(
-        unsafe { std::slice::from_raw_parts(p.0 as *const u8, n) }
-            .iter()
-            .all(|&b| b == 7),
-        "shared fill",
-    )?;
+    let seen = unsafe { std::slice::from_raw_parts(p.0 as *const u8, n) };
+    ensure(seen.iter().all(|&b| b == 7), "shared fill")?;
     e(rt.usm_free(env.ctx, p))?;
     // Advice and prefetch on device memory are accepted no-ops.
     let d = e(rt.usm_alloc(env.ctx, &UsmDesc::new(UsmKind::Device, 4096).on(env.dev)))?;
