@@ -116,6 +116,7 @@ fn evict_slot(inner: &Inner, res: &mut Residency, place: usize) -> bool {
             }
         }
     }
+    res.evictions += 1;
     if let Some(slot) = res.slots[place].take() {
         if let Mem::Device(b) = slot.mem {
             if let Err(e) = inner.rt.release_buffer(b) {

@@ -48,14 +48,23 @@ pub(crate) fn run_access(
         );
         tracing::trace!(plan = %plan.explain(), "running");
         let now = inner.tick();
+        let generation = res.evictions;
         let mut failed = None;
+        let mut stale_plan = false;
         for step in &plan.steps {
             if let Err(e) = run_step(inner, res, step) {
                 failed = Some((e, step));
                 break;
             }
+            if res.evictions != generation {
+                // Making room evicted one of this buffer's own allocations
+                // (its bytes were written back first): plan again.
+                stale_plan = true;
+                break;
+            }
         }
         match failed {
+            None if stale_plan => continue,
             None => {}
             Some((e @ MmError::CopyFailed { .. }, Step::Copy { from, to, .. })) if matches!(&e, MmError::CopyFailed { source, .. } if **source == Error::DeviceLost) =>
             {

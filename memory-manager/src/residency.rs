@@ -60,6 +60,9 @@ pub(crate) struct Residency {
     pub slots: Vec<Option<Slot>>,
     /// Set once released; later lookups fail.
     pub released: bool,
+    /// Bumped whenever one of this buffer's allocations is evicted (a
+    /// running plan that may use it must be recomputed).
+    pub evictions: u64,
 }
 
 impl Residency {
@@ -69,6 +72,7 @@ impl Residency {
             size,
             slots: (0..places).map(|_| None).collect(),
             released: false,
+            evictions: 0,
         }
     }
 

@@ -201,3 +201,38 @@ fn eviction_spans_contexts_of_one_device() {
     mm.read(a, 0, &mut back).unwrap();
     assert_eq!(back, pattern(2));
 }
+
+#[test]
+fn evicting_a_source_of_the_running_plan_replans() {
+    // One device in two contexts, room for one allocation: reading at the
+    // second context must evict the buffer's own copy at the first (after
+    // writing it back), then take the bytes from the host instead.
+    let sim = ur_sim::SimAdapter::new(Topology::single_device());
+    let faults = sim.faults();
+    let mut rt = ur_api::Runtime::new();
+    rt.add(sim).unwrap();
+    let d = rt.all_devices()[0];
+    let (c0, c1) = (rt.create_context(&[d]).unwrap(), rt.create_context(&[d]).unwrap());
+    let rt = std::sync::Arc::new(rt);
+    let mm = ur_memory_manager::MemoryManager::with_config(
+        rt.clone(),
+        &[Location::new(c0, d), Location::new(c1, d)],
+        config(),
+    )
+    .unwrap();
+    faults.cap_memory("sim0", N as u64 + 100).unwrap();
+    let (p0, p1) = (mm.places()[1], mm.places()[2]);
+    let a = mm.create_buffer(N).unwrap();
+    {
+        let g = mm.acquire(a, p0, Access::DiscardWrite, 0..N).unwrap();
+        rt.write(g.queue().unwrap(), g.buffer().unwrap(), 0, &pattern(5))
+            .unwrap();
+    }
+    let g = mm.acquire(a, p1, Access::Read, 0..N).unwrap();
+    let mut back = vec![0u8; N];
+    rt.read(g.queue().unwrap(), g.buffer().unwrap(), 0, &mut back).unwrap();
+    assert_eq!(back, pattern(5));
+    drop(g);
+    let st = mm.stats();
+    assert_eq!((st.evictions, st.written_back), (1, N as u64));
+}

@@ -8,13 +8,14 @@ use ur_memory_manager::{Config, MemoryManager};
 use ur_sim::{DeviceSpec, PairRule, SimAdapter, SimFaults, SimLinks, Topology};
 
 /// The scenarios every plan snapshot and the random workload run on.
-pub const SCENARIOS: [&str; 7] = [
+pub const SCENARIOS: [&str; 8] = [
     "single_device",
     "peer_pair_one_context",
     "two_contexts",
     "three_platforms",
     "asymmetric_pair",
     "unified_pair",
+    "one_device_two_contexts",
     "host_only",
 ];
 
@@ -44,7 +45,7 @@ fn unified_pair() -> Topology {
 /// (no device place at all).
 pub fn setup(name: &str, config: Config) -> Setup {
     let topo = match name {
-        "single_device" | "host_only" => Topology::single_device(),
+        "single_device" | "host_only" | "one_device_two_contexts" => Topology::single_device(),
         "peer_pair_one_context" => Topology::two_devices_peer(),
         "two_contexts" => Topology::two_platforms(),
         "three_platforms" => Topology::three_platforms_mixed(),
@@ -52,10 +53,11 @@ pub fn setup(name: &str, config: Config) -> Setup {
         "unified_pair" => unified_pair(),
         other => panic!("unknown scenario {other}"),
     };
-    setup_topology(topo, name == "host_only", config)
+    setup_topology(topo, name == "host_only", name == "one_device_two_contexts", config)
 }
 
-pub fn setup_topology(topo: Topology, host_only: bool, config: Config) -> Setup {
+/// `twice`: two contexts over each platform's devices instead of one.
+pub fn setup_topology(topo: Topology, host_only: bool, twice: bool, config: Config) -> Setup {
     let sim = SimAdapter::new(topo);
     let faults = sim.faults();
     let links = sim.links();
@@ -66,10 +68,12 @@ pub fn setup_topology(topo: Topology, host_only: bool, config: Config) -> Setup 
     if !host_only {
         for p in rt.platforms() {
             let devs: Vec<DeviceId> = rt.devices(p).expect("devices");
-            let ctx = rt.create_context(&devs).expect("context");
-            for d in devs {
-                locations.push(Location::new(ctx, d));
-                device_names.push(rt.device_info(d).expect("info").name);
+            for _ in 0..if twice { 2 } else { 1 } {
+                let ctx = rt.create_context(&devs).expect("context");
+                for &d in &devs {
+                    locations.push(Location::new(ctx, d));
+                    device_names.push(rt.device_info(d).expect("info").name);
+                }
             }
         }
     }
