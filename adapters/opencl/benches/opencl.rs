@@ -12,8 +12,20 @@
 //! over direct: what the adapter alone adds). With no OpenCL device it
 //! prints why on stderr and no row.
 //!
-//! `opencl.migratable_over_direct` and `opencl.staged_over_naive` need the
-//! memory manager's routing API and are not measured here yet.
+//! Two more rows move data between devices through the memory manager,
+//! compared with doing the same by hand with `opencl3` (medians over
+//! interleaved rounds, milliseconds per transfer of `XFER` bytes):
+//!
+//! - `opencl.migratable_over_direct`: PoCL device 0 -> device 1 of one
+//!   context (the manager's route: one adapter copy) over a direct
+//!   `clEnqueueCopyBuffer` + wait.
+//! - `opencl.staged_over_naive`: PoCL device 0 -> rusticl (another
+//!   platform; the manager's route: chunks through a pinned staging ring)
+//!   over a naive blocking read of the whole buffer to host memory followed
+//!   by a blocking write to rusticl.
+//!
+//! They need PoCL's two devices and a second platform; otherwise they are
+//! skipped with the reason on stderr.
 
 use std::ptr;
 use std::time::Instant;
@@ -57,6 +69,11 @@ type BoxErr = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), BoxErr> {
     env_defaults();
+    dispatch()?;
+    transfers()
+}
+
+fn dispatch() -> Result<(), BoxErr> {
     let Some(device) = first_device() else {
         eprintln!("opencl bench skipped: no OpenCL device on this machine");
         return Ok(());
@@ -160,6 +177,160 @@ fn main() -> Result<(), BoxErr> {
     println!(
         "BENCH_ROW {{\"name\":\"opencl.adapter_over_direct\",\"value\":{s:.1},\"unit\":\"ns\",\"baseline_name\":\"opencl.direct\",\"baseline_value\":{d:.1},\"ratio\":{:.3}}}",
         s / d
+    );
+    Ok(())
+}
+
+const XFER: usize = 32 << 20;
+const XFER_ROUNDS: usize = 15;
+
+fn row(name: &str, value: f64, base_name: &str, base: f64) {
+    println!(
+        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.3},\"unit\":\"ms\",\"baseline_name\":\"{base_name}\",\"baseline_value\":{base:.3},\"ratio\":{:.3}}}",
+        value / base
+    );
+}
+
+/// PoCL's two devices and another platform's first device, by `opencl3`.
+fn cl_devices() -> Option<(
+    opencl3::types::cl_device_id,
+    opencl3::types::cl_device_id,
+    opencl3::types::cl_device_id,
+)> {
+    let lists: Vec<Vec<opencl3::types::cl_device_id>> = opencl3::platform::get_platforms()
+        .ok()?
+        .iter()
+        .filter_map(|p| p.get_devices(CL_DEVICE_TYPE_ALL).ok().filter(|d| !d.is_empty()))
+        .collect();
+    let pocl = lists.iter().position(|d| d.len() >= 2)?;
+    let other = lists.iter().enumerate().find(|(i, _)| *i != pocl)?.1[0];
+    Some((lists[pocl][0], lists[pocl][1], other))
+}
+
+fn queue_on(ctx: &Context, device: opencl3::types::cl_device_id) -> Result<CommandQueue, BoxErr> {
+    let props: [cl_queue_properties; 3] = [CL_QUEUE_PROPERTIES as cl_queue_properties, 0, 0];
+    // SAFETY: the device is the context's; the property list is zero-terminated.
+    let raw =
+        unsafe { opencl3::command_queue::create_command_queue_with_properties(ctx.get(), device, props.as_ptr()) }
+            .map_err(opencl3::error_codes::ClError)?;
+    Ok(CommandQueue::new(raw, 3))
+}
+
+fn cl_buffer(ctx: &Context) -> Result<Buffer<u8>, BoxErr> {
+    // SAFETY: a plain read-write buffer without host memory.
+    Ok(unsafe { Buffer::<u8>::create(ctx, CL_MEM_READ_WRITE, XFER, ptr::null_mut())? })
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn transfers() -> Result<(), BoxErr> {
+    use std::sync::Arc;
+    use ur_api::{DeviceId, Location};
+    use ur_memory_manager::{Access, Config, MemoryManager, Place};
+
+    let Some((c0, c1, cr)) = cl_devices() else {
+        eprintln!("opencl transfer rows skipped: need a platform with two devices (PoCL) and a second platform");
+        return Ok(());
+    };
+    // Direct paths.
+    let pctx = Context::from_devices(&[c0, c1], &[], None, ptr::null_mut())?;
+    let rctx = Context::from_devices(&[cr], &[], None, ptr::null_mut())?;
+    let (q0, q1, qr) = (queue_on(&pctx, c0)?, queue_on(&pctx, c1)?, queue_on(&rctx, cr)?);
+    let (mut a, mut b, mut r) = (cl_buffer(&pctx)?, cl_buffer(&pctx)?, cl_buffer(&rctx)?);
+    let data = vec![0x3Cu8; XFER];
+    let mut host = vec![0u8; XFER];
+    // SAFETY: blocking writes of `data` into buffers of XFER bytes.
+    unsafe {
+        q0.enqueue_write_buffer(&mut a, opencl3::types::CL_BLOCKING, 0, &data, &[])?;
+        qr.enqueue_write_buffer(&mut r, opencl3::types::CL_BLOCKING, 0, &data, &[])?;
+    }
+    let mut direct_copy = || -> Result<f64, BoxErr> {
+        let t = Instant::now();
+        // SAFETY: two live buffers of XFER bytes of the queue's context.
+        let e = unsafe { q1.enqueue_copy_buffer(&a, &mut b, 0, 0, XFER, &[])? };
+        e.wait()?;
+        Ok(ms(t))
+    };
+    let mut naive_staged = || -> Result<f64, BoxErr> {
+        let t = Instant::now();
+        // SAFETY: blocking read into / write from `host`, XFER bytes.
+        unsafe {
+            q0.enqueue_read_buffer(&a, opencl3::types::CL_BLOCKING, 0, &mut host, &[])?;
+            qr.enqueue_write_buffer(&mut r, opencl3::types::CL_BLOCKING, 0, &host, &[])?;
+        }
+        Ok(ms(t))
+    };
+
+    // Through the memory manager.
+    let mut rt = Runtime::new();
+    rt.add(ur_opencl::OpenClAdapter::new())?;
+    let lists: Vec<Vec<DeviceId>> = rt
+        .platforms()
+        .into_iter()
+        .map(|p| rt.devices(p))
+        .collect::<Result<_, _>>()?;
+    let pocl = lists
+        .iter()
+        .find(|d| d.len() >= 2)
+        .ok_or("no two-device platform")?
+        .clone();
+    let other = lists
+        .iter()
+        .find(|d| !d.contains(&pocl[0]))
+        .ok_or("no second platform")?[0];
+    let cp = rt.create_context(&[pocl[0], pocl[1]])?;
+    let cr2 = rt.create_context(&[other])?;
+    let (l0, l1, l2) = (
+        Location::new(cp, pocl[0]),
+        Location::new(cp, pocl[1]),
+        Location::new(cr2, other),
+    );
+    let config = Config {
+        measure_routes: false,
+        ..Config::default()
+    };
+    let mm = MemoryManager::with_config(Arc::new(rt), &[l0, l1, l2], config)?;
+    let buf = mm.create_buffer(XFER)?;
+    mm.write(buf, 0, &data)?;
+    drop(mm.acquire(buf, Place::Device(l0), Access::Read, 0..XFER)?);
+    let via_mm = |to: Location| -> Result<f64, BoxErr> {
+        // Make device 0 the only current copy, then time bringing it to `to`.
+        drop(mm.acquire(buf, Place::Device(l0), Access::Write, 0..XFER)?);
+        let t = Instant::now();
+        drop(mm.acquire(buf, Place::Device(to), Access::Read, 0..XFER)?);
+        Ok(ms(t))
+    };
+
+    let (mut mig, mut dir, mut stg, mut nai) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..XFER_ROUNDS + 1 {
+        let (m, d, s, n) = if round % 2 == 0 {
+            (via_mm(l1)?, direct_copy()?, via_mm(l2)?, naive_staged()?)
+        } else {
+            let d = direct_copy()?;
+            let m = via_mm(l1)?;
+            let n = naive_staged()?;
+            (m, d, via_mm(l2)?, n)
+        };
+        if round > 0 {
+            mig.push(m);
+            dir.push(d);
+            stg.push(s);
+            nai.push(n);
+        }
+    }
+    row(
+        "opencl.migratable_over_direct",
+        median(mig),
+        "opencl.direct_copy",
+        median(dir),
+    );
+    row(
+        "opencl.staged_over_naive",
+        median(stg),
+        "opencl.naive_host_roundtrip",
+        median(nai),
     );
     Ok(())
 }
