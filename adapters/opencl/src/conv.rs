@@ -18,9 +18,9 @@ use opencl3::types::{cl_device_svm_capabilities, cl_device_type, cl_int, cl_map_
 use ur_api::{Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, RectCopy, RectSide, UsmCaps};
 
 /// Error codes of the run-time loader (cl3's `dynamic` feature), not of OpenCL.
-pub(crate) const LOADER_LIBRARY_MISSING: cl_int = ec::DLOPEN_RUNTIME_LOAD_FAILED;
+pub const LOADER_LIBRARY_MISSING: cl_int = ec::DLOPEN_RUNTIME_LOAD_FAILED;
 /// A function the loaded library does not export.
-pub(crate) const LOADER_FUNCTION_MISSING: cl_int = ec::DLOPEN_FUNCTION_NOT_AVAILABLE;
+pub const LOADER_FUNCTION_MISSING: cl_int = ec::DLOPEN_FUNCTION_NOT_AVAILABLE;
 
 /// The API error for an OpenCL (or loader) error code.
 ///

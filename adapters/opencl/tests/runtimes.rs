@@ -374,3 +374,76 @@ fn odd_slice_pitches_and_over_aligned_usm() {
         }
     }
 }
+
+/// The ICD loader's real path, if it is installed.
+fn loader_path() -> Option<std::path::PathBuf> {
+    [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/lib/x86_64-linux-gnu",
+    ]
+    .iter()
+    .map(|d| std::path::Path::new(d).join("libOpenCL.so.1"))
+    .find(|p| p.exists())
+    .and_then(|p| p.canonicalize().ok())
+}
+
+#[test]
+fn missing_library_means_zero_platforms_not_a_panic() {
+    const MARK: &str = "UR_OPENCL_TEST_NO_LIBRARY";
+    let check_here = || {
+        // opencl3 itself answers an error code (the loader's), not a panic...
+        let raw = opencl3::platform::get_platforms();
+        assert!(
+            matches!(raw, Err(ref e) if e.0 == ur_opencl::conv::LOADER_LIBRARY_MISSING),
+            "{raw:?}"
+        );
+        // ...which the adapter turns into zero platforms.
+        let mut rt = ur_api::Runtime::new();
+        rt.add(ur_opencl::OpenClAdapter::new())
+            .expect("a missing library is not an init failure");
+        assert!(rt.all_devices().is_empty() && rt.platforms().is_empty());
+    };
+    if std::env::var_os(MARK).is_some() {
+        return check_here();
+    }
+    let Some(lib) = loader_path() else {
+        // Really missing on this machine: check it in this process.
+        return check_here();
+    };
+    // Hide the library from a child process: a private mount namespace with
+    // /dev/null bound over it (needs root and unshare; skip otherwise).
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "mount --bind /dev/null '{}' && exec '{}' --exact missing_library_means_zero_platforms_not_a_panic --nocapture",
+        lib.display(),
+        exe.display()
+    );
+    let out = match std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .env(MARK, "1")
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("SKIP missing_library: cannot run unshare ({e})");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !stdout.contains("running 1 test") {
+        eprintln!(
+            "SKIP missing_library: cannot hide {} (unshare/mount refused: {})",
+            lib.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "child: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
