@@ -50,11 +50,15 @@ pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> Evic
     }
     let others: Vec<crate::manager::Shared> = inner.buffers.lock().values().cloned().collect();
     for other in others {
+        // The caller holds `me`'s lock: skip it rather than count it busy.
+        if std::ptr::eq(other.data_ptr().cast_const(), &*me) {
+            continue;
+        }
         let Some(g) = other.try_lock() else {
             busy = true;
             continue;
         };
-        if g.released || std::ptr::eq(&*g, me) {
+        if g.released {
             continue;
         }
         for &p in &on_device {

@@ -288,8 +288,12 @@ impl fmt::Debug for MemoryManager {
 }
 
 /// An access in progress: where to find the bytes. While it lives, the
-/// allocation it names is never evicted.
-#[derive(Debug)]
+/// allocation it names is never evicted (and the manager stays alive).
+///
+/// The manager does not order accesses against each other: a write at
+/// another place while this guard lives makes these bytes stale. Callers
+/// order conflicting accesses of one range themselves (accesses to
+/// disjoint ranges of one buffer need no ordering).
 pub struct Acquired {
     place: Place,
     target: Place,
@@ -297,6 +301,19 @@ pub struct Acquired {
     queue: Option<QueueId>,
     range: Range<usize>,
     pin: Arc<AtomicUsize>,
+    _manager: Arc<Inner>,
+}
+
+impl fmt::Debug for Acquired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Acquired")
+            .field("place", &self.place)
+            .field("target", &self.target)
+            .field("buffer", &self.buffer)
+            .field("queue", &self.queue)
+            .field("range", &self.range)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Acquired {
@@ -592,6 +609,7 @@ impl MemoryManager {
             queue: self.inner.places[p].queue,
             range,
             pin: slot.pins.clone(),
+            _manager: self.inner.clone(),
         })
     }
 
