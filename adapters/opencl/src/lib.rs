@@ -26,8 +26,20 @@
 //! - **Fills of any pattern length** are honest: powers of two use
 //!   `clEnqueueFillBuffer`/`clEnqueueSVMMemFill`, other lengths a seed of
 //!   whole repetitions doubled in place with copies.
+//! - **Rect copies** go to `clEnqueue*BufferRect`; boxes whose slice pitch
+//!   is not a multiple of the row pitch (which OpenCL refuses) are split
+//!   into one 2-D box per slice.
+//! - **Events across queues work on every runtime**: the queue of a foreign
+//!   wait-list event is flushed if it was not (rusticl deadlocks otherwise),
+//!   and what is known complete (finish, waits, queue order, wait-list
+//!   edges) is tracked so a runtime that updates event status lazily
+//!   (rusticl 22.3) still reports `Complete` (see `queue.rs`).
 //! - Error codes map to [`ur_api::Error`] in one file of pure mappings,
 //!   [`conv`].
+//!
+//! On a machine without a GPU, `POCL_DEVICES="pthread pthread"` and
+//! `RUSTICL_ENABLE=swrast` give three devices over two platforms (PoCL,
+//! rusticl); the tests and benchmarks set these when they are unset.
 //!
 //! ```no_run
 //! use ur_api::{BufferDesc, QueueProps, Runtime};
