@@ -70,6 +70,12 @@ fn script(name: &str) -> String {
         step(&mut out, mm, b0, last, Access::DiscardWrite, 0..8 * KIB);
         step(&mut out, mm, b0, Place::Host, Access::Read, 0..16 * KIB);
     }
+    if devices.len() >= 2 {
+        // One range assembled from two devices and the host.
+        step(&mut out, mm, b0, devices[0], Access::DiscardWrite, 0..4 * KIB);
+        step(&mut out, mm, b0, devices[1], Access::DiscardWrite, 60 * KIB..64 * KIB);
+        step(&mut out, mm, b0, Place::Host, Access::Read, 0..64 * KIB);
+    }
     residency(&mut out, mm, b0);
     out.push('\n');
 
