@@ -33,27 +33,6 @@ impl KnownFailure {
 /// The known failures of the suite. Keep each entry's reason specific.
 pub const KNOWN_FAILURES: &[KnownFailure] = &[
     KnownFailure {
-        backend: Backend::OpenCl,
-        device: "pthread",
-        test: "usm::aligned_allocations",
-        reason: "PoCL's clSVMAlloc returns NULL for alignments above 128 bytes; the adapter reports \
-                 OutOfDeviceMemory instead of honouring (or refusing as Unsupported) the alignment",
-    },
-    KnownFailure {
-        backend: Backend::OpenCl,
-        device: "",
-        test: "rect::copy_rect_3d",
-        reason: "OpenCL rejects a slice pitch that is not a multiple of the row pitch (CL_INVALID_VALUE); \
-                 ur-api allows any slice pitch >= row pitch x height and the adapter passes it through",
-    },
-    KnownFailure {
-        backend: Backend::OpenCl,
-        device: "",
-        test: "rect::read_rect_3d",
-        reason: "OpenCL rejects a host slice pitch that is not a multiple of the row pitch \
-                 (CL_INVALID_VALUE); the adapter passes ur-api's looser rule through",
-    },
-    KnownFailure {
         backend: Backend::Cuda,
         device: "",
         test: "usm::aligned_allocations",
