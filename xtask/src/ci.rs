@@ -1,8 +1,24 @@
 //! `cargo xtask ci`: the checks CI runs, in order, failing fast.
 
-use std::time::Instant;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use crate::cmd::{cargo, human, run, step, with_backend_env, Result, OPENCL_ENV};
+
+/// The steps, in order: a name and the command it runs.
+fn steps() -> Vec<(&'static str, Command)> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    let mut test = cargo();
+    // Unit tests, the conformance suite on every present device, doctests.
+    with_backend_env(test.args(["test", "--workspace"]));
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", rustdocflags());
+    vec![("fmt", fmt), ("clippy", clippy), ("test", test), ("doc", doc)]
+}
 
 /// fmt, clippy, tests (unit, conformance, doctests), docs.
 pub fn ci() -> Result<()> {
@@ -13,18 +29,32 @@ pub fn ci() -> Result<()> {
             Err(_) => eprintln!("xtask: {key}={value:?} (default for the real OpenCL backends)"),
         }
     }
-    step("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
-    step("clippy", || {
-        run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
-    })?;
-    step("test", || run(with_backend_env(cargo().args(["test", "--workspace"]))))?;
-    step("doc", || {
-        run(cargo()
-            .args(["doc", "--workspace", "--no-deps"])
-            .env("RUSTDOCFLAGS", rustdocflags()))
-    })?;
+    let mut done: Vec<(&str, Duration, bool)> = Vec::new();
+    for (name, mut cmd) in steps() {
+        let t = Instant::now();
+        let outcome = step(name, || run(&mut cmd));
+        done.push((name, t.elapsed(), outcome.is_ok()));
+        if outcome.is_err() {
+            eprint!("{}", summary(&done));
+            return outcome;
+        }
+    }
+    eprint!("{}", summary(&done));
     eprintln!("xtask: ci passed in {}", human(start.elapsed()));
     Ok(())
+}
+
+/// One line per step run: name, outcome, duration.
+fn summary(done: &[(&str, Duration, bool)]) -> String {
+    let mut s = String::from("xtask: ci summary\n");
+    for (name, took, ok) in done {
+        s.push_str(&format!(
+            "  {name:<7} {:<6} {:>8}\n",
+            if *ok { "ok" } else { "FAILED" },
+            human(*took)
+        ));
+    }
+    s
 }
 
 /// `-D warnings` added to whatever RUSTDOCFLAGS the caller set.
@@ -32,5 +62,37 @@ fn rustdocflags() -> String {
     match std::env::var("RUSTDOCFLAGS") {
         Ok(v) if !v.trim().is_empty() => format!("{} -D warnings", v.trim()),
         _ => "-D warnings".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::display;
+
+    #[test]
+    fn steps_run_in_the_documented_order_with_the_backend_env_on_tests() {
+        let steps = steps();
+        let names: Vec<&str> = steps.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["fmt", "clippy", "test", "doc"]);
+        let test = display(&steps[2].1);
+        assert!(test.contains("test --workspace"), "{test}");
+        for (key, _) in OPENCL_ENV {
+            // Set by us, or left to the caller's environment.
+            assert!(test.contains(key) || std::env::var_os(key).is_some(), "{test}");
+        }
+        assert!(display(&steps[1].1).ends_with("clippy --workspace --all-targets -- -D warnings"));
+        assert!(display(&steps[3].1).contains("RUSTDOCFLAGS="));
+    }
+
+    #[test]
+    fn summary_marks_the_failed_step() {
+        let s = summary(&[
+            ("fmt", Duration::from_millis(900), true),
+            ("clippy", Duration::from_secs(61), false),
+        ]);
+        assert!(s.contains("fmt     ok"), "{s}");
+        assert!(s.contains("clippy  FAILED"), "{s}");
+        assert!(s.contains("1m01s"), "{s}");
     }
 }
