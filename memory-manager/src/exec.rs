@@ -23,10 +23,10 @@ pub(crate) fn run_access(
     place: usize,
     range: Range<usize>,
 ) -> Result<usize> {
-    if inner.is_lost(place) {
-        return Err(Error::DeviceLost.into());
-    }
     loop {
+        if inner.is_lost(place) {
+            return Err(Error::DeviceLost.into());
+        }
         let lost = inner.lost_flags();
         if access.reads_old_data() {
             let stranded = res.stranded(&lost, range.clone());
@@ -37,15 +37,8 @@ pub(crate) fn run_access(
                 });
             }
         }
-        let plan = route::plan_access(
-            inner,
-            &res.masked_view(&lost),
-            &res.name,
-            res.size,
-            access,
-            place,
-            range.clone(),
-        );
+        let view = res.masked_view(&lost);
+        let plan = route::plan_access(inner, &view, &res.name, res.size, access, place, range.clone());
         tracing::trace!(plan = %plan.explain(), "running");
         let now = inner.tick();
         let generation = res.evictions;
@@ -66,10 +59,14 @@ pub(crate) fn run_access(
         match failed {
             None if stale_plan => continue,
             None => {}
-            Some((e @ MmError::CopyFailed { .. }, Step::Copy { from, to, .. })) if matches!(&e, MmError::CopyFailed { source, .. } if **source == Error::DeviceLost) =>
-            {
-                // Learn which side is gone, then plan again around it.
-                if !inner.check_lost(*from) && !inner.check_lost(*to) {
+            Some((e, step)) if device_lost(&e) => {
+                // Learn which place is gone, then plan again around it.
+                let places = match step {
+                    Step::Allocate { place, .. } | Step::Zero { place, .. } => vec![*place],
+                    Step::Copy { from, to, .. } => vec![*from, *to],
+                };
+                let learned: Vec<bool> = places.into_iter().map(|p| inner.check_lost(p)).collect();
+                if !learned.contains(&true) {
                     return Err(e);
                 }
                 continue;
@@ -84,6 +81,15 @@ pub(crate) fn run_access(
             res.mark_valid(plan.target, range);
         }
         return Ok(plan.target);
+    }
+}
+
+/// True when the failure's cause is a lost device.
+fn device_lost(e: &MmError) -> bool {
+    match e {
+        MmError::CopyFailed { source, .. } => **source == Error::DeviceLost,
+        MmError::Runtime(inner) => *inner == Error::DeviceLost,
+        _ => false,
     }
 }
 
