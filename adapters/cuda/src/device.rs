@@ -175,6 +175,8 @@ pub(crate) struct DevInner {
     pub peers: Vec<sys::CUdevice>,
     pub driver_version: i32,
     pub siblings: Arc<Siblings>,
+    /// Timing-free events kept for reuse (creating one per command costs).
+    pub event_pool: Mutex<Vec<sys::CUevent>>,
 }
 
 // SAFETY: a CUcontext is a handle the driver lets any thread use; the
@@ -185,6 +187,13 @@ unsafe impl Sync for DevInner {}
 
 impl Drop for DevInner {
     fn drop(&mut self) {
+        let pooled = std::mem::take(&mut *self.event_pool.lock());
+        if !pooled.is_empty() && self.bind().is_ok() {
+            for ev in pooled {
+                // SAFETY: pooled events are owned by the pool and unused.
+                unsafe { sys::cuEventDestroy_v2(ev) };
+            }
+        }
         // SAFETY: the primary context was retained once for this object.
         if let Err(e) = check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.dev) }) {
             tracing::warn!(error = %e, "releasing a primary context failed");
@@ -339,6 +348,7 @@ pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
             peers,
             driver_version: p.driver_version,
             siblings: siblings.clone(),
+            event_pool: Mutex::new(Vec::new()),
         };
         out.push(CudaDevice(Arc::new(inner)));
     }

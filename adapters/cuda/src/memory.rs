@@ -178,34 +178,9 @@ impl Drop for UsmAlloc {
     }
 }
 
-/// The alignment each kind of allocation already has without padding.
-fn natural_align(kind: UsmKind) -> usize {
-    match kind {
-        UsmKind::Host => 4096,
-        UsmKind::Device | UsmKind::Shared => 256,
-    }
-}
-
-/// Allocates USM memory: device memory with `cuMemAlloc` on the named
-/// device; host memory with `cuMemHostAlloc` (portable, device-mapped: with
-/// unified addressing the same address works on host and devices); shared
-/// memory with `cuMemAllocManaged`, refused with `OutOfDeviceMemory` where
-/// the target device has less free memory than asked for (over-subscribing
-/// managed memory can hang the GPU). Alignments above the natural one are
-/// met by over-allocating.
-pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<UsmPtr> {
-    let dev = target(ctx, desc.device);
-    dev.bind()?;
-    let pad = if desc.align > natural_align(desc.kind) {
-        desc.align
-    } else {
-        0
-    };
-    let bytes = desc.size.checked_add(pad).ok_or(Error::InvalidSize {
-        what: "USM allocation",
-        size: desc.size,
-    })?;
-    let real: u64 = match desc.kind {
+/// One raw allocation of `kind` and `bytes` on `dev` (its context bound).
+fn raw_alloc(kind: UsmKind, bytes: usize) -> Result<u64> {
+    Ok(match kind {
         UsmKind::Device => {
             let mut p = 0;
             // SAFETY: valid out-pointer, the device's context is current.
@@ -240,16 +215,52 @@ pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<U
             check(unsafe { sys::cuMemAllocManaged(&mut p, bytes, flags) })?;
             p
         }
+    })
+}
+
+/// Frees an allocation no command has seen yet.
+fn raw_free(kind: UsmKind, real: u64) {
+    // SAFETY: `real` came from `raw_alloc` of `kind` and was never handed out.
+    let r = unsafe {
+        match kind {
+            UsmKind::Host => sys::cuMemFreeHost(real as *mut c_void),
+            UsmKind::Device | UsmKind::Shared => sys::cuMemFree_v2(real),
+        }
     };
+    if let Err(e) = check(r) {
+        tracing::warn!(error = %e, "freeing an unused allocation failed");
+    }
+}
+
+/// Allocates USM memory: device memory with `cuMemAlloc` on the named
+/// device; host memory with `cuMemHostAlloc` (portable, device-mapped: with
+/// unified addressing the same address works on host and devices); shared
+/// memory with `cuMemAllocManaged`, refused with `OutOfDeviceMemory` where
+/// the target device has less free memory than asked for (over-subscribing
+/// managed memory can hang the GPU).
+///
+/// The driver promises no alignment beyond 256 bytes (small pinned host
+/// allocations came back 2048-aligned on an H100): where the first
+/// allocation misses the asked alignment, it is freed and replaced by one
+/// `align` bytes larger, and the address handed out is aligned up inside it.
+pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<UsmPtr> {
+    let dev = target(ctx, desc.device);
+    dev.bind()?;
+    let align = desc.align.max(1) as u64;
+    let mut real = raw_alloc(desc.kind, desc.size)?;
+    if real % align != 0 {
+        raw_free(desc.kind, real);
+        let bytes = desc.size.checked_add(desc.align).ok_or(Error::InvalidSize {
+            what: "USM allocation",
+            size: desc.size,
+        })?;
+        real = raw_alloc(desc.kind, bytes)?;
+    }
+    let addr = real.next_multiple_of(align);
     let alloc = UsmAlloc {
         kind: desc.kind,
         real,
         dev: dev.clone(),
-    };
-    let addr = if pad > 0 {
-        real.next_multiple_of(desc.align as u64)
-    } else {
-        real
     };
     if desc.kind == UsmKind::Shared && !desc.advice.is_empty() {
         advise(dev, addr, desc.size, desc.advice)?;

@@ -17,9 +17,15 @@ fn now_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-/// An owned CUDA event.
+/// Pooled events per device at most (the rest are destroyed).
+const EVENT_POOL_MAX: usize = 256;
+
+/// An owned CUDA event; timing-free ones go back to their device's pool.
 #[derive(Debug)]
-pub(crate) struct RawEvent(pub sys::CUevent);
+pub(crate) struct RawEvent {
+    ev: sys::CUevent,
+    pool: Option<Arc<DevInner>>,
+}
 
 // SAFETY: CUDA events may be used from any thread.
 unsafe impl Send for RawEvent {}
@@ -27,36 +33,58 @@ unsafe impl Send for RawEvent {}
 unsafe impl Sync for RawEvent {}
 
 impl RawEvent {
-    fn new(timing: bool) -> Result<RawEvent> {
+    /// A new event with timing (profiling) or a pooled one without. The
+    /// device's context must be current.
+    fn new(dev: &Arc<DevInner>, timing: bool) -> Result<RawEvent> {
+        if !timing {
+            if let Some(ev) = dev.event_pool.lock().pop() {
+                return Ok(RawEvent {
+                    ev,
+                    pool: Some(dev.clone()),
+                });
+            }
+        }
         let flags = if timing {
             sys::CUevent_flags::CU_EVENT_DEFAULT
         } else {
             sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
         };
         let mut ev = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; a context is current (callers bind first).
+        // SAFETY: valid out-pointer; the device's context is current.
         check(unsafe { sys::cuEventCreate(&mut ev, flags as u32) })?;
-        Ok(RawEvent(ev))
+        Ok(RawEvent {
+            ev,
+            pool: (!timing).then(|| dev.clone()),
+        })
     }
 
     fn record(&self, stream: sys::CUstream) -> Result<()> {
         // SAFETY: both handles are alive.
-        check(unsafe { sys::cuEventRecord(self.0, stream) })
+        check(unsafe { sys::cuEventRecord(self.ev, stream) })
     }
 
     fn elapsed_ms(&self, later: &RawEvent) -> Result<f32> {
         let mut ms = 0f32;
         // SAFETY: both events were created with timing and have completed.
-        check(unsafe { sys::cuEventElapsedTime(&mut ms, self.0, later.0) })?;
+        check(unsafe { sys::cuEventElapsedTime(&mut ms, self.ev, later.ev) })?;
         Ok(ms)
     }
 }
 
 impl Drop for RawEvent {
     fn drop(&mut self) {
+        if let Some(dev) = &self.pool {
+            let mut pool = dev.event_pool.lock();
+            if pool.len() < EVENT_POOL_MAX {
+                // Re-recording a pending event later is allowed: waits
+                // already enqueued keep the state they captured.
+                pool.push(self.ev);
+                return;
+            }
+        }
         // SAFETY: the event is owned; destroying a pending event is allowed
         // (resources are released once it completes).
-        unsafe { sys::cuEventDestroy_v2(self.0) };
+        unsafe { sys::cuEventDestroy_v2(self.ev) };
     }
 }
 
@@ -108,7 +136,7 @@ impl Drop for CudaEvent {
             let waited = self.dev.bind().and_then(|()| {
                 // SAFETY: the event is alive; waiting makes sure the kept
                 // memory is no longer used when it is dropped after this.
-                check(unsafe { sys::cuEventSynchronize(self.end.0) })
+                check(unsafe { sys::cuEventSynchronize(self.end.ev) })
             });
             if let Err(e) = waited {
                 tracing::warn!(error = %e, "waiting for a command before freeing its staging failed");
@@ -130,10 +158,10 @@ pub(crate) fn create_queue(_ctx: &CudaContext, dev: &CudaDevice, props: &QueuePr
         prof: None,
     };
     if props.profiling {
-        let origin = RawEvent::new(true)?;
+        let origin = RawEvent::new(&q.dev, true)?;
         origin.record(stream)?;
         // SAFETY: the event was just recorded on a live stream.
-        check(unsafe { sys::cuEventSynchronize(origin.0) })?;
+        check(unsafe { sys::cuEventSynchronize(origin.ev) })?;
         q.prof = Some(Arc::new(ProfBase {
             origin,
             base_ns: now_ns(),
@@ -152,19 +180,19 @@ pub(crate) fn submit(
     q.dev.bind()?;
     for e in wait {
         // SAFETY: both handles are alive; events of other devices are allowed.
-        check(unsafe { sys::cuStreamWaitEvent(q.stream, e.end.0, 0) })?;
+        check(unsafe { sys::cuStreamWaitEvent(q.stream, e.end.ev, 0) })?;
     }
     let queued_ns = now_ns();
     let start = match &q.prof {
         Some(p) => {
-            let s = RawEvent::new(true)?;
+            let s = RawEvent::new(&q.dev, true)?;
             s.record(q.stream)?;
             Some((s, p.clone()))
         }
         None => None,
     };
     op(q.stream)?;
-    let end = RawEvent::new(q.prof.is_some())?;
+    let end = RawEvent::new(&q.dev, q.prof.is_some())?;
     end.record(q.stream)?;
     Ok(CudaEvent {
         end,
@@ -184,7 +212,7 @@ pub(crate) fn finish(q: &CudaQueue) -> Result<()> {
 pub(crate) fn event_status(e: &CudaEvent) -> Result<EventStatus> {
     e.dev.bind()?;
     // SAFETY: the event is alive.
-    Ok(match unsafe { sys::cuEventQuery(e.end.0) } {
+    Ok(match unsafe { sys::cuEventQuery(e.end.ev) } {
         CUresult::CUDA_SUCCESS => EventStatus::Complete,
         CUresult::CUDA_ERROR_NOT_READY => EventStatus::Submitted,
         other => EventStatus::Failed(conv::error(other)),
@@ -195,7 +223,7 @@ pub(crate) fn wait(events: &[&CudaEvent]) -> Result<()> {
     for e in events {
         e.dev.bind()?;
         // SAFETY: the event is alive.
-        check(unsafe { sys::cuEventSynchronize(e.end.0) })?;
+        check(unsafe { sys::cuEventSynchronize(e.end.ev) })?;
     }
     Ok(())
 }
