@@ -38,6 +38,7 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuMemAllocManaged",
     "cuMemHostRegister_v2",
     "cuMemHostUnregister",
+    "cuMemHostGetDevicePointer_v2",
     "cuMemAdvise",
     "cuMemPrefetchAsync",
     "cuPointerGetAttribute",
@@ -171,6 +172,8 @@ pub(crate) struct DevInner {
     pub integrated: bool,
     pub managed: bool,
     pub host_register: bool,
+    /// Registered host memory can be mapped into the device's address space.
+    pub map_host: bool,
     /// Devices whose memory this device can access directly (peer capable).
     pub peers: Vec<sys::CUdevice>,
     pub driver_version: i32,
@@ -345,6 +348,8 @@ pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
             managed: a(Attr::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0
                 && a(Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
             host_register: a(Attr::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED)? != 0,
+            map_host: a(Attr::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0
+                && a(Attr::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? != 0,
             peers,
             driver_version: p.driver_version,
             siblings: siblings.clone(),
@@ -368,6 +373,9 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         | DeviceCaps::FILL_ANY_PATTERN;
     if d.host_register {
         caps |= DeviceCaps::HOST_REGISTER;
+        if d.map_host {
+            caps |= DeviceCaps::USE_HOST_PTR;
+        }
     }
     let mut program_formats = ProgramFormats::PTX;
     if nvrtc_present() {

@@ -40,8 +40,11 @@
 //!     between them by staging through host memory itself; the adapter
 //!     leaves that route to the memory manager, where it is visible.
 //! - **Buffers** are `cuMemAlloc` allocations; sub-buffers are offsets into
-//!   them (offsets aligned to 256 bytes). `ALLOC_HOST_PTR` is accepted as a
-//!   hint and ignored; `USE_HOST_PTR` is not offered.
+//!   them (offsets aligned to 256 bytes). `USE_HOST_PTR` buffers are the
+//!   caller's memory itself, pinned and mapped with `cuMemHostRegister`
+//!   (zero copy: kernels reach it over the bus); memory the caller already
+//!   registered is used as it is and left registered. `ALLOC_HOST_PTR` is
+//!   accepted as a hint and ignored.
 //! - **Mapping is a copy**: `enqueue_map` copies the range into fresh
 //!   page-locked staging memory (skipped for `WRITE_INVALIDATE`);
 //!   `enqueue_unmap` copies it back when the map allowed writes. There is

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys;
+use cudarc::driver::sys::{self, CUresult};
 use parking_lot::Mutex;
 use ur_api::{BufferDesc, Error, HostPtr, MapFlags, MemFlags, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr};
 
@@ -15,21 +15,42 @@ use crate::device::{CtxInner, CudaDevice, DevInner};
 /// alignment, so a sub-buffer is as aligned for kernels as a buffer.
 pub(crate) const SUB_BUFFER_ALIGN: usize = 256;
 
-/// One `cuMemAlloc` allocation. Dropping it waits for the devices (work in
-/// flight may still use it), then frees it.
+/// What backs a buffer's memory.
+#[derive(Debug)]
+pub(crate) enum Backing {
+    /// A `cuMemAlloc` allocation.
+    Device,
+    /// Caller memory (`USE_HOST_PTR`) pinned with `cuMemHostRegister`;
+    /// `owned`: registered by this buffer (and unregistered with it), not
+    /// by someone else before.
+    Registered { host: usize, owned: bool },
+}
+
+/// A buffer's memory: a device address and what backs it. Dropping it
+/// waits for the devices (work in flight may still use it), then frees or
+/// unregisters it.
 #[derive(Debug)]
 pub(crate) struct DevAlloc {
     pub ptr: sys::CUdeviceptr,
     pub dev: Arc<DevInner>,
+    pub backing: Backing,
 }
 
 impl Drop for DevAlloc {
     fn drop(&mut self) {
         self.dev.sync_all();
-        // SAFETY: the pointer came from cuMemAlloc in this device's primary
-        // context (bound by sync_all) and no command uses it any more.
-        if let Err(e) = check(unsafe { sys::cuMemFree_v2(self.ptr) }) {
-            tracing::warn!(error = %e, "cuMemFree failed");
+        // SAFETY: the memory came from cuMemAlloc (or was registered by this
+        // object) in this device's primary context, bound by sync_all, and
+        // no command uses it any more.
+        let r = unsafe {
+            match self.backing {
+                Backing::Device => sys::cuMemFree_v2(self.ptr),
+                Backing::Registered { host, owned: true } => sys::cuMemHostUnregister(host as *mut c_void),
+                Backing::Registered { owned: false, .. } => CUresult::CUDA_SUCCESS,
+            }
+        };
+        if let Err(e) = check(r) {
+            tracing::warn!(error = %e, "freeing a buffer's memory failed");
         }
     }
 }
@@ -120,6 +141,10 @@ fn target<'a>(ctx: &'a CtxInner, hint: Option<&'a CudaDevice>) -> &'a Arc<DevInn
     hint.map(|d| &d.0).unwrap_or_else(|| ctx.first())
 }
 
+/// A buffer on the hinted device: `cuMemAlloc`, or with `USE_HOST_PTR` the
+/// caller's memory itself, pinned and mapped (`cuMemHostRegister`, or as it
+/// is where it was registered already): the device then reads and writes
+/// host memory over the bus, with no copy.
 pub(crate) fn create_buffer(
     ctx: &CtxInner,
     desc: &BufferDesc<&CudaDevice>,
@@ -127,19 +152,58 @@ pub(crate) fn create_buffer(
 ) -> Result<CudaBuffer> {
     let dev = target(ctx, desc.device_hint);
     dev.bind()?;
-    let mut ptr = 0;
-    // SAFETY: valid out-pointer, the device's context is current.
-    check(unsafe { sys::cuMemAlloc_v2(&mut ptr, desc.size) })?;
-    let mem = Arc::new(DevAlloc { ptr, dev: dev.clone() });
+    let mem = match (desc.flags.contains(MemFlags::USE_HOST_PTR), init) {
+        (true, Some(host)) => Arc::new(register_buffer(dev, host)?),
+        _ => {
+            let mut ptr = 0;
+            // SAFETY: valid out-pointer, the device's context is current.
+            check(unsafe { sys::cuMemAlloc_v2(&mut ptr, desc.size) })?;
+            Arc::new(DevAlloc {
+                ptr,
+                dev: dev.clone(),
+                backing: Backing::Device,
+            })
+        }
+    };
     if let (true, Some(src)) = (desc.flags.contains(MemFlags::COPY_HOST_PTR), init) {
         // SAFETY: the dyn layer checked `src` holds exactly `size` bytes, valid
         // for this call; the allocation is `size` bytes.
-        check(unsafe { sys::cuMemcpyHtoD_v2(ptr, src.as_ptr().cast(), desc.size) })?;
+        check(unsafe { sys::cuMemcpyHtoD_v2(mem.ptr, src.as_ptr().cast(), desc.size) })?;
     }
     Ok(CudaBuffer {
         mem,
         offset: 0,
         maps: Mutex::new(Vec::new()),
+    })
+}
+
+fn register_buffer(dev: &Arc<DevInner>, host: HostPtr) -> Result<DevAlloc> {
+    let p: *mut c_void = host.as_ptr().cast();
+    let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+    // SAFETY: the HostPtr promise keeps the span valid for the buffer's life;
+    // registering does not access its contents.
+    let owned = match unsafe { sys::cuMemHostRegister_v2(p, host.len(), flags) } {
+        CUresult::CUDA_SUCCESS => true,
+        CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => false,
+        other => return Err(conv::error(other)),
+    };
+    let mut ptr = 0;
+    // SAFETY: the memory is registered; valid out-pointer.
+    let r = check(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut ptr, p, 0) });
+    if let Err(e) = r {
+        if owned {
+            // SAFETY: registered just above and not used yet.
+            unsafe { sys::cuMemHostUnregister(p) };
+        }
+        return Err(e);
+    }
+    Ok(DevAlloc {
+        ptr,
+        dev: dev.clone(),
+        backing: Backing::Registered {
+            host: p as usize,
+            owned,
+        },
     })
 }
 

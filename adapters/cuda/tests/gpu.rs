@@ -161,6 +161,42 @@ fn buffers_and_sub_buffers() -> TestResult {
     Ok(())
 }
 
+fn use_host_ptr() -> TestResult {
+    let env = env();
+    let rt = &env.rt;
+    if !e(rt.device_info(env.dev))?.caps.contains(DeviceCaps::USE_HOST_PTR) {
+        return Err("USE_HOST_PTR not offered".into());
+    }
+    let mut host = pattern(1 << 16, 4);
+    let orig = host.clone();
+    // SAFETY: `host` outlives the buffer and is only read through `span`
+    // while the buffer lives.
+    let span = unsafe { HostPtr::new(host.as_mut_ptr(), host.len()) };
+    let desc = BufferDesc::new(host.len()).with_flags(MemFlags::USE_HOST_PTR);
+    let b = e(rt.create_buffer(env.ctx, &desc, Some(span)))?;
+    let mut back = vec![0u8; host.len()];
+    e(rt.read(env.q, b, 0, &mut back))?;
+    ensure(back == orig, "the buffer shows the caller's memory")?;
+    let ev = e(rt.enqueue_fill(env.q, b, 0, 4096, &[9], &[]))?;
+    e(rt.complete(ev))?;
+    // SAFETY: the queue is idle; the span is valid.
+    let seen = unsafe { std::slice::from_raw_parts(span.as_ptr(), 4096) };
+    ensure(
+        seen.iter().all(|&x| x == 9),
+        "the device wrote the caller's memory in place",
+    )?;
+    e(rt.release_buffer(b))?;
+    // Memory the caller registered stays registered after the buffer goes.
+    e(rt.host_register(env.ctx, span))?;
+    let b = e(rt.create_buffer(env.ctx, &desc, Some(span)))?;
+    e(rt.read(env.q, b, 0, &mut back[..4096]))?;
+    ensure(back[..4096].iter().all(|&x| x == 9), "a buffer over registered memory")?;
+    e(rt.release_buffer(b))?;
+    e(rt.host_unregister(env.ctx, span))?;
+    drop(host);
+    Ok(())
+}
+
 fn fills() -> TestResult {
     let env = env();
     let rt = &env.rt;
@@ -670,6 +706,7 @@ fn main() {
     let tests: Vec<(&str, fn() -> TestResult)> = vec![
         ("device_info", device_info),
         ("buffers_and_sub_buffers", buffers_and_sub_buffers),
+        ("use_host_ptr", use_host_ptr),
         ("fills", fills),
         ("rects", rects),
         ("maps", maps),
