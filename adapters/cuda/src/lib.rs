@@ -39,6 +39,13 @@
 //!   - devices that are not peers: `None`. The driver could still copy
 //!     between them by staging through host memory itself; the adapter
 //!     leaves that route to the memory manager, where it is visible.
+//!
+//!   Within one context the dyn layer does not ask: a context over two
+//!   devices that are not peers lets copies of one device's buffers run on
+//!   the other's queue (`cuMemcpyPeerAsync`, or unified addressing for host
+//!   transfers), but a kernel there cannot read them in place. Only the
+//!   single-device case was run on hardware (one H100); the peer paths are
+//!   written to the driver's documentation and untested.
 //! - **Buffers** are `cuMemAlloc` allocations; sub-buffers are offsets into
 //!   them (offsets aligned to 256 bytes). `USE_HOST_PTR` buffers are the
 //!   caller's memory itself, pinned and mapped with `cuMemHostRegister`
