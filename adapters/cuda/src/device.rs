@@ -408,11 +408,18 @@ pub(crate) fn create_context(devices: &[&CudaDevice]) -> Result<CudaContext> {
         for src in devs.iter().filter(|s| dst.peers.contains(&s.dev)) {
             dst.bind()?;
             // SAFETY: both primary contexts are retained; the destination's is current.
-            let r = unsafe { sys::cuCtxEnablePeerAccess(src.ctx, 0) };
-            if r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-                check(r)?;
+            match unsafe { sys::cuCtxEnablePeerAccess(src.ctx, 0) } {
+                sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+                    peer_enabled.push((src.dev, dst.dev));
+                }
+                // E.g. too many peers: the pair stays Migratable.
+                other => tracing::warn!(
+                    src = %src.name,
+                    dst = %dst.name,
+                    error = conv::name(other),
+                    "peer access not enabled"
+                ),
             }
-            peer_enabled.push((src.dev, dst.dev));
         }
     }
     Ok(CudaContext(Arc::new(CtxInner {
