@@ -690,6 +690,24 @@ fn connections() -> TestResult {
     let mut back = vec![0u8; 4096];
     e(rt.read(q_other, buf, 0, &mut back))?;
     ensure(back == data, "a buffer read on a queue of another context")?;
+    // ... and usable in place by a kernel there (Unified).
+    let prog = e(rt.create_program(other, &ProgramSource::Ptx(PTX_ADD_ONE.into()), ""))?;
+    let k = e(rt.create_kernel(prog, "add_one"))?;
+    let n = 1024u32;
+    let ev = e(rt.enqueue_launch(
+        q_other,
+        k,
+        &NdRange::d1(1024),
+        &[ArgValue::Buffer(buf), ArgValue::scalar(&n)],
+        &[],
+    ))?;
+    e(rt.complete(ev))?;
+    let got = read_u32(rt, env.q, buf, 1024)?;
+    let want: Vec<u32> = data
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()).wrapping_add(1))
+        .collect();
+    ensure(got == want, "a kernel of another context updated the buffer in place")?;
     let devices = rt.all_devices();
     if devices.len() > 1 {
         let ctx2 = e(rt.create_context(&devices[..2]))?;
