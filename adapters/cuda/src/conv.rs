@@ -5,7 +5,7 @@
 
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::nvrtc::sys::nvrtcResult;
-use ur_api::{Backend, Error, NdRange, ProfilingInfo, Result, UsmAdvice};
+use ur_api::{Backend, Error, MemoryConnection, NdRange, ProfilingInfo, Result, UsmAdvice};
 
 /// A driver result as `Ok(())` or the matching [`Error`].
 pub(crate) fn check(r: CUresult) -> Result<()> {
@@ -300,6 +300,21 @@ pub(crate) fn profiling(base_ns: u64, queued_ns: u64, ref_to_start_ms: f32, star
     }
 }
 
+/// The connection answer (the crate docs give the reasoning): the same
+/// device is `Unified` (one primary context, one address space); two devices
+/// of one context with peer access enabled from the destination to the
+/// source are `Unified`; peer-capable devices otherwise are `Migratable`;
+/// anything else is `None`.
+pub(crate) fn connection(same_device: bool, peer_enabled_in_context: bool, peer_capable: bool) -> MemoryConnection {
+    if same_device || peer_enabled_in_context {
+        MemoryConnection::Unified
+    } else if peer_capable {
+        MemoryConnection::Migratable
+    } else {
+        MemoryConnection::None
+    }
+}
+
 /// `12080` -> `"12.8"`, as `cuDriverGetVersion` and `nvrtcVersion` count.
 pub(crate) fn cuda_version(v: i32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
@@ -412,6 +427,23 @@ mod tests {
             nvrtc_error(nvrtcResult::NVRTC_ERROR_INVALID_OPTION),
             Error::ProgramBuild { .. }
         ));
+    }
+
+    #[test]
+    fn connections() {
+        use MemoryConnection as M;
+        assert_eq!(connection(true, false, false), M::Unified, "same device, any contexts");
+        assert_eq!(
+            connection(false, true, true),
+            M::Unified,
+            "peers enabled in one context"
+        );
+        assert_eq!(
+            connection(false, false, true),
+            M::Migratable,
+            "peer-capable, other context"
+        );
+        assert_eq!(connection(false, false, false), M::None, "not peers");
     }
 
     #[test]

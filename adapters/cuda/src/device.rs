@@ -429,19 +429,12 @@ pub(crate) fn create_context(devices: &[&CudaDevice]) -> Result<CudaContext> {
     })))
 }
 
-/// The connection answer (see the crate docs for the reasoning):
-/// same device: `Unified`; two devices of one context with peer access
-/// enabled (src -> dst): `Unified`; peer-capable devices otherwise:
-/// `Migratable`; anything else: `None`.
+/// The connection answer for two locations (see [`conv::connection`]).
 pub(crate) fn memory_connection(src: (&CtxInner, &DevInner), dst: (&CtxInner, &DevInner)) -> MemoryConnection {
     let ((sc, sd), (dc, dd)) = (src, dst);
-    let same_device = sd.dev == dd.dev;
-    let peer_in_context = std::ptr::eq(sc, dc) && sc.peer_enabled.contains(&(sd.dev, dd.dev));
-    if same_device || peer_in_context {
-        MemoryConnection::Unified
-    } else if dd.peers.contains(&sd.dev) {
-        MemoryConnection::Migratable
-    } else {
-        MemoryConnection::None
-    }
+    conv::connection(
+        sd.dev == dd.dev,
+        std::ptr::eq(sc, dc) && sc.peer_enabled.contains(&(sd.dev, dd.dev)),
+        dd.peers.contains(&sd.dev),
+    )
 }
