@@ -3,7 +3,14 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::cmd::{cargo, human, run, step, with_backend_env, Result, OPENCL_ENV};
+use crate::cmd::{cargo, human, run_limited, step, with_backend_env, Result, XtaskError, OPENCL_ENV};
+
+/// Overrides the per-step time limit, in seconds.
+pub const STEP_TIMEOUT_ENV: &str = "XTASK_STEP_TIMEOUT_SECS";
+
+/// The per-step time limit when [`STEP_TIMEOUT_ENV`] is unset: far above a
+/// normal run, so only a hang reaches it.
+const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
 /// The steps, in order: a name and the command it runs.
 fn steps() -> Vec<(&'static str, Command)> {
@@ -23,6 +30,11 @@ fn steps() -> Vec<(&'static str, Command)> {
 /// fmt, clippy, tests (unit, conformance, doctests), docs.
 pub fn ci() -> Result<()> {
     let start = Instant::now();
+    let limit = step_timeout()?;
+    eprintln!(
+        "xtask: each step is killed after {} ({STEP_TIMEOUT_ENV} to change)",
+        human(limit)
+    );
     for (key, value) in OPENCL_ENV {
         match std::env::var(key) {
             Ok(v) => eprintln!("xtask: {key}={v:?} (from the environment)"),
@@ -32,7 +44,7 @@ pub fn ci() -> Result<()> {
     let mut done: Vec<(&str, Duration, bool)> = Vec::new();
     for (name, mut cmd) in steps() {
         let t = Instant::now();
-        let outcome = step(name, || run(&mut cmd));
+        let outcome = step(name, || run_limited(&mut cmd, limit));
         done.push((name, t.elapsed(), outcome.is_ok()));
         if outcome.is_err() {
             eprint!("{}", summary(&done));
@@ -42,6 +54,17 @@ pub fn ci() -> Result<()> {
     eprint!("{}", summary(&done));
     eprintln!("xtask: ci passed in {}", human(start.elapsed()));
     Ok(())
+}
+
+fn step_timeout() -> Result<Duration> {
+    match std::env::var(STEP_TIMEOUT_ENV) {
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| XtaskError::Other(format!("{STEP_TIMEOUT_ENV}={v:?} is not a number of seconds"))),
+        Err(_) => Ok(DEFAULT_STEP_TIMEOUT),
+    }
 }
 
 /// One line per step run: name, outcome, duration.

@@ -25,6 +25,16 @@ pub enum XtaskError {
         /// Its exit status, as text.
         status: String,
     },
+    /// A command ran past its time limit and was killed with its children.
+    #[error("`{cmd}` did not finish within {limit}; killed it and {children} child process(es)")]
+    TimedOut {
+        /// The command line.
+        cmd: String,
+        /// The limit, as text.
+        limit: String,
+        /// How many descendants were killed with it.
+        children: usize,
+    },
     /// A named step of a task failed.
     #[error("step `{step}` failed after {secs:.1}s: {source}")]
     Step {
@@ -110,6 +120,83 @@ pub fn run(cmd: &mut Command) -> Result<()> {
     }
 }
 
+/// Like [`run`], but kills the command and every process it started when
+/// it runs longer than `limit` (a hung test must not hang CI forever).
+pub fn run_limited(cmd: &mut Command, limit: Duration) -> Result<()> {
+    let shown = display(cmd);
+    eprintln!("$ {shown}");
+    let mut child = cmd.spawn().map_err(|source| XtaskError::Spawn {
+        cmd: shown.clone(),
+        source,
+    })?;
+    let start = Instant::now();
+    let io = |source| XtaskError::Io {
+        what: format!("waiting for `{shown}`"),
+        source,
+    };
+    loop {
+        if let Some(status) = child.try_wait().map_err(io)? {
+            return if status.success() {
+                Ok(())
+            } else {
+                Err(XtaskError::Failed {
+                    cmd: shown,
+                    status: status.to_string(),
+                })
+            };
+        }
+        if start.elapsed() >= limit {
+            // Children first, so none is re-parented before it is found.
+            let children = descendants(child.id());
+            for pid in &children {
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(XtaskError::TimedOut {
+                cmd: shown,
+                limit: human(limit),
+                children: children.len(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every live descendant of `root` (Linux `/proc`), deepest first; empty elsewhere.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some(ppid) = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|s| parent_pid(&s))
+            {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, _) in parent_of.iter().filter(|(_, pp)| *pp == p) {
+            found.push(pid);
+            frontier.push(pid);
+        }
+    }
+    found.reverse();
+    found
+}
+
+/// The parent pid field of a `/proc/PID/stat` line (the command name may hold spaces and parentheses).
+fn parent_pid(stat: &str) -> Option<u32> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// The `cargo` that runs this task (the `CARGO` cargo sets), or `cargo`.
 pub fn cargo() -> Command {
     let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -186,6 +273,34 @@ mod tests {
         let text = err.to_string();
         assert!(text.starts_with("step `clippy` failed after"), "{text}");
         assert!(text.ends_with("boom"), "{text}");
+    }
+
+    #[test]
+    fn run_limited_kills_the_command_and_its_children() {
+        let start = Instant::now();
+        let err = run_limited(
+            Command::new("sh").args(["-c", "sleep 30 & sleep 30; wait"]),
+            Duration::from_millis(500),
+        )
+        .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(10), "killed promptly");
+        match err {
+            XtaskError::TimedOut { children, .. } => assert!(children >= 2, "both sleeps found: {children}"),
+            other => panic!("expected a timeout, got {other}"),
+        }
+    }
+
+    #[test]
+    fn run_limited_passes_through_success_and_failure() {
+        run_limited(&mut Command::new("true"), Duration::from_secs(30)).unwrap();
+        let err = run_limited(&mut Command::new("false"), Duration::from_secs(30)).unwrap_err();
+        assert!(matches!(err, XtaskError::Failed { .. }), "{err}");
+    }
+
+    #[test]
+    fn parent_pid_survives_odd_command_names() {
+        assert_eq!(parent_pid("123 (a b) c) S 45 123 123 0"), Some(45));
+        assert_eq!(parent_pid("garbage"), None);
     }
 
     #[test]
