@@ -1,5 +1,7 @@
-//! Making room at a device: evict the least recently used allocation whose
-//! bytes are valid elsewhere, writing sole copies back to the host first.
+//! Making room at a device: evict the least recently used allocation,
+//! writing back to the host first whatever of it the host lacks (so sole
+//! copies are never lost, even when another copy sits on a device that was
+//! lost unnoticed).
 
 use std::sync::Arc;
 
@@ -94,15 +96,15 @@ pub(crate) fn evict_one(inner: &Inner, me: &mut Residency, place: usize) -> Evic
     }
 }
 
-/// Frees the allocation of `res` at `place` after writing its sole copies
-/// back to the host. Returns false (changing nothing that loses data) when
+/// Frees the allocation of `res` at `place` after writing back to the host
+/// every byte current there that the host lacks (sole copies included). Returns false (changing nothing that loses data) when
 /// the write-back cannot be done.
 fn evict_slot(inner: &Inner, res: &mut Residency, place: usize) -> bool {
     match &res.slots[place] {
         Some(s) if !s.pinned() => {}
         _ => return false,
     }
-    let only = res.only_copy(place);
+    let only = res.missing_on_host(place);
     if !only.is_empty() {
         if res.slots[HOST].is_none() && allocate(inner, res, HOST).is_err() {
             return false;

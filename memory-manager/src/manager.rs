@@ -679,14 +679,24 @@ impl MemoryManager {
             }
             let Some(slot) = g.slots[i].as_mut() else { continue };
             let ranges: Vec<Range<usize>> = slot.valid.ranges().collect();
+            let mut here = Vec::new();
             for r in ranges {
                 let mut data = vec![0u8; r.len()];
                 match &slot.mem {
                     Mem::Host(m) => data.copy_from_slice(&m.as_slice()[r.clone()]),
-                    Mem::Device(b) => self.inner.rt.read(self.inner.queue(i), *b, r.start, &mut data)?,
+                    Mem::Device(b) => match self.inner.rt.read(self.inner.queue(i), *b, r.start, &mut data) {
+                        Ok(()) => {}
+                        // A device found lost here is skipped (and remembered).
+                        Err(ur_api::Error::DeviceLost) if self.inner.check_lost(i) => {
+                            here.clear();
+                            break;
+                        }
+                        Err(e) => return Err(e.into()),
+                    },
                 }
-                out.push((self.place_at(i), r, data));
+                here.push((self.place_at(i), r, data));
             }
+            out.extend(here);
         }
         Ok(out)
     }

@@ -110,7 +110,23 @@ impl Residency {
         at_lost
     }
 
+    /// Bytes valid at `place` that the host place lacks: what eviction
+    /// writes back. Deliberately more than the sole copies: a copy on
+    /// another device may sit on a device that is lost without the manager
+    /// knowing yet, and the host is the one place that cannot be lost.
+    pub(crate) fn missing_on_host(&self, place: usize) -> IntervalSet {
+        let Some(slot) = &self.slots[place] else {
+            return IntervalSet::new();
+        };
+        let mut out = slot.valid.clone();
+        if let Some(h) = &self.slots[0] {
+            out.subtract(&h.valid);
+        }
+        out
+    }
+
     /// Bytes valid at `place` and nowhere else.
+    #[cfg(test)]
     pub(crate) fn only_copy(&self, place: usize) -> IntervalSet {
         let Some(slot) = &self.slots[place] else {
             return IntervalSet::new();
@@ -186,6 +202,8 @@ mod tests {
         r.mark_written(2, 4..8);
         assert_eq!(r.slots[0].as_ref().unwrap().valid.to_string(), "{[0, 4), [8, 16)}");
         assert_eq!(r.only_copy(2), IntervalSet::from_range(4..8));
+        assert_eq!(r.missing_on_host(2), IntervalSet::from_range(4..8));
+        assert!(r.missing_on_host(0).is_empty());
         assert_eq!(r.valid_anywhere(), IntervalSet::from_range(0..16));
         assert_eq!(r.view().iter().filter(|v| v.is_some()).count(), 2);
         assert_eq!(r.pins(), 0);

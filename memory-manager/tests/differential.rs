@@ -3,7 +3,8 @@
 //! Random sim scenario, random logical buffers, random accesses at random
 //! places with random modes and ranges, fault injection armed before
 //! accesses (failed n-th allocation, copy failing after k bytes, device
-//! memory caps that force eviction). After every step, every current copy
+//! memory caps that force eviction, a device lost for good: bytes whose only
+//! copy was there must be reported lost, never served). After every step, every current copy
 //! of every byte at every place is read back and compared with the model,
 //! and bytes current nowhere must be never-written zeros.
 //!
@@ -25,12 +26,15 @@ static EVICTIONS: AtomicU64 = AtomicU64::new(0);
 static WRITE_BACKS: AtomicU64 = AtomicU64::new(0);
 static STAGED: AtomicU64 = AtomicU64::new(0);
 static COPIES: AtomicU64 = AtomicU64::new(0);
+static LOST: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, Clone)]
 enum Fault {
     None,
     FailNthAllocation(u64),
     FailCopyAfter(usize),
+    /// Loses a device for the rest of the case (first time only).
+    LoseDevice(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -55,9 +59,10 @@ fn mode() -> impl Strategy<Value = Access> {
 
 fn fault() -> impl Strategy<Value = Fault> {
     prop_oneof![
-        4 => Just(Fault::None),
-        1 => (1u64..4).prop_map(Fault::FailNthAllocation),
-        1 => (0usize..3000).prop_map(Fault::FailCopyAfter),
+        12 => Just(Fault::None),
+        3 => (1u64..4).prop_map(Fault::FailNthAllocation),
+        3 => (0usize..3000).prop_map(Fault::FailCopyAfter),
+        1 => (0usize..8).prop_map(Fault::LoseDevice),
     ]
 }
 
@@ -110,25 +115,52 @@ fn data(seed: u8, len: usize) -> Vec<u8> {
     (0..len).map(|i| seed.wrapping_add((i * 31 % 251) as u8) | 1).collect()
 }
 
-fn reset_faults(s: &Setup, cap: Option<u64>) {
+/// The faults that persist between steps: memory caps and a lost device.
+struct Standing {
+    cap: Option<u64>,
+    lost: Option<String>,
+}
+
+fn reset_faults(s: &Setup, st: &Standing) {
     s.faults.clear();
-    if let Some(c) = cap {
+    if let Some(c) = st.cap {
         for d in &s.device_names {
             s.faults.cap_memory(d, c).expect("cap");
         }
     }
+    if let Some(d) = &st.lost {
+        s.faults.lose_device(d).expect("lose");
+    }
 }
 
-/// Every current copy equals the model; bytes current nowhere are zeros.
-fn verify(s: &Setup, bufs: &[LogicalBuffer], model: &[Vec<u8>]) -> Result<(), TestCaseError> {
-    for (b, m) in bufs.iter().zip(model) {
-        let mut anywhere = IntervalSet::new();
+/// Is a place on the lost device?
+fn dead(s: &Setup, st: &Standing, places: &[Place], place: Place) -> bool {
+    let i = places.iter().position(|p| *p == place).expect("a place of the manager");
+    i > 0 && st.lost.as_deref() == Some(s.device_names[i - 1].as_str())
+}
+
+/// Per buffer: bytes stranded on the lost device (must never be served)
+/// and bytes whose content is undefined (a discard-write whose user write
+/// failed on the lost device: any content is right).
+struct Unknowns {
+    lost: Vec<IntervalSet>,
+    undefined: Vec<IntervalSet>,
+}
+
+/// Every current copy (on live devices) equals the model where defined;
+/// bytes current nowhere are never-written zeros, or stranded.
+fn verify(s: &Setup, bufs: &[LogicalBuffer], model: &[Vec<u8>], unk: &Unknowns) -> Result<(), TestCaseError> {
+    for (i, (b, m)) in bufs.iter().zip(model).enumerate() {
+        let mut anywhere = unk.lost[i].clone();
+        anywhere.union_with(&unk.undefined[i]);
         for (place, range, bytes) in s.mm.valid_copies(*b).map_err(|e| TestCaseError::fail(e.to_string()))? {
-            prop_assert!(
-                bytes == m[range.clone()],
-                "{b} at {} {range:?} differs from the model",
-                s.mm.place_name(place).unwrap()
-            );
+            for r in unk.undefined[i].gaps(range.clone()) {
+                prop_assert!(
+                    bytes[r.start - range.start..r.end - range.start] == m[r.clone()],
+                    "{b} at {} {r:?} differs from the model",
+                    s.mm.place_name(place).unwrap()
+                );
+            }
             anywhere.insert(range);
         }
         for gap in anywhere.gaps(0..m.len()) {
@@ -141,6 +173,11 @@ fn verify(s: &Setup, bufs: &[LogicalBuffer], model: &[Vec<u8>]) -> Result<(), Te
     Ok(())
 }
 
+/// What an access saw: the bytes of its range, or `None` when the user's
+/// own transfer failed (on a lost device); and whether the allocation used
+/// is on the lost device.
+type Seen = (Option<Vec<u8>>, bool);
+
 fn run(case: Case) -> Result<(), TestCaseError> {
     let config = Config {
         staging_chunk: 512,
@@ -149,10 +186,18 @@ fn run(case: Case) -> Result<(), TestCaseError> {
         ..Config::default()
     };
     let s = setup(SCENARIOS[case.scenario], config);
-    reset_faults(&s, case.cap);
+    let mut st = Standing {
+        cap: case.cap,
+        lost: None,
+    };
+    reset_faults(&s, &st);
     let places = s.mm.places();
     let bufs: Vec<LogicalBuffer> = case.sizes.iter().map(|&n| s.mm.create_buffer(n).unwrap()).collect();
     let mut model: Vec<Vec<u8>> = case.sizes.iter().map(|&n| vec![0u8; n]).collect();
+    let mut unk = Unknowns {
+        lost: bufs.iter().map(|_| IntervalSet::new()).collect(),
+        undefined: bufs.iter().map(|_| IntervalSet::new()).collect(),
+    };
     for op in case.ops {
         let bi = op.buf % bufs.len();
         let (b, size) = (bufs[bi], case.sizes[bi]);
@@ -164,6 +209,26 @@ fn run(case: Case) -> Result<(), TestCaseError> {
             Fault::None => {}
             Fault::FailNthAllocation(n) => s.faults.fail_nth_allocation(n),
             Fault::FailCopyAfter(k) => s.faults.fail_copy_after(k),
+            Fault::LoseDevice(k) => {
+                if st.lost.is_none() && !s.device_names.is_empty() {
+                    let name = s.device_names[k % s.device_names.len()].clone();
+                    st.lost = Some(name);
+                    // What becomes unreadable: bytes current only there.
+                    for (bj, bb) in bufs.iter().enumerate() {
+                        let (mut there, mut alive) = (IntervalSet::new(), IntervalSet::new());
+                        for (p, valid) in s.mm.residency(*bb).unwrap() {
+                            if dead(&s, &st, &places, p) {
+                                there.union_with(&valid);
+                            } else {
+                                alive.union_with(&valid);
+                            }
+                        }
+                        there.subtract(&alive);
+                        unk.lost[bj].union_with(&there);
+                    }
+                    reset_faults(&s, &st);
+                }
+            }
         }
         // What the access writes: all of it for discard-write, the first half otherwise.
         let written = match op.mode {
@@ -172,57 +237,102 @@ fn run(case: Case) -> Result<(), TestCaseError> {
             _ => range.start..range.start + range.len().div_ceil(2),
         };
         let bytes = data(op.seed, written.len());
-        let result: Result<(), MmError> = match place {
+        let result: Result<Seen, MmError> = match place {
             Place::Host => s.mm.with_host(b, op.mode, range.clone(), |h| {
-                reset_faults(&s, case.cap);
+                reset_faults(&s, &st);
                 let off = written.start - range.start;
                 h[off..off + bytes.len()].copy_from_slice(&bytes);
-                let seen = h.to_vec();
-                (seen, range.clone())
+                (Some(h.to_vec()), false)
             }),
             Place::Device(_) => s.mm.acquire(b, place, op.mode, range.clone()).map(|g| {
-                reset_faults(&s, case.cap);
+                reset_faults(&s, &st);
+                let target_dead = dead(&s, &st, &places, g.target());
                 let (q, dev) = (g.queue().unwrap(), g.buffer().unwrap());
-                if !bytes.is_empty() {
-                    s.rt.write(q, dev, written.start, &bytes).expect("user write");
-                }
                 let mut seen = vec![0u8; range.len()];
-                s.rt.read(q, dev, range.start, &mut seen).expect("user read");
-                (seen, range.clone())
+                let user = (|| {
+                    if !bytes.is_empty() {
+                        s.rt.write(q, dev, written.start, &bytes)?;
+                    }
+                    s.rt.read(q, dev, range.start, &mut seen)
+                })();
+                match user {
+                    Ok(()) => (Some(seen), target_dead),
+                    Err(e) => {
+                        let on_lost = target_dead || dead(&s, &st, &places, place);
+                        assert!(on_lost, "the user's transfer failed on a live device: {e}");
+                        (None, target_dead)
+                    }
+                }
             }),
-        }
-        .map(|(seen, r)| {
-            // What the access saw must be the model with its own write applied.
-            let mut expect = model[bi][r.clone()].to_vec();
-            if op.mode == Access::DiscardWrite {
-                expect.copy_from_slice(&bytes);
-            } else {
-                let off = written.start - r.start;
+        };
+        reset_faults(&s, &st);
+        match result {
+            Ok((Some(seen), _)) => {
+                if op.mode.reads_old_data() {
+                    let served: Vec<_> = unk.lost[bi].intersect(range.clone()).collect();
+                    prop_assert!(served.is_empty(), "{b}: served lost bytes {served:?}");
+                }
+                // What the access saw must be the model with its own write applied.
+                let mut expect = model[bi][range.clone()].to_vec();
+                let off = written.start - range.start;
                 expect[off..off + bytes.len()].copy_from_slice(&bytes);
+                for r in unk.undefined[bi].gaps(range.clone()) {
+                    let (a, z) = (r.start - range.start, r.end - range.start);
+                    prop_assert_eq!(&seen[a..z], &expect[a..z], "the access saw wrong bytes");
+                }
+                model[bi][written.clone()].copy_from_slice(&bytes);
+                unk.lost[bi].remove(written.clone());
+                unk.undefined[bi].remove(written.clone());
             }
-            assert_eq!(seen, expect, "the access saw wrong bytes");
-            model[bi][written.clone()].copy_from_slice(&bytes);
-        });
-        reset_faults(&s, case.cap);
-        if let Err(e) = result {
-            ERRORS.fetch_add(1, Ordering::Relaxed);
-            let typed = matches!(e, MmError::CopyFailed { .. } | MmError::OutOfMemory { .. });
-            prop_assert!(typed, "untyped failure: {e}");
-            prop_assert!(armed || case.cap.is_some(), "failure with no fault armed: {e}");
+            Ok((None, target_dead)) => {
+                // The user's own transfer failed on the lost device.
+                if op.mode.writes() && target_dead {
+                    // The range is current only there now: unreadable.
+                    unk.lost[bi].insert(range.clone());
+                    unk.undefined[bi].remove(range.clone());
+                } else if op.mode == Access::DiscardWrite {
+                    // Nothing was copied in and nothing written: any content.
+                    unk.undefined[bi].insert(range.clone());
+                }
+            }
+            Err(e) => {
+                ERRORS.fetch_add(1, Ordering::Relaxed);
+                match &e {
+                    MmError::CopyFailed { .. } | MmError::OutOfMemory { .. } => {
+                        prop_assert!(armed || st.cap.is_some(), "failure with no fault armed: {e}");
+                    }
+                    MmError::DataLost { ranges, .. } => {
+                        for r in ranges {
+                            prop_assert!(unk.lost[bi].contains(r.clone()), "{b}: {r:?} reported lost: {e}");
+                        }
+                    }
+                    MmError::Runtime(ur_api::Error::DeviceLost) => {
+                        prop_assert!(dead(&s, &st, &places, place), "device lost at a live place: {e}");
+                    }
+                    _ => prop_assert!(false, "untyped failure: {e}"),
+                }
+            }
         }
-        verify(&s, &bufs, &model)?;
+        verify(&s, &bufs, &model, &unk)?;
     }
-    let st = s.mm.stats();
-    EVICTIONS.fetch_add(st.evictions, Ordering::Relaxed);
-    WRITE_BACKS.fetch_add(st.written_back, Ordering::Relaxed);
-    STAGED.fetch_add(st.staged_copies, Ordering::Relaxed);
-    COPIES.fetch_add(st.copies, Ordering::Relaxed);
-    // A last full read through the manager sees the model.
-    for (b, m) in bufs.iter().zip(&model) {
-        let mut all = vec![0u8; m.len()];
-        s.mm.read(*b, 0, &mut all)
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&all, m);
+    let stats = s.mm.stats();
+    EVICTIONS.fetch_add(stats.evictions, Ordering::Relaxed);
+    WRITE_BACKS.fetch_add(stats.written_back, Ordering::Relaxed);
+    STAGED.fetch_add(stats.staged_copies, Ordering::Relaxed);
+    COPIES.fetch_add(stats.copies, Ordering::Relaxed);
+    if st.lost.is_some() {
+        LOST.fetch_add(1, Ordering::Relaxed);
+    }
+    // A last read through the manager of everything readable sees the model.
+    for (i, (b, m)) in bufs.iter().zip(&model).enumerate() {
+        for r in unk.lost[i].gaps(0..m.len()) {
+            let mut part = vec![0u8; r.len()];
+            s.mm.read(*b, r.start, &mut part)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            for d in unk.undefined[i].gaps(r.clone()) {
+                prop_assert_eq!(&part[d.start - r.start..d.end - r.start], &m[d]);
+            }
+        }
     }
     Ok(())
 }
@@ -249,6 +359,7 @@ fn manager_matches_host_model() {
         ("bytes written back", WRITE_BACKS.load(Ordering::Relaxed)),
         ("staged copies", STAGED.load(Ordering::Relaxed)),
         ("copies", COPIES.load(Ordering::Relaxed)),
+        ("cases with a lost device", LOST.load(Ordering::Relaxed)),
     ];
     eprintln!("{n} cases: {totals:?}");
     if n >= 200 {
@@ -259,4 +370,32 @@ fn manager_matches_host_model() {
             );
         }
     }
+}
+
+/// Found by the random workload: evicting a copy whose other copy sits on a
+/// device lost unnoticed must still write it back to the host.
+#[test]
+fn eviction_with_an_unnoticed_lost_device() {
+    let op = |buf, place, start, len, fault| Op {
+        buf,
+        place,
+        mode: Access::Read,
+        start,
+        len,
+        seed: 0,
+        fault,
+    };
+    let c = Case {
+        scenario: 1,
+        sizes: vec![1647, 3158],
+        cap: Some(4096),
+        ops: vec![
+            op(5, 2, 0, 1, Fault::None),
+            op(0, 4, 1206, 186, Fault::None),
+            op(0, 2, 1198, 9, Fault::None),
+            op(0, 0, 0, 1, Fault::LoseDevice(1)),
+            op(5, 1, 0, 1, Fault::None),
+        ],
+    };
+    run(c).map_err(|e| e.to_string()).unwrap();
 }
