@@ -19,8 +19,9 @@ fn steps() -> Vec<(&'static str, Command)> {
     let mut clippy = cargo();
     clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
     let mut test = cargo();
-    // Unit tests, the conformance suite on every present device, doctests.
-    with_backend_env(test.args(["test", "--workspace"]));
+    // Unit tests, the conformance suite on every present device, doctests;
+    // every test target runs even after one fails, so CI shows all failures.
+    with_backend_env(test.args(["test", "--workspace", "--no-fail-fast"]));
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", rustdocflags());
@@ -99,7 +100,7 @@ mod tests {
         let names: Vec<&str> = steps.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["fmt", "clippy", "test", "doc"]);
         let test = display(&steps[2].1);
-        assert!(test.contains("test --workspace"), "{test}");
+        assert!(test.contains("test --workspace --no-fail-fast"), "{test}");
         for (key, _) in OPENCL_ENV {
             // Set by us, or left to the caller's environment.
             assert!(test.contains(key) || std::env::var_os(key).is_some(), "{test}");
