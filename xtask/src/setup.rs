@@ -69,6 +69,8 @@ fn apt_get() -> Command {
         c.args(["--preserve-env=DEBIAN_FRONTEND", "apt-get"]);
         c
     };
+    // Wait for another apt/dpkg run to finish instead of failing at once.
+    cmd.args(["-o", "DPkg::Lock::Timeout=300"]);
     cmd.env("DEBIAN_FRONTEND", "noninteractive").stdin(Stdio::null());
     cmd
 }
