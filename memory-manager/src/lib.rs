@@ -39,19 +39,25 @@
 //!   prints one without addresses or timings (snapshot-tested on seven sim
 //!   topologies). [`MemoryManager::plan`] shows what an access would do.
 //! - **Faults lose nothing.** Out of memory at a device: evict the least
-//!   recently used allocation on that device whose bytes are also valid
-//!   elsewhere, writing sole copies back to the host first, and retry; then
-//!   fail with [`MmError::OutOfMemory`]. A failed copy leaves its source
-//!   valid and its destination stale ([`MmError::CopyFailed`]); the next
-//!   access plans it again. A lost device is learned from a failed copy and
-//!   routed around; bytes whose only copy was there are
+//!   recently used allocation on that device (any of its contexts) that no
+//!   live guard holds, writing back to the host first whatever of it the
+//!   host lacks (sole copies, and also copies whose twin sits on another
+//!   device, which might be lost unnoticed), and retry; when what could go
+//!   is busy in other threads, wait briefly; then fail with
+//!   [`MmError::OutOfMemory`]. If eviction took one of the running plan's
+//!   own sources, the access is planned again. A failed copy leaves its
+//!   source valid and its destination stale ([`MmError::CopyFailed`]); the
+//!   next access plans it again. A lost device is learned from any failed
+//!   step and routed around; bytes whose only copy was there are
 //!   [`MmError::DataLost`] until overwritten.
 //! - **Threads**: every logical buffer has its own lock, held while its
 //!   plan runs; different buffers proceed in parallel. An [`Acquired`] guard
 //!   pins the allocation it names (never evicted while it lives) without
 //!   holding the lock. Eviction only `try_lock`s other buffers, so two
 //!   threads evicting for each other cannot deadlock.
-//! - **The host place** is page-aligned host memory owned by the manager.
+//! - **The host place** is pinned memory (a USM host allocation of the
+//!   first location's context that offers one), else page-aligned host
+//!   memory; the host is the one place that is never evicted or lost.
 //!
 //! ## Example: two simulated platforms, data through the host
 //!
