@@ -69,8 +69,19 @@ type BoxErr = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), BoxErr> {
     env_defaults();
-    dispatch()?;
-    transfers()
+    // `cargo bench --bench opencl -- <substring>` runs only the rows whose names contain it.
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
+    let wanted = |rows: &[&str]| rows.iter().any(|r| r.contains(filter.as_str()));
+    if wanted(&["opencl.dispatch_over_direct", "opencl.adapter_over_direct"]) {
+        dispatch()?;
+    }
+    if wanted(&["opencl.migratable_over_direct", "opencl.staged_over_naive"]) {
+        transfers()?;
+    }
+    Ok(())
 }
 
 fn dispatch() -> Result<(), BoxErr> {

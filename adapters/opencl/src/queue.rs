@@ -49,20 +49,31 @@ pub(crate) struct Progress {
 /// Records that command `seq` of a queue completed: so did every earlier
 /// command of that (in-order) queue, and every command they waited on.
 fn mark_done(progress: &Arc<Progress>, seq: u64) {
-    let mut todo = vec![(progress.clone(), seq)];
+    // The common case, nothing new or no edges to follow, allocates nothing.
+    let mut todo = Vec::new();
+    follow(progress, seq, &mut todo);
     while let Some((p, s)) = todo.pop() {
-        if p.done.fetch_max(s, Ordering::AcqRel) >= s {
-            continue;
-        }
-        p.deps.lock().retain(|(here, other, there)| {
-            if *here <= s {
-                todo.push((other.clone(), *there));
-                false
-            } else {
-                true
-            }
-        });
+        follow(&p, s, &mut todo);
     }
+}
+
+/// Raises `p`'s known-complete mark to `s` and queues the edges it settles.
+fn follow(p: &Progress, s: u64, todo: &mut Vec<(Arc<Progress>, u64)>) {
+    if p.done.fetch_max(s, Ordering::AcqRel) >= s {
+        return;
+    }
+    let mut deps = p.deps.lock();
+    if deps.is_empty() {
+        return;
+    }
+    deps.retain(|(here, other, there)| {
+        if *here <= s {
+            todo.push((other.clone(), *there));
+            false
+        } else {
+            true
+        }
+    });
 }
 
 /// A queue and its progress.
@@ -233,7 +244,8 @@ pub(crate) fn wait(events: &[&Event]) -> Result<()> {
     let ids: Vec<cl_event> = events.iter().map(|e| e.cl.get()).collect();
     match opencl3::event::wait_for_events(&ids) {
         Ok(()) => {
-            for e in events {
+            // Latest first: the earlier events of a queue then settle at once.
+            for e in events.iter().rev() {
                 mark_done(&e.queue.progress, e.seq);
             }
             return Ok(());
