@@ -70,7 +70,10 @@ fn pocl_pocl_rusticl_round_trip() {
         return;
     };
     let Some(pocl) = common::two_device_platform(&rt) else {
-        eprintln!("SKIP end_to_end: no platform with two devices (POCL_DEVICES=\"pthread pthread\")");
+        common::skip(
+            "end_to_end",
+            "no platform with two devices (POCL_DEVICES=\"pthread pthread\")",
+        );
         return;
     };
     let other: Option<DeviceId> = common::by_platform(&rt)
@@ -78,7 +81,10 @@ fn pocl_pocl_rusticl_round_trip() {
         .find(|devs| !devs.contains(&pocl[0]))
         .map(|devs| devs[0]);
     let Some(rusticl) = other else {
-        eprintln!("SKIP end_to_end: no second OpenCL platform (RUSTICL_ENABLE=swrast for rusticl)");
+        common::skip(
+            "end_to_end",
+            "no second OpenCL platform (RUSTICL_ENABLE=swrast for rusticl)",
+        );
         return;
     };
     let (d0, d1) = (pocl[0], pocl[1]);

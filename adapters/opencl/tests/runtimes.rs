@@ -1,5 +1,6 @@
 //! The adapter against the real OpenCL runtimes of the machine (PoCL,
-//! rusticl). Each test prints a SKIP line and returns when there is none.
+//! rusticl). Each test prints a SKIP line and returns when there is none
+//! (or fails, where `UR_REQUIRE_OPENCL` is set, as in CI).
 
 mod common;
 
@@ -86,7 +87,10 @@ fn write_read_every_device() {
 fn copy_between_two_pocl_devices_in_one_context() {
     let Some(rt) = runtime("copy_two_devices") else { return };
     let Some(devs) = two_device_platform(&rt) else {
-        eprintln!("SKIP copy_two_devices: no platform with two devices (set POCL_DEVICES=\"pthread pthread\")");
+        common::skip(
+            "copy_two_devices",
+            "no platform with two devices (POCL_DEVICES=\"pthread pthread\")",
+        );
         return;
     };
     let (d0, d1) = (devs[0], devs[1]);

@@ -20,6 +20,18 @@ pub fn env_defaults() {
     });
 }
 
+/// Set (to anything) where OpenCL must be present, such as CI: a missing
+/// runtime or device then fails the tests instead of skipping them.
+pub const REQUIRE_ENV: &str = "UR_REQUIRE_OPENCL";
+
+/// Skips a test with its reason, or fails it when [`REQUIRE_ENV`] is set.
+pub fn skip(test: &str, why: &str) {
+    if std::env::var_os(REQUIRE_ENV).is_some() {
+        panic!("{test}: {why} ({REQUIRE_ENV} is set, so this is a failure)");
+    }
+    eprintln!("SKIP {test}: {why}");
+}
+
 /// A runtime over the OpenCL adapter, or `None` (with the reason printed)
 /// when this machine has no OpenCL device.
 pub fn runtime(test: &str) -> Option<Runtime> {
@@ -27,7 +39,7 @@ pub fn runtime(test: &str) -> Option<Runtime> {
     let mut rt = Runtime::new();
     rt.add(ur_opencl::OpenClAdapter::new()).expect("OpenCL adapter init");
     if rt.all_devices().is_empty() {
-        eprintln!("SKIP {test}: no OpenCL platform with devices on this machine");
+        skip(test, "no OpenCL platform with devices on this machine");
         return None;
     }
     Some(rt)
