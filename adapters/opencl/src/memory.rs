@@ -56,6 +56,7 @@ pub(crate) fn create_buffer(ctx: &Context, desc: &BufferDesc<&Device>, init: Opt
     // SAFETY: one live memory object of the helper queue's context.
     let ev =
         raw_event(unsafe { cq::enqueue_migrate_mem_object(helper.get(), 1, mems.as_ptr(), flags, 0, ptr::null()) })?;
+    check3(helper.flush())?;
     check3(ev.wait())?;
     Ok(Buffer { cl })
 }
