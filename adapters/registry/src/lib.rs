@@ -53,7 +53,12 @@ pub fn discover_with(selector: &DeviceSelector, options: &DiscoverOptions) -> (R
     let mut rt = Runtime::with_selector(selector.clone());
     let mut reports = Vec::new();
     if selector.may_select_backend(Backend::Native) {
-        add(&mut rt, &mut reports, Backend::Native, Ok(ur_native::NativeAdapter::new()));
+        add(
+            &mut rt,
+            &mut reports,
+            Backend::Native,
+            Ok(ur_native::NativeAdapter::new()),
+        );
     }
     if selector.may_select_backend(Backend::Sim) {
         // Simulated devices are for tests: only with UR_SIM_TOPOLOGY or when asked.
@@ -75,7 +80,12 @@ pub fn discover_with(selector: &DeviceSelector, options: &DiscoverOptions) -> (R
     }
     if selector.may_select_backend(Backend::OpenCl) {
         // No libOpenCL or no ICD is zero platforms, not a failure.
-        add(&mut rt, &mut reports, Backend::OpenCl, Ok(ur_opencl::OpenClAdapter::new()));
+        add(
+            &mut rt,
+            &mut reports,
+            Backend::OpenCl,
+            Ok(ur_opencl::OpenClAdapter::new()),
+        );
     }
     if selector.may_select_backend(Backend::Cuda) {
         // No libcuda, no GPU or a driver too old is zero platforms, never a panic.
