@@ -31,15 +31,7 @@ impl KnownFailure {
 }
 
 /// The known failures of the suite. Keep each entry's reason specific.
-pub const KNOWN_FAILURES: &[KnownFailure] = &[
-    KnownFailure {
-        backend: Backend::Cuda,
-        device: "",
-        test: "usm::aligned_allocations",
-        reason: "host USM asked for 4096-byte alignment comes back 2048-aligned (seen on H100): \
-                 the adapter does not honour alignments above the driver's default",
-    },
-];
+pub const KNOWN_FAILURES: &[KnownFailure] = &[];
 
 /// Expectations in force for one run.
 #[derive(Debug, Clone)]
