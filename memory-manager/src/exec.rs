@@ -10,6 +10,7 @@ use ur_api::{BufferDesc, Error, Runtime};
 use crate::error::{MmError, Result};
 use crate::evict::{self, Evicted};
 use crate::manager::Inner;
+use crate::mapped::mapped_copy;
 use crate::plan::{Access, Route, Step};
 use crate::residency::{Mem, Residency, Slot};
 use crate::route::{self, LinkCost, HOST};
@@ -105,8 +106,11 @@ pub(crate) fn run_step(inner: &Inner, res: &mut Residency, step: &Step) -> Resul
         Step::Copy { from, to, range, route } => {
             let c = &inner.counters;
             c.copies.fetch_add(1, Relaxed);
-            if matches!(route, Route::Staged { .. }) {
+            if matches!(route, Route::Staged { .. } | Route::Mapped { .. }) {
                 c.staged_copies.fetch_add(1, Relaxed);
+            }
+            if matches!(route, Route::Mapped { .. }) {
+                c.mapped_copies.fetch_add(1, Relaxed);
             }
             copy(inner, res, *from, *to, range.clone(), *route).map_err(|source| {
                 c.failed_copies.fetch_add(1, Relaxed);
@@ -281,6 +285,20 @@ fn copy(
             let r = pipelined_copy(rt, src, dst, range, &ring);
             inner.staging.give_back(ring);
             r
+        }
+        Route::Mapped { chunk, depth, end } => {
+            let len = range.len();
+            let chunk = chunk.min(len.next_power_of_two().max(64));
+            let depth = depth.min(len.div_ceil(chunk)).max(1);
+            let src = Side {
+                queue: inner.queue(from),
+                buffer: dev(from),
+            };
+            let dst = Side {
+                queue: inner.queue(to),
+                buffer: dev(to),
+            };
+            mapped_copy(rt, src, dst, range, chunk, depth, end)
         }
     }
 }

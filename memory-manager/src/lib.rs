@@ -27,6 +27,17 @@
 //!   host memory when neither has them), so that reading chunk k+1 overlaps
 //!   writing chunk k. The two queues may belong to different adapters: each
 //!   hand-off is a host wait on the read's event.
+//! - **Zero-copy staging** ([`Route::Mapped`], explained as
+//!   `staged (mapped source, zero-copy)`): a `None` route whose two ends
+//!   are both devices with `host_unified_memory` and [`ur_api::DeviceCaps::MAP`]
+//!   (CPU OpenCL devices, say) maps each source chunk for reading and writes
+//!   the destination straight from the mapping, one host copy instead of
+//!   two, still chunked with several chunks mapped at a time. It is not used
+//!   when only one end is host-unified: a discrete device's transfers from
+//!   pageable (mapped) memory are slower than from the pinned ring. Every
+//!   mapping is unmapped on every path, errors included; a failure leaves
+//!   the source valid and the destination stale, as for any copy.
+//!   [`Config::zero_copy`] can turn it off or force either end (for tests).
 //! - **Sources are chosen by cost**: a range may be assembled from several
 //!   places. Per elementary segment every place holding it is a candidate; a
 //!   small dynamic program minimises `latency + bytes / bandwidth` over the
@@ -98,6 +109,7 @@ mod evict;
 mod exec;
 mod interval;
 mod manager;
+mod mapped;
 mod plan;
 mod residency;
 mod route;
@@ -105,6 +117,6 @@ mod staging;
 
 pub use error::{MmError, Result};
 pub use interval::IntervalSet;
-pub use manager::{Acquired, Config, LogicalBuffer, MemoryManager, Place, Stats};
-pub use plan::{Access, Plan, Route, Step};
+pub use manager::{Acquired, Config, LogicalBuffer, MemoryManager, Place, Stats, ZeroCopy};
+pub use plan::{Access, MapEnd, Plan, Route, Step};
 pub use route::LinkCost;

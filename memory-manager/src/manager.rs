@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use ur_api::{BufferId, ContextId, Location, MemoryConnection, QueueId, QueueProps, Runtime, UsmCaps};
+use ur_api::{BufferId, ContextId, DeviceCaps, Location, MemoryConnection, QueueId, QueueProps, Runtime, UsmCaps};
 
 use crate::error::{MmError, Result};
 use crate::exec;
 use crate::interval::IntervalSet;
-use crate::plan::{Access, Plan, Route};
+use crate::plan::{Access, MapEnd, Plan, Route};
 use crate::residency::{Mem, Residency};
 use crate::route::{self, LinkCost, Topology, HOST};
 use crate::staging::StagingPool;
@@ -46,6 +46,27 @@ pub struct Config {
     pub measure_routes: bool,
     /// Bytes moved by one measurement.
     pub probe_bytes: usize,
+    /// When a `None` route maps one end instead of staging through the
+    /// pinned ring ([`Route::Mapped`]).
+    pub zero_copy: ZeroCopy,
+}
+
+/// When a `None` route uses zero-copy staging ([`Route::Mapped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZeroCopy {
+    /// Map the source when both ends are host-unified devices
+    /// (`DeviceInfo::host_unified_memory`) with [`DeviceCaps::MAP`]; use
+    /// the pinned staging ring otherwise.
+    #[default]
+    Auto,
+    /// Always the pinned staging ring.
+    Off,
+    /// Map the source whenever its device has [`DeviceCaps::MAP`]
+    /// (host-unified or not; for tests and measurements).
+    MapSource,
+    /// Map the destination (`WRITE_INVALIDATE`) whenever its device has
+    /// [`DeviceCaps::MAP`] (for tests and measurements).
+    MapDestination,
 }
 
 impl Default for Config {
@@ -55,6 +76,7 @@ impl Default for Config {
             staging_depth: 4,
             measure_routes: true,
             probe_bytes: 4 << 20,
+            zero_copy: ZeroCopy::Auto,
         }
     }
 }
@@ -64,8 +86,10 @@ impl Default for Config {
 pub struct Stats {
     /// Copy steps run (all routes).
     pub copies: u64,
-    /// Of those, host-staged copies.
+    /// Of those, host-staged copies (pinned ring or zero-copy).
     pub staged_copies: u64,
+    /// Of those, zero-copy staged copies ([`Route::Mapped`]).
+    pub mapped_copies: u64,
     /// Bytes moved by copy steps.
     pub bytes_moved: u64,
     /// Allocations evicted to make room.
@@ -86,6 +110,7 @@ pub struct Stats {
 pub(crate) struct Counters {
     pub copies: AtomicU64,
     pub staged_copies: AtomicU64,
+    pub mapped_copies: AtomicU64,
     pub bytes_moved: AtomicU64,
     pub evictions: AtomicU64,
     pub written_back: AtomicU64,
@@ -110,6 +135,10 @@ pub(crate) struct PlaceInfo {
     pub name: String,
     /// The context can allocate pinned (USM host) memory.
     pub usm_host: bool,
+    /// The device can map buffers.
+    pub map: bool,
+    /// The device's memory is the host's.
+    pub host_unified: bool,
 }
 
 pub(crate) type Shared = Arc<Mutex<Residency>>;
@@ -217,6 +246,16 @@ impl Topology for Inner {
 
     fn staging(&self) -> (usize, usize) {
         (self.config.staging_chunk, self.config.staging_depth)
+    }
+
+    fn zero_copy(&self, from: usize, to: usize) -> Option<MapEnd> {
+        let (a, b) = (&self.places[from], &self.places[to]);
+        match self.config.zero_copy {
+            ZeroCopy::Off => None,
+            ZeroCopy::Auto => (a.map && a.host_unified && b.map && b.host_unified).then_some(MapEnd::Source),
+            ZeroCopy::MapSource => a.map.then_some(MapEnd::Source),
+            ZeroCopy::MapDestination => b.map.then_some(MapEnd::Destination),
+        }
     }
 
     fn names(&self) -> Vec<String> {
@@ -367,6 +406,8 @@ impl MemoryManager {
             queue: None,
             name: "host".into(),
             usm_host: false,
+            map: false,
+            host_unified: false,
         }];
         let mut ctx_order: Vec<ContextId> = Vec::new();
         for (i, &loc) in locations.iter().enumerate() {
@@ -393,6 +434,8 @@ impl MemoryManager {
                 queue: Some(queue),
                 name: format!("L{} {}/c{c}", i + 1, info.name),
                 usm_host,
+                map: info.caps.contains(DeviceCaps::MAP),
+                host_unified: info.host_unified_memory,
             });
         }
         let n = places.len();
@@ -722,6 +765,7 @@ impl MemoryManager {
         Stats {
             copies: l(&c.copies),
             staged_copies: l(&c.staged_copies),
+            mapped_copies: l(&c.mapped_copies),
             bytes_moved: l(&c.bytes_moved),
             evictions: l(&c.evictions),
             written_back: l(&c.written_back),

@@ -73,6 +73,40 @@ pub enum Route {
         /// Staging buffers in the ring (chunks in flight).
         depth: usize,
     },
+    /// The connection answer was `None` and both ends are host-unified
+    /// devices that can map buffers: zero-copy staging. Each chunk of the
+    /// mapped end is mapped into host memory and the other end's queue reads
+    /// or writes it directly (one host copy instead of two), `depth` chunks
+    /// mapped at a time; every mapping is unmapped before the copy returns.
+    Mapped {
+        /// Bytes per chunk.
+        chunk: usize,
+        /// Chunks mapped at a time.
+        depth: usize,
+        /// Which end is mapped.
+        end: MapEnd,
+    },
+}
+
+/// The end of a [`Route::Mapped`] copy whose chunks are mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MapEnd {
+    /// The source is mapped for reading; the destination's queue writes
+    /// from the mapping.
+    Source,
+    /// The destination is mapped for overwriting (`WRITE_INVALIDATE`); the
+    /// source's queue reads into the mapping.
+    Destination,
+}
+
+impl MapEnd {
+    /// Lower-case name used by [`Plan::explain`].
+    pub fn name(self) -> &'static str {
+        match self {
+            MapEnd::Source => "source",
+            MapEnd::Destination => "destination",
+        }
+    }
 }
 
 impl fmt::Display for Route {
@@ -88,6 +122,12 @@ impl fmt::Display for Route {
                     bytes(*chunk)
                 )
             }
+            Route::Mapped { chunk, depth, end } => write!(
+                f,
+                "staged (mapped {}, zero-copy): chunks of {}, {depth} mapped at a time",
+                end.name(),
+                bytes(*chunk)
+            ),
         }
     }
 }
@@ -294,6 +334,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("then stale at L3: {[0, 100)}"), "{text}");
+        let mapped = Route::Mapped {
+            chunk: 4 << 20,
+            depth: 2,
+            end: MapEnd::Source,
+        };
+        assert_eq!(
+            mapped.to_string(),
+            "staged (mapped source, zero-copy): chunks of 4 MiB, 2 mapped at a time"
+        );
         assert_eq!(plan.bytes_moved(), 100);
         assert!(!plan.is_noop());
     }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use ur_api::MemoryConnection;
 
 use crate::interval::IntervalSet;
-use crate::plan::{Access, Plan, Route, Step};
+use crate::plan::{Access, MapEnd, Plan, Route, Step};
 
 /// Index of the host place.
 pub(crate) const HOST: usize = 0;
@@ -36,6 +36,8 @@ impl LinkCost {
             Route::AdapterCopy(_) => (10.0, 8.0),
             Route::HostWrite | Route::HostRead => (10.0, 6.0),
             Route::Staged { .. } => (40.0, 3.0),
+            // One host copy instead of two.
+            Route::Mapped { .. } => (40.0, 6.0),
         };
         LinkCost {
             latency_s: latency_us * 1e-6,
@@ -52,6 +54,9 @@ pub(crate) trait Topology {
     fn cost(&self, from: usize, to: usize, route: Route) -> LinkCost;
     /// Staging chunk size and ring depth.
     fn staging(&self) -> (usize, usize);
+    /// For a `None` connection between two device places: which end to map
+    /// for zero-copy staging, or `None` for the pinned staging ring.
+    fn zero_copy(&self, from: usize, to: usize) -> Option<MapEnd>;
     /// Place names, by index.
     fn names(&self) -> Vec<String>;
 }
@@ -67,7 +72,10 @@ pub(crate) fn route_between(topo: &dyn Topology, from: usize, to: usize) -> Rout
     match topo.connection(from, to) {
         MemoryConnection::None => {
             let (chunk, depth) = topo.staging();
-            Route::Staged { chunk, depth }
+            match topo.zero_copy(from, to) {
+                Some(end) => Route::Mapped { chunk, depth, end },
+                None => Route::Staged { chunk, depth },
+            }
         }
         c => Route::AdapterCopy(c),
     }
@@ -275,6 +283,30 @@ pub(crate) mod tests {
         pub conn: Vec<Vec<MemoryConnection>>,
     }
 
+    /// A [`Matrix`] whose `None` routes between the `mapped` places use zero-copy staging.
+    struct Mappable {
+        m: Matrix,
+        mapped: Vec<usize>,
+    }
+
+    impl Topology for Mappable {
+        fn connection(&self, from: usize, to: usize) -> MemoryConnection {
+            self.m.connection(from, to)
+        }
+        fn cost(&self, from: usize, to: usize, route: Route) -> LinkCost {
+            self.m.cost(from, to, route)
+        }
+        fn staging(&self) -> (usize, usize) {
+            self.m.staging()
+        }
+        fn zero_copy(&self, from: usize, to: usize) -> Option<MapEnd> {
+            (self.mapped.contains(&from) && self.mapped.contains(&to)).then_some(MapEnd::Source)
+        }
+        fn names(&self) -> Vec<String> {
+            self.m.names()
+        }
+    }
+
     impl Topology for Matrix {
         fn connection(&self, from: usize, to: usize) -> MemoryConnection {
             self.conn[from - 1][to - 1]
@@ -284,6 +316,9 @@ pub(crate) mod tests {
         }
         fn staging(&self) -> (usize, usize) {
             (1024, 4)
+        }
+        fn zero_copy(&self, _from: usize, _to: usize) -> Option<MapEnd> {
+            None
         }
         fn names(&self) -> Vec<String> {
             (0..=self.conn.len())
@@ -338,6 +373,52 @@ pub(crate) mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn none_between_mappable_places_is_zero_copy() {
+        let t = Mappable {
+            m: Matrix {
+                conn: vec![vec![U, N, N], vec![N, U, N], vec![N, N, U]],
+            },
+            mapped: vec![1, 2],
+        };
+        let l1 = set(0..100);
+        let view = [None, Some(&l1), None, None];
+        let p = plan_access(&t, &view, "b0", 100, Access::Read, 2, 0..100);
+        assert_eq!(
+            p.steps[1],
+            Step::Copy {
+                from: 1,
+                to: 2,
+                range: 0..100,
+                route: Route::Mapped {
+                    chunk: 1024,
+                    depth: 4,
+                    end: MapEnd::Source
+                }
+            },
+            "{}",
+            p.explain()
+        );
+        assert!(
+            p.explain().contains("by staged (mapped source, zero-copy)"),
+            "{}",
+            p.explain()
+        );
+        // Only one end mappable: the pinned ring.
+        let p = plan_access(&t, &view, "b0", 100, Access::Read, 3, 0..100);
+        assert!(
+            matches!(
+                p.steps[1],
+                Step::Copy {
+                    route: Route::Staged { .. },
+                    ..
+                }
+            ),
+            "{}",
+            p.explain()
+        );
     }
 
     #[test]
