@@ -15,7 +15,7 @@ mod common;
 use std::sync::Arc;
 
 use ur_api::{ArgValue, ContextId, DeviceId, KernelId, Location, MemoryConnection, NdRange, ProgramSource, Runtime};
-use ur_memory_manager::{Access, Config, MemoryManager, Place, Route, Step};
+use ur_memory_manager::{Access, Config, MapEnd, MemoryManager, Place, Route, Step};
 
 const N: usize = 1 << 18; // elements of u32: 1 MiB per buffer.
 
@@ -142,11 +142,21 @@ fn pocl_pocl_rusticl_round_trip() {
         launch(kp_consume, &out, &args);
     }
 
-    // 2b. rusticl consumes through host staging.
+    // 2b. rusticl consumes through host staging: zero-copy (the source
+    // chunks mapped) when both devices share the host's memory, else the
+    // pinned staging ring.
+    let host_unified = [d0, rusticl]
+        .iter()
+        .all(|d| rt.device_info(*d).unwrap().host_unified_memory);
     let staged = routes(&mm, data, p2);
     assert!(
-        !staged.is_empty() && staged.iter().all(|r| matches!(r, Route::Staged { .. })),
-        "expected a host-staged route to rusticl, got {staged:?}"
+        !staged.is_empty()
+            && staged.iter().all(|r| match r {
+                Route::Mapped { end, .. } => host_unified && *end == MapEnd::Source,
+                Route::Staged { .. } => !host_unified,
+                _ => false,
+            }),
+        "expected a host-staged route to rusticl (mapped source: {host_unified}), got {staged:?}"
     );
     let out2 = mm.create_buffer(N * 4).unwrap();
     {
@@ -201,6 +211,7 @@ fn pocl_pocl_rusticl_round_trip() {
     }
     let stats = mm.stats();
     assert!(stats.copies >= 1 && stats.staged_copies >= 2, "{stats:?}");
+    assert_eq!(stats.mapped_copies > 0, host_unified, "{stats:?}");
     for b in [data, out1, out2, back] {
         mm.release(b).unwrap();
     }
