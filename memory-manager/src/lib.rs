@@ -32,7 +32,9 @@
 //!   are both devices with `host_unified_memory` and [`ur_api::DeviceCaps::MAP`]
 //!   (CPU OpenCL devices, say) maps each source chunk for reading and writes
 //!   the destination straight from the mapping, one host copy instead of
-//!   two, still chunked with several chunks mapped at a time. It is not used
+//!   two, still chunked with several chunks mapped at a time. Its chunks
+//!   ([`Config::mapped_chunk`], 64 MiB) are larger than the ring's: they
+//!   cost no staging memory, and a large host copy streams faster. It is not used
 //!   when only one end is host-unified: a discrete device's transfers from
 //!   pageable (mapped) memory are slower than from the pinned ring. Every
 //!   mapping is unmapped on every path, errors included; a failure leaves

@@ -1,6 +1,7 @@
 //! Zero-copy staging ([`crate::Route::Mapped`]): one end of a `None` route
 //! is mapped into host memory chunk by chunk and the other end's queue reads
-//! or writes the mapping directly, so the bytes cross host memory once.
+//! or writes the mapping directly, so the bytes cross host memory once (or
+//! both ends are mapped and the manager copies between the mappings).
 
 use std::ops::Range;
 
@@ -125,6 +126,7 @@ pub(crate) fn mapped_copy(
     let (mapped, other, flags) = match end {
         MapEnd::Source => (src, dst, MapFlags::READ),
         MapEnd::Destination => (dst, src, MapFlags::WRITE_INVALIDATE),
+        MapEnd::Both => return both_mapped(rt, src, dst, n, depth, piece),
     };
     let mut m = Mappings {
         rt,
@@ -140,9 +142,10 @@ pub(crate) fn mapped_copy(
         let (off, _) = piece(k);
         // The mapping stays live (not unmapped) until this event is waited
         // for in `release` or in `Mappings::drop`.
-        m.chunks[k].xfer = Some(match end {
-            MapEnd::Source => rt.enqueue_write(other.queue, dst.buffer, off, ptr, &[])?,
-            MapEnd::Destination => rt.enqueue_read(other.queue, src.buffer, off, ptr, &[])?,
+        m.chunks[k].xfer = Some(if end == MapEnd::Source {
+            rt.enqueue_write(other.queue, dst.buffer, off, ptr, &[])?
+        } else {
+            rt.enqueue_read(other.queue, src.buffer, off, ptr, &[])?
         });
         rt.flush(other.queue)?;
         // Chunk k-1's transfer ran alongside chunk k's map: release it and
@@ -158,4 +161,52 @@ pub(crate) fn mapped_copy(
     }
     m.release(n - 1)?;
     m.finish()
+}
+
+/// [`MapEnd::Both`]: maps source and destination chunks, `depth` ahead, and
+/// copies between them on this thread; each pair is unmapped as soon as its
+/// bytes are copied.
+fn both_mapped(
+    rt: &Runtime,
+    src: Side,
+    dst: Side,
+    n: usize,
+    depth: usize,
+    piece: impl Fn(usize) -> (usize, usize),
+) -> ur_api::Result<()> {
+    let new = |side| Mappings {
+        rt,
+        side,
+        chunks: (0..n).map(|_| Mapping::default()).collect(),
+    };
+    let (mut ms, mut md) = (new(src), new(dst));
+    let map = |ms: &mut Mappings<'_>, md: &mut Mappings<'_>, k: usize| -> ur_api::Result<()> {
+        ms.map(k, MapFlags::READ, piece(k))?;
+        md.map(k, MapFlags::WRITE_INVALIDATE, piece(k))
+    };
+    for k in 0..n.min(depth) {
+        map(&mut ms, &mut md, k)?;
+    }
+    rt.flush(src.queue)?;
+    rt.flush(dst.queue)?;
+    for k in 0..n {
+        let (from, to) = (ms.mapped(k)?, md.mapped(k)?);
+        let len = piece(k).1;
+        debug_assert!(from.len() == len && to.len() == len);
+        // SAFETY: both mappings are live (their maps completed; they are
+        // unmapped only below or in `Mappings::drop`), each holds `len`
+        // bytes, nothing else uses them meanwhile (no command was given
+        // these pointers), and they belong to different buffers, so they do
+        // not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to.as_ptr(), len) };
+        ms.release(k)?;
+        md.release(k)?;
+        if k + depth < n {
+            map(&mut ms, &mut md, k + depth)?;
+        }
+        rt.flush(src.queue)?;
+        rt.flush(dst.queue)?;
+    }
+    ms.finish()?;
+    md.finish()
 }

@@ -76,8 +76,10 @@ pub enum Route {
     /// The connection answer was `None` and both ends are host-unified
     /// devices that can map buffers: zero-copy staging. Each chunk of the
     /// mapped end is mapped into host memory and the other end's queue reads
-    /// or writes it directly (one host copy instead of two), `depth` chunks
-    /// mapped at a time; every mapping is unmapped before the copy returns.
+    /// or writes it directly (one host copy instead of two; with
+    /// [`MapEnd::Both`] both ends are mapped and the manager copies between
+    /// them), `depth` chunks mapped at a time; every mapping is unmapped
+    /// before the copy returns.
     Mapped {
         /// Bytes per chunk.
         chunk: usize,
@@ -97,6 +99,9 @@ pub enum MapEnd {
     /// The destination is mapped for overwriting (`WRITE_INVALIDATE`); the
     /// source's queue reads into the mapping.
     Destination,
+    /// Both ends are mapped (source for reading, destination for
+    /// overwriting) and the manager copies between the mappings on the host.
+    Both,
 }
 
 impl MapEnd {
@@ -105,6 +110,7 @@ impl MapEnd {
         match self {
             MapEnd::Source => "source",
             MapEnd::Destination => "destination",
+            MapEnd::Both => "source and destination",
         }
     }
 }

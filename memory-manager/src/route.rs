@@ -57,6 +57,8 @@ pub(crate) trait Topology {
     /// For a `None` connection between two device places: which end to map
     /// for zero-copy staging, or `None` for the pinned staging ring.
     fn zero_copy(&self, from: usize, to: usize) -> Option<MapEnd>;
+    /// Chunk size of zero-copy staging.
+    fn mapped_chunk(&self) -> usize;
     /// Place names, by index.
     fn names(&self) -> Vec<String>;
 }
@@ -73,7 +75,11 @@ pub(crate) fn route_between(topo: &dyn Topology, from: usize, to: usize) -> Rout
         MemoryConnection::None => {
             let (chunk, depth) = topo.staging();
             match topo.zero_copy(from, to) {
-                Some(end) => Route::Mapped { chunk, depth, end },
+                Some(end) => Route::Mapped {
+                    chunk: topo.mapped_chunk(),
+                    depth,
+                    end,
+                },
                 None => Route::Staged { chunk, depth },
             }
         }
@@ -302,6 +308,9 @@ pub(crate) mod tests {
         fn zero_copy(&self, from: usize, to: usize) -> Option<MapEnd> {
             (self.mapped.contains(&from) && self.mapped.contains(&to)).then_some(MapEnd::Source)
         }
+        fn mapped_chunk(&self) -> usize {
+            self.m.mapped_chunk()
+        }
         fn names(&self) -> Vec<String> {
             self.m.names()
         }
@@ -319,6 +328,9 @@ pub(crate) mod tests {
         }
         fn zero_copy(&self, _from: usize, _to: usize) -> Option<MapEnd> {
             None
+        }
+        fn mapped_chunk(&self) -> usize {
+            4096
         }
         fn names(&self) -> Vec<String> {
             (0..=self.conn.len())
@@ -393,7 +405,7 @@ pub(crate) mod tests {
                 to: 2,
                 range: 0..100,
                 route: Route::Mapped {
-                    chunk: 1024,
+                    chunk: 4096,
                     depth: 4,
                     end: MapEnd::Source
                 }

@@ -14,6 +14,7 @@ const N: usize = 200 << 10; // not a multiple of the chunk: a short last chunk
 fn config(zero_copy: ZeroCopy) -> Config {
     Config {
         staging_chunk: 16 << 10,
+        mapped_chunk: 16 << 10,
         staging_depth: 3,
         measure_routes: false,
         zero_copy,
@@ -72,6 +73,7 @@ fn mapped_copies_move_every_byte_in_both_directions() {
     for (mode, end) in [
         (ZeroCopy::MapSource, MapEnd::Source),
         (ZeroCopy::MapDestination, MapEnd::Destination),
+        (ZeroCopy::MapBoth, MapEnd::Both),
     ] {
         let s = setup("two_contexts", config(mode));
         let (l1, l2) = (s.mm.places()[1], s.mm.places()[2]);
@@ -108,7 +110,7 @@ fn mapped_copies_move_every_byte_in_both_directions() {
 
 #[test]
 fn a_failed_mapped_copy_loses_nothing_and_is_retried() {
-    for mode in [ZeroCopy::MapSource, ZeroCopy::MapDestination] {
+    for mode in [ZeroCopy::MapSource, ZeroCopy::MapDestination, ZeroCopy::MapBoth] {
         // Fail the first transfer touching either end: the map's read or the
         // unmap's write-back of the mapped end, or the other end's transfer.
         for faulty in [0, 1] {

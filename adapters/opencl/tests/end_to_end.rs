@@ -98,6 +98,7 @@ fn pocl_pocl_rusticl_round_trip() {
     let config = Config {
         measure_routes: false,
         staging_chunk: 256 << 10, // several chunks per buffer, so the ring is exercised
+        mapped_chunk: 256 << 10,  // and so are several mappings
         ..Config::default()
     };
     let mm = MemoryManager::with_config(rt.clone(), &[l0, l1, l2], config).unwrap();
