@@ -415,7 +415,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
 
     fn event_status(&self, event: EventId) -> Result<EventStatus> {
         let e = self.event(&self.tables.lock(), event)?;
-        self.adapter.event_status(&e.obj)
+        self.adapter.event_status(e.event())
     }
 
     fn wait(&self, events: &[EventId]) -> Result<()> {
@@ -435,19 +435,25 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
                 "the event's queue was created without profiling",
             ));
         }
-        self.adapter.event_profiling(&e.obj)
+        self.adapter.event_profiling(e.event())
     }
 
     fn release_event(&self, event: EventId) -> Result<()> {
         self.own(event)?;
-        self.tables
-            .lock()
-            .events
-            .remove(event.key)
-            .map(drop)
-            .ok_or(Error::InvalidHandle {
-                kind: HandleKind::Event,
-            })
+        let mut t = self.tables.lock();
+        let mut entry = t.events.remove(event.key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Event,
+        })?;
+        // A unique entry goes back to the pool; one a concurrent wait still
+        // holds is simply dropped when that wait ends.
+        let obj = Arc::get_mut(&mut entry).and_then(|e| e.obj.take());
+        if obj.is_some() && t.event_pool.len() < EVENT_POOL {
+            t.event_pool.push(entry);
+        }
+        drop(t);
+        // The adapter's event is released outside the table lock.
+        drop(obj);
+        Ok(())
     }
 
     fn create_program(&self, context: ContextId, source: &ProgramSource, options: &str) -> Result<ProgramId> {

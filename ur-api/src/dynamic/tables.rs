@@ -56,10 +56,24 @@ pub(super) struct QueueEntry<A: Adapter> {
 }
 
 pub(super) struct EventEntry<A: Adapter> {
-    pub(super) obj: A::Event,
+    /// The adapter's event; `None` only while the entry waits in the pool.
+    pub(super) obj: Option<A::Event>,
     pub(super) ctx: ContextKey,
     pub(super) profiling: bool,
 }
+
+impl<A: Adapter> EventEntry<A> {
+    /// The adapter's event of a live entry.
+    pub(super) fn event(&self) -> &A::Event {
+        self.obj
+            .as_ref()
+            .expect("entries in the event table always hold an event")
+    }
+}
+
+/// How many released event entries are kept for reuse: an enqueue then
+/// allocates nothing in the dyn layer.
+pub(super) const EVENT_POOL: usize = 1024;
 
 pub(super) struct ProgramEntry<A: Adapter> {
     pub(super) obj: A::Program,
@@ -88,6 +102,8 @@ pub(super) struct Tables<A: Adapter> {
     pub(super) buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
     pub(super) queues: SlotMap<QueueKey, Arc<QueueEntry<A>>>,
     pub(super) events: SlotMap<EventKey, Arc<EventEntry<A>>>,
+    /// Released event entries (unique, empty) kept for reuse.
+    pub(super) event_pool: Vec<Arc<EventEntry<A>>>,
     pub(super) programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
     pub(super) kernels: SlotMap<KernelKey, Arc<KernelEntry<A>>>,
     /// USM allocations by base address.
@@ -99,7 +115,7 @@ pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kin
 }
 
 pub(super) fn refs<A: Adapter>(events: &[Arc<EventEntry<A>>]) -> Vec<&A::Event> {
-    events.iter().map(|e| &e.obj).collect()
+    events.iter().map(|e| e.event()).collect()
 }
 
 /// Wraps an [`Adapter`] as a [`DynAdapter`](super::DynAdapter): handle tables and every check.
@@ -174,6 +190,7 @@ impl<A: Adapter> AdapterHost<A> {
                 buffers: SlotMap::with_key(),
                 queues: SlotMap::with_key(),
                 events: SlotMap::with_key(),
+                event_pool: Vec::new(),
                 programs: SlotMap::with_key(),
                 kernels: SlotMap::with_key(),
                 usm: BTreeMap::new(),
@@ -293,11 +310,22 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn new_event(&self, obj: A::Event, q: &QueueEntry<A>) -> EventId {
-        let key = self.tables.lock().events.insert(Arc::new(EventEntry {
-            obj,
-            ctx: q.ctx,
-            profiling: q.profiling,
-        }));
+        let mut t = self.tables.lock();
+        let entry = match t.event_pool.pop() {
+            Some(mut pooled) => {
+                let e = Arc::get_mut(&mut pooled).expect("pooled event entries are unique");
+                e.obj = Some(obj);
+                e.ctx = q.ctx;
+                e.profiling = q.profiling;
+                pooled
+            }
+            None => Arc::new(EventEntry {
+                obj: Some(obj),
+                ctx: q.ctx,
+                profiling: q.profiling,
+            }),
+        };
+        let key = t.events.insert(entry);
         EventId { host: self.id, key }
     }
 
