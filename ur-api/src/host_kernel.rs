@@ -120,6 +120,20 @@ impl fmt::Debug for HostKernel {
     }
 }
 
+impl HostKernel {
+    /// Checks that a launch passes exactly the kernel's number of arguments.
+    pub fn check_arity(&self, given: usize) -> Result<(), crate::Error> {
+        if given == self.arity {
+            Ok(())
+        } else {
+            Err(crate::Error::InvalidKernelArgs(format!(
+                "kernel `{}` takes {} arguments, {} given",
+                self.name, self.arity, given
+            )))
+        }
+    }
+}
+
 /// A set of host kernels keyed by name.
 #[derive(Debug, Clone, Default)]
 pub struct HostKernelLibrary {

@@ -62,14 +62,7 @@ pub(crate) fn launch_work(
     args: &[KernelArg<'_, NativeAdapter>],
 ) -> Result<Work> {
     let k = &kernel.kernel;
-    if args.len() != k.arity {
-        return Err(Error::InvalidKernelArgs(format!(
-            "kernel `{}` takes {} arguments, {} given",
-            k.name,
-            k.arity,
-            args.len()
-        )));
-    }
+    k.check_arity(args.len())?;
     let held = args
         .iter()
         .map(|a| {

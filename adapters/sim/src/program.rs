@@ -66,14 +66,7 @@ pub(crate) fn prepare(
     args: &[KernelArg<'_, SimAdapter>],
 ) -> Result<Launch> {
     let k = &kernel.kernel;
-    if args.len() != k.arity {
-        return Err(Error::InvalidKernelArgs(format!(
-            "kernel `{}` takes {} arguments, {} given",
-            k.name,
-            k.arity,
-            args.len()
-        )));
-    }
+    k.check_arity(args.len())?;
     let args = args
         .iter()
         .map(|a| {
