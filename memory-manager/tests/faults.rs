@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{setup, Setup};
+use common::{setup, valid_at, Setup};
 use ur_api::Location;
 use ur_memory_manager::{Access, Config, IntervalSet, LogicalBuffer, MmError, Place};
 use ur_sim::Topology;
@@ -33,15 +33,6 @@ fn read_all(s: &Setup, b: LogicalBuffer) -> Vec<u8> {
     let mut v = vec![0u8; s.mm.size(b).unwrap()];
     s.mm.read(b, 0, &mut v).unwrap();
     v
-}
-
-fn valid_at(s: &Setup, b: LogicalBuffer, at: Place) -> IntervalSet {
-    s.mm.residency(b)
-        .unwrap()
-        .into_iter()
-        .find(|(p, _)| *p == at)
-        .map(|(_, v)| v)
-        .unwrap_or_default()
 }
 
 #[test]

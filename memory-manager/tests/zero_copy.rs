@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{setup, Setup};
+use common::{setup, valid_at, Setup};
 use ur_memory_manager::{Access, Config, IntervalSet, LogicalBuffer, MapEnd, MmError, Place, Route, Step, ZeroCopy};
 
 const N: usize = 200 << 10; // not a multiple of the chunk: a short last chunk
@@ -38,15 +38,6 @@ fn device_bytes(s: &Setup, b: LogicalBuffer, at: Place) -> Vec<u8> {
     let mut v = vec![0u8; N];
     s.rt.read(g.queue().unwrap(), g.buffer().unwrap(), 0, &mut v).unwrap();
     v
-}
-
-fn valid_at(s: &Setup, b: LogicalBuffer, at: Place) -> IntervalSet {
-    s.mm.residency(b)
-        .unwrap()
-        .into_iter()
-        .find(|(p, _)| *p == at)
-        .map(|(_, v)| v)
-        .unwrap_or_default()
 }
 
 #[test]

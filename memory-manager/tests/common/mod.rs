@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ur_api::{DeviceId, Location, MemoryConnection, Runtime};
-use ur_memory_manager::{Config, MemoryManager};
+use ur_memory_manager::{Config, IntervalSet, LogicalBuffer, MemoryManager, Place};
 use ur_sim::{DeviceSpec, PairRule, SimAdapter, SimFaults, SimLinks, Topology};
 
 /// The scenarios every plan snapshot and the random workload run on.
@@ -97,4 +97,14 @@ pub fn plan_config() -> Config {
         measure_routes: false,
         ..Config::default()
     }
+}
+
+/// The bytes of `b` valid at `at` (empty when `at` holds no allocation).
+pub fn valid_at(s: &Setup, b: LogicalBuffer, at: Place) -> IntervalSet {
+    s.mm.residency(b)
+        .unwrap()
+        .into_iter()
+        .find(|(p, _)| *p == at)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
 }
