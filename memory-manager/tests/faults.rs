@@ -163,9 +163,9 @@ fn a_lost_device_is_routed_around_and_sole_copies_there_are_reported() {
     assert!(s.mm.acquire(only, l1, Access::Read, 0..N).is_err());
 }
 
-#[test]
-fn eviction_spans_contexts_of_one_device() {
-    // One device in two contexts: both places share the device's memory.
+/// One sim device in two contexts (two places sharing its memory), capped so
+/// that only one allocation of `N` bytes fits.
+fn one_device_two_contexts_with_room_for_one() -> (ur_memory_manager::MemoryManager, std::sync::Arc<ur_api::Runtime>) {
     let sim = ur_sim::SimAdapter::new(Topology::single_device());
     let faults = sim.faults();
     let mut rt = ur_api::Runtime::new();
@@ -180,6 +180,13 @@ fn eviction_spans_contexts_of_one_device() {
     )
     .unwrap();
     faults.cap_memory("sim0", N as u64 + 100).unwrap();
+    (mm, rt)
+}
+
+#[test]
+fn eviction_spans_contexts_of_one_device() {
+    // One device in two contexts: both places share the device's memory.
+    let (mm, _rt) = one_device_two_contexts_with_room_for_one();
     let (p0, p1) = (mm.places()[1], mm.places()[2]);
     let a = mm.create_buffer(N).unwrap();
     let b = mm.create_buffer(N).unwrap();
@@ -198,20 +205,7 @@ fn evicting_a_source_of_the_running_plan_replans() {
     // One device in two contexts, room for one allocation: reading at the
     // second context must evict the buffer's own copy at the first (after
     // writing it back), then take the bytes from the host instead.
-    let sim = ur_sim::SimAdapter::new(Topology::single_device());
-    let faults = sim.faults();
-    let mut rt = ur_api::Runtime::new();
-    rt.add(sim).unwrap();
-    let d = rt.all_devices()[0];
-    let (c0, c1) = (rt.create_context(&[d]).unwrap(), rt.create_context(&[d]).unwrap());
-    let rt = std::sync::Arc::new(rt);
-    let mm = ur_memory_manager::MemoryManager::with_config(
-        rt.clone(),
-        &[Location::new(c0, d), Location::new(c1, d)],
-        config(),
-    )
-    .unwrap();
-    faults.cap_memory("sim0", N as u64 + 100).unwrap();
+    let (mm, rt) = one_device_two_contexts_with_room_for_one();
     let (p0, p1) = (mm.places()[1], mm.places()[2]);
     let a = mm.create_buffer(N).unwrap();
     {
