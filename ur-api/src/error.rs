@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::types::Backend;
+use crate::types::{Backend, MemoryConnection};
 
 /// Result alias used across the API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -62,12 +62,37 @@ pub enum Error {
         /// What the handle was supposed to name.
         kind: HandleKind,
     },
-    /// An object of one context was used with an object of another context,
-    /// and the adapter does not report the two locations as `Unified`.
-    #[error("{what} belongs to another context and its memory is not usable there")]
+    /// An object of one context (an event of a wait list, a kernel) was
+    /// used with a queue of another context.
+    #[error("{what} belongs to another context")]
     WrongContext {
         /// Which argument was in the wrong context.
         what: &'static str,
+    },
+    /// Memory allocated at one location (context, device) was used at
+    /// another, and the adapter does not answer `Unified` from the first to
+    /// the second (nor, for a copy, `Migratable`). Moving data between
+    /// locations is the memory manager's job, never a side effect of a
+    /// command.
+    #[error("{what} lives at another location and is not usable at the queue's (connection `{connection}`{})",
+        if *copy { "; a copy needs `unified` or `migratable`" } else { "; in-place use needs `unified`" })]
+    NotAccessible {
+        /// Which argument was at the wrong location.
+        what: &'static str,
+        /// The adapter's answer from the memory's location to the queue's.
+        connection: MemoryConnection,
+        /// Whether the use was a copy.
+        copy: bool,
+    },
+    /// The object is still used by others and cannot be released yet.
+    #[error("{what} is still in use by {users} {by}")]
+    InUse {
+        /// What was to be released.
+        what: &'static str,
+        /// How many users remain.
+        users: usize,
+        /// What kind of users.
+        by: &'static str,
     },
     /// A device was named that the context does not contain.
     #[error("the device is not part of the context")]
@@ -168,6 +193,8 @@ impl Error {
             self,
             Error::InvalidHandle { .. }
                 | Error::WrongContext { .. }
+                | Error::NotAccessible { .. }
+                | Error::InUse { .. }
                 | Error::DeviceNotInContext
                 | Error::InvalidSize { .. }
                 | Error::OutOfBounds { .. }

@@ -45,13 +45,14 @@ enum DeviceSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Term {
     negative: bool,
-    backend: Option<Backend>,
+    /// A backend's selector name ([`Backend::name`]), or `None` for `*`.
+    backend: Option<String>,
     devices: Vec<DeviceSpec>,
 }
 
 impl Term {
     fn matches(&self, backend: Backend, index: usize, ty: DeviceType) -> bool {
-        self.backend.is_none_or(|b| b == backend)
+        self.backend.as_deref().is_none_or(|b| b == backend.name())
             && self.devices.iter().any(|d| match d {
                 DeviceSpec::Any => true,
                 DeviceSpec::Type(t) => *t == ty,
@@ -91,7 +92,7 @@ impl DeviceSelector {
     /// Does the selector name this backend in any positive term (or have none)?
     pub fn may_select_backend(&self, backend: Backend) -> bool {
         let mut positives = self.terms.iter().filter(|t| !t.negative).peekable();
-        positives.peek().is_none() || positives.any(|t| t.backend.is_none_or(|b| b == backend))
+        positives.peek().is_none() || positives.any(|t| t.backend.as_deref().is_none_or(|b| b == backend.name()))
     }
 }
 
@@ -124,7 +125,13 @@ impl FromStr for DeviceSelector {
                 .ok_or_else(|| err(format!("term `{raw}` is not `backend:devices`")))?;
             let backend = match b.trim() {
                 "*" => None,
-                name => Some(Backend::from_name(name).ok_or_else(|| err(format!("unknown backend `{name}`")))?),
+                name => Some(match Backend::from_name(name) {
+                    Some(known) => known.name().to_owned(),
+                    // An adapter `ur-api` does not know (`Backend::Other`)
+                    // is selected by its name.
+                    None if is_backend_name(name) => name.to_owned(),
+                    None => return Err(err(format!("`{name}` is not a backend name"))),
+                }),
             };
             let mut devices = Vec::new();
             for d in devs.split(',').map(|d| d.trim().to_ascii_lowercase()) {
@@ -151,6 +158,13 @@ impl FromStr for DeviceSelector {
             text: input.trim().to_owned(),
         })
     }
+}
+
+/// A name an unknown backend may have: lower-case letters, digits, `_`,
+/// starting with a letter.
+fn is_backend_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 #[cfg(test)]
@@ -187,9 +201,19 @@ mod tests {
     }
 
     #[test]
+    fn backends_unknown_to_ur_api_by_name() {
+        let s = sel("template:*;level_zero:0");
+        assert!(s.selects(Backend::Other("template"), 0, DeviceType::Custom));
+        assert!(!s.selects(Backend::Other("vulkan"), 0, DeviceType::Gpu));
+        assert!(s.selects(Backend::LevelZero, 0, DeviceType::Gpu));
+        assert!(sel("ze:*").selects(Backend::LevelZero, 3, DeviceType::Gpu));
+    }
+
+    #[test]
     fn errors() {
         assert!("opencl".parse::<DeviceSelector>().is_err());
-        assert!("vulkan:*".parse::<DeviceSelector>().is_err());
+        assert!("Vulkan!:*".parse::<DeviceSelector>().is_err());
+        assert!("9lives:*".parse::<DeviceSelector>().is_err());
         assert!("opencl:big".parse::<DeviceSelector>().is_err());
         assert!(";".parse::<DeviceSelector>().is_err());
     }

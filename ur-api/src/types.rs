@@ -7,8 +7,9 @@ use bitflags::bitflags;
 use serde::Serialize;
 
 /// Which backend an adapter drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+///
+/// Serialised as its [`name`](Backend::name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Backend {
     /// The host CPU adapter (always present).
     Native,
@@ -20,10 +21,19 @@ pub enum Backend {
     Cuda,
     /// oneAPI Level Zero.
     LevelZero,
+    /// A backend `ur-api` does not know, by its selector name (lower case,
+    /// letters, digits and `_`; e.g. an out-of-tree adapter's `"template"`).
+    Other(&'static str),
+}
+
+impl Serialize for Backend {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl Backend {
-    /// Every backend, in display order.
+    /// Every backend `ur-api` knows, in display order.
     pub const ALL: [Backend; 5] = [
         Backend::Native,
         Backend::Sim,
@@ -40,10 +50,12 @@ impl Backend {
             Backend::OpenCl => "opencl",
             Backend::Cuda => "cuda",
             Backend::LevelZero => "level_zero",
+            Backend::Other(name) => name,
         }
     }
 
-    /// Parses a selector backend name; accepts the oneAPI aliases `native_cpu` and `ext_oneapi_cuda`-style prefixes.
+    /// Parses the name of a backend `ur-api` knows; accepts the oneAPI
+    /// aliases `native_cpu` and `ext_oneapi_cuda`-style prefixes.
     pub fn from_name(s: &str) -> Option<Backend> {
         let s = s.trim().to_ascii_lowercase();
         let s = s.strip_prefix("ext_oneapi_").unwrap_or(&s);
@@ -124,6 +136,11 @@ bitflags! {
         const USE_HOST_PTR = 1 << 5;
         /// Fill patterns whose length is not a power of two are supported.
         const FILL_ANY_PATTERN = 1 << 6;
+        /// Launches may have a non-zero global offset.
+        const GLOBAL_OFFSET = 1 << 7;
+        /// Kernels may take work-group local memory as an argument
+        /// ([`KernelArg::Local`](crate::KernelArg::Local)).
+        const LOCAL_MEMORY_ARGS = 1 << 8;
     }
 }
 
@@ -159,7 +176,22 @@ pub struct PlatformInfo {
 }
 
 /// Describes one device.
+///
+/// `#[non_exhaustive]`: adapters build one with [`DeviceInfo::new`] and the
+/// chained setters, so new fields do not break them.
+///
+/// ```
+/// use ur_api::{DeviceCaps, DeviceInfo, DeviceType, UsmCaps};
+/// let info = DeviceInfo::new("my accelerator", DeviceType::Accelerator)
+///     .vendor("ACME")
+///     .memory(1 << 30, 256 << 20)
+///     .caps(DeviceCaps::MAP | DeviceCaps::KERNELS)
+///     .usm(UsmCaps::DEVICE);
+/// assert_eq!(info.max_alloc_size, 256 << 20);
+/// assert_eq!(info.sub_buffer_align, 1);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DeviceInfo {
     /// Device name.
     pub name: String,
@@ -189,6 +221,130 @@ pub struct DeviceInfo {
     pub driver_version: String,
     /// Backend API version the device supports.
     pub backend_version: String,
+}
+
+impl DeviceInfo {
+    /// A device with this name and type and modest defaults: no vendor, no
+    /// memory reported (0), separate memory, no USM, no optional
+    /// capability, no program format, one compute unit, work groups of 1,
+    /// sub-buffer alignment 1, empty version strings.
+    pub fn new(name: impl Into<String>, device_type: DeviceType) -> Self {
+        DeviceInfo {
+            name: name.into(),
+            vendor: String::new(),
+            device_type,
+            global_mem_size: 0,
+            max_alloc_size: 0,
+            host_unified_memory: false,
+            usm: UsmCaps::empty(),
+            caps: DeviceCaps::empty(),
+            program_formats: ProgramFormats::empty(),
+            max_compute_units: 1,
+            max_work_group_size: 1,
+            sub_buffer_align: 1,
+            driver_version: String::new(),
+            backend_version: String::new(),
+        }
+    }
+
+    /// Sets the vendor name.
+    pub fn vendor(self, vendor: impl Into<String>) -> Self {
+        DeviceInfo {
+            vendor: vendor.into(),
+            ..self
+        }
+    }
+
+    /// Sets the global memory size and the largest single allocation, in bytes.
+    pub fn memory(self, global_mem_size: u64, max_alloc_size: u64) -> Self {
+        DeviceInfo {
+            global_mem_size,
+            max_alloc_size,
+            ..self
+        }
+    }
+
+    /// Says whether the device's memory is the host's.
+    pub fn host_unified_memory(self, host_unified_memory: bool) -> Self {
+        DeviceInfo {
+            host_unified_memory,
+            ..self
+        }
+    }
+
+    /// Sets the supported USM allocation kinds.
+    pub fn usm(self, usm: UsmCaps) -> Self {
+        DeviceInfo { usm, ..self }
+    }
+
+    /// Sets the optional capabilities.
+    pub fn caps(self, caps: DeviceCaps) -> Self {
+        DeviceInfo { caps, ..self }
+    }
+
+    /// Sets the accepted program formats.
+    pub fn program_formats(self, program_formats: ProgramFormats) -> Self {
+        DeviceInfo {
+            program_formats,
+            ..self
+        }
+    }
+
+    /// Sets the compute units and the largest work-group size.
+    pub fn compute(self, max_compute_units: u32, max_work_group_size: usize) -> Self {
+        DeviceInfo {
+            max_compute_units,
+            max_work_group_size,
+            ..self
+        }
+    }
+
+    /// Sets the required alignment of a sub-buffer's offset.
+    pub fn sub_buffer_align(self, sub_buffer_align: usize) -> Self {
+        DeviceInfo {
+            sub_buffer_align,
+            ..self
+        }
+    }
+
+    /// Sets the driver and backend API version strings.
+    pub fn versions(self, driver_version: impl Into<String>, backend_version: impl Into<String>) -> Self {
+        DeviceInfo {
+            driver_version: driver_version.into(),
+            backend_version: backend_version.into(),
+            ..self
+        }
+    }
+}
+
+/// What the dyn layer checks a kernel's launches against
+/// ([`Adapter::kernel_info`](crate::Adapter::kernel_info)).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct KernelInfo {
+    /// The number of arguments, when the backend knows it.
+    pub arg_count: Option<usize>,
+    /// Each argument's size in bytes, when the backend knows them (buffers
+    /// and USM pointers are 8 bytes). Implies `arg_count`.
+    pub arg_sizes: Option<Vec<usize>>,
+}
+
+impl KernelInfo {
+    /// A kernel taking `n` arguments of sizes unknown.
+    pub fn with_arg_count(n: usize) -> Self {
+        KernelInfo {
+            arg_count: Some(n),
+            arg_sizes: None,
+        }
+    }
+
+    /// A kernel whose arguments have these sizes.
+    pub fn with_arg_sizes(sizes: Vec<usize>) -> Self {
+        KernelInfo {
+            arg_count: Some(sizes.len()),
+            arg_sizes: Some(sizes),
+        }
+    }
 }
 
 /// The answer to "can memory of location A be used at location B?".
@@ -374,9 +530,10 @@ impl<D> UsmDesc<D> {
 pub struct UsmPtr(pub u64);
 
 impl UsmPtr {
-    /// The address `bytes` further on.
+    /// The address `bytes` further on (wrapping: only addresses inside
+    /// an allocation mean anything).
     pub fn offset(self, bytes: usize) -> UsmPtr {
-        UsmPtr(self.0 + bytes as u64)
+        UsmPtr(self.0.wrapping_add(bytes as u64))
     }
 }
 
@@ -622,9 +779,9 @@ impl NdRange {
         }
     }
 
-    /// Total work items.
-    pub fn total(&self) -> usize {
-        self.global.iter().product()
+    /// Total work items, or `None` when the count overflows `usize`.
+    pub fn total(&self) -> Option<usize> {
+        self.global.iter().try_fold(1usize, |acc, &g| acc.checked_mul(g))
     }
 }
 

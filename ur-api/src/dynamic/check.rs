@@ -1,7 +1,8 @@
 //! Pure parameter checks of the dyn layer: no adapter, no tables, just input.
 
+use super::ArgValue;
 use crate::error::{Error, Result};
-use crate::types::{MapFlags, MemFlags, NdRange, RectCopy, RectSide};
+use crate::types::{KernelInfo, MapFlags, MemFlags, NdRange, RectCopy, RectSide};
 
 /// The largest fill pattern, in bytes.
 pub(crate) const MAX_PATTERN: usize = 128;
@@ -22,16 +23,40 @@ pub(crate) fn range(what: &'static str, offset: usize, len: usize, size: usize) 
     }
 }
 
-/// An alignment: 0 (default) or a power of two.
-pub(crate) fn alignment(align: usize) -> Result<()> {
-    if align == 0 || align.is_power_of_two() {
-        Ok(())
-    } else {
-        Err(Error::InvalidAlignment {
+/// An alignment: 0 (default) or a power of two no larger than `max` (the
+/// largest allocation the device makes, rounded up to a power of two: no
+/// allocation can honour more).
+pub(crate) fn alignment(align: usize, max: u64) -> Result<()> {
+    if align != 0 && !align.is_power_of_two() {
+        return Err(Error::InvalidAlignment {
             align,
             why: "must be a power of two",
-        })
+        });
     }
+    if align as u64 > max.max(1).next_power_of_two() {
+        return Err(Error::InvalidAlignment {
+            align,
+            why: "larger than the device's largest allocation",
+        });
+    }
+    Ok(())
+}
+
+/// A host range for registration: not null, non-empty, not wrapping the
+/// address space. Returns its end address.
+pub(crate) fn host_range(ptr: *mut u8, len: usize) -> Result<usize> {
+    if ptr.is_null() {
+        return Err(Error::invalid("host range starts at a null pointer"));
+    }
+    if len == 0 {
+        return Err(Error::InvalidSize {
+            what: "host range",
+            size: 0,
+        });
+    }
+    (ptr as usize)
+        .checked_add(len)
+        .ok_or_else(|| Error::invalid(format!("host range {ptr:p}+{len} wraps the address space")))
 }
 
 /// A fill pattern over `[offset, offset + size)`.
@@ -155,8 +180,11 @@ pub(crate) fn rect(rect: &RectCopy, src_size: usize, dst_size: usize) -> Result<
     })
 }
 
-/// A launch range is well formed for a device with this work-group limit.
-pub(crate) fn nd_range(range: &NdRange, max_work_group: usize) -> Result<()> {
+/// A launch range is well formed for a device with this work-group limit:
+/// 1..=3 dimensions, non-zero sizes, work groups dividing the global sizes,
+/// and no overflow anywhere (`offset + global` per dimension, the total
+/// item count, the work-group size). A non-zero offset needs `offsets`.
+pub(crate) fn nd_range(range: &NdRange, max_work_group: usize, offsets: bool) -> Result<()> {
     let d = range.dims as usize;
     if !(1..=3).contains(&d) {
         return Err(Error::invalid(format!("launch dimensions must be 1..=3, got {d}")));
@@ -170,6 +198,20 @@ pub(crate) fn nd_range(range: &NdRange, max_work_group: usize) -> Result<()> {
     if range.global[d..].iter().any(|&g| g != 1) || range.offset[d..].iter().any(|&o| o != 0) {
         return Err(Error::invalid("unused launch dimensions must have size 1 and offset 0"));
     }
+    if range.total().is_none() {
+        return Err(Error::invalid("the launch's total work-item count overflows"));
+    }
+    for i in 0..d {
+        if range.offset[i].checked_add(range.global[i]).is_none() {
+            return Err(Error::invalid(format!(
+                "global offset {} + size {} overflows in dimension {i}",
+                range.offset[i], range.global[i]
+            )));
+        }
+    }
+    if !offsets && range.offset != [0; 3] {
+        return Err(Error::unsupported("global offsets on launches of this device"));
+    }
     if let Some(local) = range.local {
         if local[..d].contains(&0) || local[d..].iter().any(|&l| l != 1) {
             return Err(Error::invalid(
@@ -179,7 +221,10 @@ pub(crate) fn nd_range(range: &NdRange, max_work_group: usize) -> Result<()> {
         if (0..d).any(|i| range.global[i] % local[i] != 0) {
             return Err(Error::invalid("global size is not a multiple of the work-group size"));
         }
-        let total: usize = local.iter().product();
+        let total = local
+            .iter()
+            .try_fold(1usize, |acc, &l| acc.checked_mul(l))
+            .ok_or_else(|| Error::invalid("the work-group size overflows"))?;
         if total > max_work_group {
             return Err(Error::invalid(format!(
                 "work-group of {total} exceeds the device limit {max_work_group}"
@@ -189,9 +234,46 @@ pub(crate) fn nd_range(range: &NdRange, max_work_group: usize) -> Result<()> {
     Ok(())
 }
 
-/// Two byte ranges overlap.
+/// Kernel arguments against what the adapter reported of the kernel
+/// (count, sizes) and what the device allows (`local`: local-memory
+/// arguments). Buffers and USM pointers count as 8 bytes.
+pub(crate) fn kernel_args(info: &KernelInfo, args: &[ArgValue<'_>], local: bool) -> Result<()> {
+    if let Some(n) = info.arg_count {
+        if args.len() != n {
+            return Err(Error::InvalidKernelArgs(format!(
+                "the kernel takes {n} arguments, {} given",
+                args.len()
+            )));
+        }
+    }
+    for (i, a) in args.iter().enumerate() {
+        let given = match *a {
+            ArgValue::Scalar([]) => return Err(Error::InvalidKernelArgs(format!("argument {i}: empty scalar"))),
+            ArgValue::Local(0) => {
+                return Err(Error::InvalidKernelArgs(format!("argument {i}: zero-sized local memory")))
+            }
+            ArgValue::Local(_) if !local => {
+                return Err(Error::unsupported("local-memory kernel arguments on this device"))
+            }
+            ArgValue::Local(_) => continue,
+            ArgValue::Scalar(s) => s.len(),
+            ArgValue::Buffer(_) | ArgValue::Usm(_) => 8,
+        };
+        if let Some(&want) = info.arg_sizes.as_ref().and_then(|s| s.get(i)) {
+            if want != given {
+                return Err(Error::InvalidKernelArgs(format!(
+                    "argument {i} is {want} bytes, {given} given"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Two byte ranges of `len` bytes at `a` and `b` overlap (no overflow:
+/// both ranges were checked to fit their objects).
 pub(crate) fn overlaps(a: usize, b: usize, len: usize) -> bool {
-    a < b + len && b < a + len
+    a < b.saturating_add(len) && b < a.saturating_add(len)
 }
 
 #[cfg(test)]
@@ -242,16 +324,65 @@ mod tests {
 
     #[test]
     fn ranges_nd() {
-        assert!(nd_range(&NdRange::d1(8), 64).is_ok());
-        assert!(nd_range(&NdRange::d1(8).with_local([3, 1, 1]), 64).is_err());
+        assert!(nd_range(&NdRange::d1(8), 64, true).is_ok());
+        assert!(nd_range(&NdRange::d1(8).with_local([3, 1, 1]), 64, true).is_err());
         assert!(nd_range(
             &NdRange {
                 dims: 4,
                 ..NdRange::d1(1)
             },
-            64
+            64,
+            true
         )
         .is_err());
-        assert!(nd_range(&NdRange::d2(8, 0), 64).is_err());
+        assert!(nd_range(&NdRange::d2(8, 0), 64, true).is_err());
+    }
+
+    /// Regressions: these panicked or wrapped to small numbers before.
+    #[test]
+    fn ranges_nd_never_overflow() {
+        let big = 1usize << 32;
+        let local = NdRange::d2(big, big).with_local([big, big, 1]);
+        assert!(matches!(nd_range(&local, 1024, true), Err(Error::InvalidValue(_))));
+        let offset = NdRange {
+            offset: [usize::MAX, 0, 0],
+            ..NdRange::d1(2)
+        };
+        assert!(matches!(nd_range(&offset, 1024, true), Err(Error::InvalidValue(_))));
+        let total = NdRange::d3(big, big, big);
+        assert!(matches!(nd_range(&total, 1024, true), Err(Error::InvalidValue(_))));
+        let shifted = NdRange {
+            offset: [4, 0, 0],
+            ..NdRange::d1(2)
+        };
+        assert!(matches!(nd_range(&shifted, 1024, false), Err(Error::Unsupported { .. })));
+        assert!(nd_range(&shifted, 1024, true).is_ok());
+    }
+
+    #[test]
+    fn kernel_arguments() {
+        let two = KernelInfo::with_arg_count(2);
+        let args = [ArgValue::Local(4), ArgValue::Scalar(&[1, 2, 3, 4])];
+        assert!(kernel_args(&two, &args, true).is_ok());
+        assert!(matches!(kernel_args(&two, &args, false), Err(Error::Unsupported { .. })));
+        assert!(matches!(kernel_args(&two, &args[..1], true), Err(Error::InvalidKernelArgs(_))));
+        let sized = KernelInfo::with_arg_sizes(vec![8, 2]);
+        let v = 7u32;
+        let wrong = [ArgValue::Usm(crate::UsmPtr(64)), ArgValue::scalar(&v)];
+        assert!(matches!(kernel_args(&sized, &wrong, true), Err(Error::InvalidKernelArgs(_))));
+        assert!(kernel_args(&KernelInfo::default(), &[ArgValue::Scalar(&[])], true).is_err());
+    }
+
+    #[test]
+    fn alignments_and_host_ranges() {
+        assert!(alignment(0, 1 << 20).is_ok());
+        assert!(alignment(4096, 1 << 20).is_ok());
+        assert!(matches!(alignment(3, 1 << 20), Err(Error::InvalidAlignment { .. })));
+        assert!(matches!(alignment(1 << 63, 1 << 40), Err(Error::InvalidAlignment { .. })));
+        assert!(host_range(std::ptr::null_mut(), 4).is_err());
+        let p = 16usize as *mut u8;
+        assert!(matches!(host_range(p, 0), Err(Error::InvalidSize { .. })));
+        assert!(host_range(p, usize::MAX).is_err());
+        assert_eq!(host_range(p, 16), Ok(32));
     }
 }

@@ -4,9 +4,24 @@
 //! implementation, written once) and implements [`DynAdapter`]: objects live
 //! in slot-map tables behind typed generational handles, and every parameter
 //! is checked here, once, before the adapter sees it.
+//!
+//! Files: `tables.rs` (entries, lookups, the location check), `check.rs`
+//! (pure parameter checks), `objects.rs`, `memory.rs`, `commands.rs` (the
+//! methods by area; every command has one shape, `AdapterHost::command`),
+//! `host.rs` (the trait implementation forwarding to them).
+//!
+//! Memory is bound to its location: a buffer or USM allocation made at
+//! (context, device) is used by a command on a queue elsewhere only where
+//! the adapter answers `Unified` from there to the queue's location (for
+//! copies also `Migratable`); otherwise the command fails with
+//! [`Error::NotAccessible`](crate::Error::NotAccessible) and the memory
+//! manager moves the data.
 
 mod check;
+mod commands;
 mod host;
+mod memory;
+mod objects;
 mod tables;
 
 pub use tables::AdapterHost;

@@ -1,5 +1,5 @@
 //! The dyn layer's tables: one entry type per object kind, and the lookups
-//! and checks every [`AdapterHost`] method shares.
+//! and location checks every [`AdapterHost`] method shares.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,13 +8,10 @@ use parking_lot::Mutex;
 use slotmap::SlotMap;
 
 use super::check;
-use crate::adapter::Adapter;
+use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
 use crate::types::*;
-
-/// A queue, a buffer and a resolved wait list.
-pub(super) type QueueBufferWait<A> = (Arc<QueueEntry<A>>, Arc<BufferEntry<A>>, Vec<Arc<EventEntry<A>>>);
 
 pub(super) struct PlatformEntry<A: Adapter> {
     #[allow(dead_code)] // reason: kept so the adapter's platform outlives its devices.
@@ -32,6 +29,8 @@ pub(super) struct DeviceEntry<A: Adapter> {
 pub(super) struct ContextEntry<A: Adapter> {
     pub(super) obj: A::Context,
     pub(super) devices: Vec<DeviceKey>,
+    /// Host ranges registered with the context: start address -> length.
+    pub(super) registered: Mutex<BTreeMap<usize, usize>>,
 }
 
 pub(super) struct BufferEntry<A: Adapter> {
@@ -40,6 +39,7 @@ pub(super) struct BufferEntry<A: Adapter> {
     pub(super) context: Arc<ContextEntry<A>>,
     pub(super) size: usize,
     pub(super) flags: MemFlags,
+    /// The device the memory was placed for: its location is (ctx, device).
     pub(super) device: DeviceKey,
     /// Parent key, offset in it, and the parent kept alive.
     pub(super) parent: Option<(BufferKey, usize, Arc<BufferEntry<A>>)>,
@@ -85,11 +85,15 @@ pub(super) struct ProgramEntry<A: Adapter> {
 pub(super) struct KernelEntry<A: Adapter> {
     pub(super) obj: A::Kernel,
     pub(super) ctx: ContextKey,
+    /// Argument count and sizes, as the adapter reported them.
+    pub(super) info: KernelInfo,
     #[allow(dead_code)] // reason: keeps the program alive while the kernel lives.
     pub(super) program: Arc<ProgramEntry<A>>,
 }
 
 pub(super) struct UsmEntry<A: Adapter> {
+    pub(super) obj: A::Usm,
+    pub(super) base: u64,
     pub(super) ctx: ContextKey,
     pub(super) context: Arc<ContextEntry<A>>,
     pub(super) kind: UsmKind,
@@ -106,8 +110,9 @@ pub(super) struct Tables<A: Adapter> {
     pub(super) event_pool: Vec<Arc<EventEntry<A>>>,
     pub(super) programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
     pub(super) kernels: SlotMap<KernelKey, Arc<KernelEntry<A>>>,
-    /// USM allocations by base address.
-    pub(super) usm: BTreeMap<u64, UsmEntry<A>>,
+    /// USM allocations by base address. Commands hold an entry only while
+    /// the adapter's enqueue call runs.
+    pub(super) usm: BTreeMap<u64, Arc<UsmEntry<A>>>,
 }
 
 pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kind: HandleKind) -> Result<V> {
@@ -116,6 +121,32 @@ pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kin
 
 pub(super) fn refs<A: Adapter>(events: &[Arc<EventEntry<A>>]) -> Vec<&A::Event> {
     events.iter().map(|e| e.event()).collect()
+}
+
+/// How memory is used by a command: in place (reads, writes, fills, maps,
+/// kernel arguments), or as a side of a copy between two memories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Use {
+    /// Touched by the command at the queue's location: needs `Unified`.
+    InPlace,
+    /// Copied from or to by the adapter: `Unified` or `Migratable`.
+    Copy,
+}
+
+/// A USM range resolved to its allocation (held while the command is enqueued).
+pub(super) struct UsmSpan<A: Adapter> {
+    pub(super) entry: Arc<UsmEntry<A>>,
+    pub(super) offset: usize,
+}
+
+impl<A: Adapter> UsmSpan<A> {
+    pub(super) fn as_ref(&self) -> UsmRef<'_, A> {
+        UsmRef {
+            alloc: &self.entry.obj,
+            offset: self.offset,
+            ptr: UsmPtr(self.entry.base + self.offset as u64),
+        }
+    }
 }
 
 /// Wraps an [`Adapter`] as a [`DynAdapter`](super::DynAdapter): handle tables and every check.
@@ -240,6 +271,11 @@ impl<A: Adapter> AdapterHost<A> {
         lookup(&t.events, id.key, HandleKind::Event)
     }
 
+    pub(super) fn kernel(&self, t: &Tables<A>, id: KernelId) -> Result<Arc<KernelEntry<A>>> {
+        self.own(id)?;
+        lookup(&t.kernels, id.key, HandleKind::Kernel)
+    }
+
     /// Events of a wait list: alive, of this adapter, of the queue's context.
     pub(super) fn wait_list(
         &self,
@@ -270,39 +306,53 @@ impl<A: Adapter> AdapterHost<A> {
         Ok((c, d))
     }
 
-    /// Memory of (`ctx`, `dev`) may be used on queue `q`: same context, or
-    /// the adapter says `Unified` (or `Migratable`, for copies).
-    pub(super) fn usable(
+    /// Memory allocated at (`ctx`, `dev`) may be used on queue `q`: at its
+    /// own location, or where the adapter answers `Unified` (or, for a
+    /// copy, `Migratable`). `dev == None` is memory every device of its
+    /// context reaches (host and shared USM).
+    ///
+    /// This is the central invariant's check: a command never makes an
+    /// adapter or driver move data between locations behind the memory
+    /// manager's back (OpenCL's implicit migration, CUDA's peer copies).
+    pub(super) fn usable_at(
         &self,
         what: &'static str,
         ctx: &ContextEntry<A>,
         ctx_key: ContextKey,
-        dev: DeviceKey,
+        dev: Option<DeviceKey>,
         q: &QueueEntry<A>,
-        copy: bool,
+        how: Use,
     ) -> Result<()> {
-        if ctx_key == q.ctx {
+        if ctx_key == q.ctx && dev.is_none_or(|d| d == q.device) {
             return Ok(());
         }
-        let conn = self.adapter.memory_connection(
-            (&ctx.obj, &self.devices[dev].obj),
+        let src_dev = dev.unwrap_or(ctx.devices[0]);
+        let connection = self.adapter.memory_connection(
+            (&ctx.obj, &self.devices[src_dev].obj),
             (&q.context.obj, &self.devices[q.device].obj),
         );
-        match conn {
-            MemoryConnection::Unified => Ok(()),
-            MemoryConnection::Migratable if copy => Ok(()),
-            _ => Err(Error::WrongContext { what }),
+        match (connection, how) {
+            (MemoryConnection::Unified, _) | (MemoryConnection::Migratable, Use::Copy) => Ok(()),
+            _ => Err(Error::NotAccessible {
+                what,
+                connection,
+                copy: how == Use::Copy,
+            }),
         }
     }
 
-    pub(super) fn buffer_on_queue(
+    /// A buffer usable on `q` for `how`.
+    pub(super) fn buffer_at(
         &self,
-        what: &'static str,
-        b: &BufferEntry<A>,
+        t: &Tables<A>,
         q: &QueueEntry<A>,
-        copy: bool,
-    ) -> Result<()> {
-        self.usable(what, &b.context, b.ctx, b.device, q, copy)
+        id: BufferId,
+        what: &'static str,
+        how: Use,
+    ) -> Result<Arc<BufferEntry<A>>> {
+        let b = self.buffer(t, id)?;
+        self.usable_at(what, &b.context, b.ctx, Some(b.device), q, how)?;
+        Ok(b)
     }
 
     pub(super) fn queue_caps(&self, q: &QueueEntry<A>) -> &DeviceInfo {
@@ -329,67 +379,38 @@ impl<A: Adapter> AdapterHost<A> {
         EventId { host: self.id, key }
     }
 
-    /// Finds the USM allocation containing `[ptr, ptr + len)` usable on `q`.
-    pub(super) fn usm_range(
+    /// The USM allocation containing `[ptr, ptr + len)`, usable on `q` for `how`.
+    pub(super) fn usm_at(
         &self,
         t: &Tables<A>,
         q: &QueueEntry<A>,
         ptr: UsmPtr,
         len: usize,
-        copy: bool,
-    ) -> Result<()> {
-        let (base, e) = t
+        how: Use,
+    ) -> Result<UsmSpan<A>> {
+        let entry = t
             .usm
             .range(..=ptr.0)
             .next_back()
-            .filter(|(b, e)| ptr.0 < *b + e.size as u64)
+            .filter(|(b, e)| ptr.0 - **b < e.size as u64)
+            .map(|(_, e)| e.clone())
             .ok_or(Error::InvalidHandle {
                 kind: HandleKind::UsmPointer,
             })?;
-        check::range("USM allocation", (ptr.0 - base) as usize, len, e.size)?;
-        let dev = e.device.unwrap_or(e.context.devices[0]);
-        self.usable("USM pointer", &e.context, e.ctx, dev, q, copy)
-    }
-
-    pub(super) fn mem_ref(&self, t: &Tables<A>, q: &QueueEntry<A>, m: MemRef, len: usize) -> Result<()> {
-        match m {
-            MemRef::Usm(p) => self.usm_range(t, q, p, len, true),
-            MemRef::Host(h) if h.len() < len => Err(Error::OutOfBounds {
-                what: "host memory",
-                offset: 0,
-                len,
-                size: h.len(),
-            }),
-            MemRef::Host(_) => Ok(()),
-        }
-    }
-
-    pub(super) fn check_fill_pattern(
-        &self,
-        q: &QueueEntry<A>,
-        pattern: &[u8],
-        offset: usize,
-        size: usize,
-    ) -> Result<()> {
-        let any = self.queue_caps(q).caps.contains(DeviceCaps::FILL_ANY_PATTERN);
-        check::pattern(pattern, offset, size, any)
-    }
-
-    pub(super) fn queue_buffer_wait(
-        &self,
-        queue: QueueId,
-        buffer: BufferId,
-        wait: &[EventId],
-    ) -> Result<QueueBufferWait<A>> {
-        let t = self.tables.lock();
-        let q = self.queue(&t, queue)?;
-        let b = self.buffer(&t, buffer)?;
-        let w = self.wait_list(&t, q.ctx, wait)?;
-        Ok((q, b, w))
+        let offset = (ptr.0 - entry.base) as usize;
+        check::range("USM allocation", offset, len, entry.size)?;
+        let dev = match entry.kind {
+            // Device memory lives on its device; host and shared memory is
+            // reached by every device of its context.
+            UsmKind::Device => entry.device,
+            UsmKind::Host | UsmKind::Shared => None,
+        };
+        self.usable_at("USM pointer", &entry.context, entry.ctx, dev, q, how)?;
+        Ok(UsmSpan { entry, offset })
     }
 }
 
-/// The root buffer key and this buffer's offset in it.
+/// The root buffer of a buffer or sub-buffer.
 pub(super) fn root<A: Adapter>(b: &BufferEntry<A>) -> *const BufferEntry<A> {
     match &b.parent {
         Some((_, _, p)) => Arc::as_ptr(p),
@@ -397,10 +418,27 @@ pub(super) fn root<A: Adapter>(b: &BufferEntry<A>) -> *const BufferEntry<A> {
     }
 }
 
+/// A buffer's offset in its root buffer.
 pub(super) fn abs_offset<A: Adapter>(b: &BufferEntry<A>) -> usize {
     b.parent.as_ref().map_or(0, |(_, off, _)| *off)
 }
 
+/// Two buffers are views of the same memory.
 pub(super) fn same_memory<A: Adapter>(a: &BufferEntry<A>, b: &BufferEntry<A>) -> bool {
     std::ptr::eq(root(a), root(b))
+}
+
+/// Takes the value out of an `Arc` whose other holders are transient (an
+/// enqueue call in another thread that resolved the entry just before it
+/// was removed from its table): yields until they are done.
+pub(super) fn into_unique<T>(mut arc: Arc<T>) -> T {
+    loop {
+        match Arc::try_unwrap(arc) {
+            Ok(v) => return v,
+            Err(shared) => {
+                arc = shared;
+                std::thread::yield_now();
+            }
+        }
+    }
 }

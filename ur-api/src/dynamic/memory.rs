@@ -1,0 +1,295 @@
+//! Memory objects of the dyn layer: buffers, sub-buffers, USM allocations,
+//! host registrations.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::check;
+use super::tables::*;
+use super::BufferInfo;
+use crate::adapter::Adapter;
+use crate::error::{Error, HandleKind, Result};
+use crate::handles::*;
+use crate::types::*;
+
+impl<A: Adapter> AdapterHost<A> {
+    /// A device of the context (the hint) or the context's first device.
+    fn placement(&self, c: &ContextEntry<A>, hint: Option<DeviceId>) -> Result<DeviceKey> {
+        match hint {
+            Some(d) => {
+                self.device(d)?;
+                if !c.devices.contains(&d.key) {
+                    return Err(Error::DeviceNotInContext);
+                }
+                Ok(d.key)
+            }
+            None => Ok(c.devices[0]),
+        }
+    }
+
+    pub(super) fn create_buffer(
+        &self,
+        context: ContextId,
+        desc: &BufferDesc<DeviceId>,
+        init: Option<HostPtr>,
+    ) -> Result<BufferId> {
+        let c = self.context(&self.tables.lock(), context)?;
+        if desc.size == 0 {
+            return Err(Error::InvalidSize {
+                what: "buffer",
+                size: 0,
+            });
+        }
+        check::mem_flags(desc.flags, desc.size, init.map(HostPtr::len))?;
+        let device = self.placement(&c, desc.device_hint)?;
+        let info = &self.devices[device].info;
+        if desc.size as u64 > info.max_alloc_size {
+            return Err(Error::InvalidSize {
+                what: "buffer (larger than the device's largest allocation)",
+                size: desc.size,
+            });
+        }
+        if desc.flags.contains(MemFlags::USE_HOST_PTR) && !info.caps.contains(DeviceCaps::USE_HOST_PTR) {
+            return Err(Error::unsupported("buffers over caller memory (USE_HOST_PTR)"));
+        }
+        if let Some(h) = init {
+            check::host_range(h.as_ptr(), h.len())?;
+        }
+        let dev = &self.devices[device].obj;
+        let placed = BufferDesc {
+            device_hint: Some(dev),
+            ..desc.map_device(|_| dev)
+        };
+        // SAFETY: the size is non-zero and within the device's limit, the
+        // flags are consistent and `init` is present exactly when they ask
+        // for host memory, non-null and exactly `size` bytes, carrying the
+        // HostPtr promise.
+        let obj = unsafe { self.adapter.create_buffer(&c.obj, &placed, init)? };
+        let entry = BufferEntry {
+            obj,
+            ctx: context.key,
+            context: c,
+            size: desc.size,
+            flags: desc.flags,
+            device,
+            parent: None,
+            maps: Mutex::new(Vec::new()),
+        };
+        let key = self.tables.lock().buffers.insert(Arc::new(entry));
+        Ok(BufferId { host: self.id, key })
+    }
+
+    pub(super) fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId> {
+        let p = self.buffer(&self.tables.lock(), parent)?;
+        if p.parent.is_some() {
+            return Err(Error::invalid("a sub-buffer cannot be created from a sub-buffer"));
+        }
+        check::range("parent buffer", offset, size, p.size)?;
+        let mut align = 1;
+        for &d in &p.context.devices {
+            let info = &self.devices[d].info;
+            if !info.caps.contains(DeviceCaps::SUB_BUFFERS) {
+                return Err(Error::unsupported(format!("sub-buffers on {}", info.name)));
+            }
+            align = align.max(info.sub_buffer_align);
+        }
+        if offset % align != 0 {
+            return Err(Error::InvalidAlignment {
+                align,
+                why: "sub-buffer offset is not a multiple of the device's base-address alignment",
+            });
+        }
+        // SAFETY: the parent is a whole buffer, the range is non-empty and
+        // inside it, and the offset honours every device's alignment.
+        let obj = unsafe { self.adapter.create_sub_buffer(&p.obj, offset, size)? };
+        let entry = BufferEntry {
+            obj,
+            ctx: p.ctx,
+            context: p.context.clone(),
+            size,
+            flags: p.flags,
+            device: p.device,
+            parent: Some((parent.key, offset, p.clone())),
+            maps: Mutex::new(Vec::new()),
+        };
+        let key = self.tables.lock().buffers.insert(Arc::new(entry));
+        Ok(BufferId { host: self.id, key })
+    }
+
+    pub(super) fn buffer_info(&self, buffer: BufferId) -> Result<BufferInfo> {
+        let b = self.buffer(&self.tables.lock(), buffer)?;
+        Ok(BufferInfo {
+            context: ContextId {
+                host: self.id,
+                key: b.ctx,
+            },
+            device: DeviceId {
+                host: self.id,
+                key: b.device,
+            },
+            size: b.size,
+            flags: b.flags,
+            parent: b
+                .parent
+                .as_ref()
+                .map(|(k, off, _)| (BufferId { host: self.id, key: *k }, *off)),
+        })
+    }
+
+    pub(super) fn release_buffer(&self, buffer: BufferId) -> Result<()> {
+        self.own(buffer)?;
+        self.tables
+            .lock()
+            .buffers
+            .remove(buffer.key)
+            .map(drop)
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Buffer,
+            })
+    }
+
+    pub(super) fn usm_alloc(&self, context: ContextId, desc: &UsmDesc<DeviceId>) -> Result<UsmPtr> {
+        let c = self.context(&self.tables.lock(), context)?;
+        if desc.size == 0 {
+            return Err(Error::InvalidSize {
+                what: "USM allocation",
+                size: 0,
+            });
+        }
+        let need = match desc.kind {
+            UsmKind::Host => UsmCaps::HOST,
+            UsmKind::Device => UsmCaps::DEVICE,
+            UsmKind::Shared => UsmCaps::SHARED,
+        };
+        let device = match desc.device {
+            Some(d) => Some(self.placement(&c, Some(d))?),
+            None if desc.kind == UsmKind::Device => {
+                return Err(Error::invalid("a device USM allocation needs a device"))
+            }
+            None => None,
+        };
+        let checked: Vec<DeviceKey> = match device {
+            Some(d) => vec![d],
+            None => c.devices.clone(),
+        };
+        for d in checked {
+            let info = &self.devices[d].info;
+            if !info.usm.contains(need) {
+                return Err(Error::unsupported(format!(
+                    "{:?} USM allocations on {}",
+                    desc.kind, info.name
+                )));
+            }
+            if desc.size as u64 > info.max_alloc_size {
+                return Err(Error::InvalidSize {
+                    what: "USM allocation (larger than the device's largest allocation)",
+                    size: desc.size,
+                });
+            }
+            check::alignment(desc.align, info.max_alloc_size)?;
+        }
+        let dev = device.map(|d| &self.devices[d].obj);
+        let (obj, ptr) = self.adapter.usm_alloc(&c.obj, &desc.map_device(|_| dev.expect("checked above")))?;
+        let entry = UsmEntry {
+            obj,
+            base: ptr.0,
+            ctx: context.key,
+            context: c,
+            kind: desc.kind,
+            size: desc.size,
+            device,
+        };
+        self.tables.lock().usm.insert(ptr.0, Arc::new(entry));
+        Ok(ptr)
+    }
+
+    pub(super) fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()> {
+        let mut t = self.tables.lock();
+        let c = self.context(&t, context)?;
+        match t.usm.get(&ptr.0) {
+            Some(e) if e.ctx == context.key => {}
+            _ => {
+                return Err(Error::InvalidHandle {
+                    kind: HandleKind::UsmPointer,
+                })
+            }
+        }
+        let entry = t.usm.remove(&ptr.0).expect("present above");
+        drop(t);
+        // No new command can resolve the allocation now; wait out the enqueue
+        // calls that resolved it just before.
+        let entry = into_unique(entry);
+        // SAFETY: the allocation was made in this context and no command is
+        // enqueued with it any more (it left the table).
+        unsafe { self.adapter.usm_free(&c.obj, entry.obj) }
+    }
+
+    pub(super) fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>> {
+        let t = self.tables.lock();
+        self.context(&t, context)?;
+        let e = t
+            .usm
+            .range(..=ptr.0)
+            .next_back()
+            .map(|(_, e)| e)
+            .filter(|e| e.ctx == context.key && ptr.0 - e.base < e.size as u64)
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::UsmPointer,
+            })?;
+        Ok(UsmPointerInfo {
+            kind: e.kind,
+            base: UsmPtr(e.base),
+            size: e.size,
+            device: e.device.map(|key| DeviceId { host: self.id, key }),
+        })
+    }
+
+    fn require_registration(&self, c: &ContextEntry<A>) -> Result<()> {
+        if c.devices
+            .iter()
+            .any(|&d| !self.devices[d].info.caps.contains(DeviceCaps::HOST_REGISTER))
+        {
+            return Err(Error::unsupported("host memory registration"));
+        }
+        Ok(())
+    }
+
+    pub(super) fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()> {
+        let c = self.context(&self.tables.lock(), context)?;
+        self.require_registration(&c)?;
+        let start = mem.as_ptr() as usize;
+        let end = check::host_range(mem.as_ptr(), mem.len())?;
+        let mut regs = c.registered.lock();
+        if let Some((&s, &l)) = regs.range(..end).next_back().filter(|(&s, &l)| s + l > start) {
+            return Err(Error::invalid(format!(
+                "host range {start:#x}+{} overlaps the registered range {s:#x}+{l}",
+                mem.len()
+            )));
+        }
+        // SAFETY: the range is non-null, non-empty, does not wrap and
+        // overlaps no registration of the context (the books are locked);
+        // the HostPtr promise keeps it valid.
+        unsafe { self.adapter.host_register(&c.obj, mem)? };
+        regs.insert(start, mem.len());
+        Ok(())
+    }
+
+    pub(super) fn host_unregister(&self, context: ContextId, mem: HostPtr) -> Result<()> {
+        let c = self.context(&self.tables.lock(), context)?;
+        self.require_registration(&c)?;
+        let mut regs = c.registered.lock();
+        let start = mem.as_ptr() as usize;
+        if regs.get(&start) != Some(&mem.len()) {
+            return Err(Error::invalid(format!(
+                "host range {start:#x}+{} is not registered with the context",
+                mem.len()
+            )));
+        }
+        // SAFETY: exactly a registered range of this context, unregistered
+        // once (the books are locked until it is removed).
+        unsafe { self.adapter.host_unregister(&c.obj, mem)? };
+        regs.remove(&start);
+        Ok(())
+    }
+}

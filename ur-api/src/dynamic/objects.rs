@@ -1,0 +1,283 @@
+//! Platforms, devices, contexts, queues, events, programs and kernels in
+//! the dyn layer.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::tables::*;
+use crate::adapter::Adapter;
+use crate::error::{Error, HandleKind, Result};
+use crate::handles::*;
+use crate::types::*;
+
+impl<A: Adapter> AdapterHost<A> {
+    pub(super) fn platforms(&self) -> Vec<PlatformId> {
+        self.platform_order
+            .iter()
+            .map(|&key| PlatformId { host: self.id, key })
+            .collect()
+    }
+
+    fn platform(&self, platform: PlatformId) -> Result<&PlatformEntry<A>> {
+        self.own(platform)?;
+        self.platforms.get(platform.key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Platform,
+        })
+    }
+
+    pub(super) fn platform_info(&self, platform: PlatformId) -> Result<PlatformInfo> {
+        Ok(self.platform(platform)?.info.clone())
+    }
+
+    pub(super) fn devices(&self, platform: PlatformId) -> Result<Vec<DeviceId>> {
+        let p = self.platform(platform)?;
+        Ok(p.devices.iter().map(|&key| DeviceId { host: self.id, key }).collect())
+    }
+
+    pub(super) fn device_info(&self, device: DeviceId) -> Result<DeviceInfo> {
+        Ok(self.device(device)?.info.clone())
+    }
+
+    pub(super) fn device_platform(&self, device: DeviceId) -> Result<PlatformId> {
+        Ok(PlatformId {
+            host: self.id,
+            key: self.device(device)?.platform,
+        })
+    }
+
+    pub(super) fn create_context(&self, devices: &[DeviceId]) -> Result<ContextId> {
+        if devices.is_empty() {
+            return Err(Error::invalid("a context needs at least one device"));
+        }
+        let mut objs = Vec::with_capacity(devices.len());
+        let mut keys = Vec::with_capacity(devices.len());
+        let mut platform = None;
+        for &d in devices {
+            let e = self.device(d)?;
+            if keys.contains(&d.key) {
+                return Err(Error::invalid(format!("device {d} listed twice")));
+            }
+            if *platform.get_or_insert(e.platform) != e.platform {
+                return Err(Error::invalid("context devices must belong to one platform"));
+            }
+            objs.push(&e.obj);
+            keys.push(d.key);
+        }
+        let obj = self.adapter.create_context(&objs)?;
+        let entry = ContextEntry {
+            obj,
+            devices: keys,
+            registered: Mutex::new(BTreeMap::new()),
+        };
+        let key = self.tables.lock().contexts.insert(Arc::new(entry));
+        Ok(ContextId { host: self.id, key })
+    }
+
+    pub(super) fn context_devices(&self, context: ContextId) -> Result<Vec<DeviceId>> {
+        let c = self.context(&self.tables.lock(), context)?;
+        Ok(c.devices.iter().map(|&key| DeviceId { host: self.id, key }).collect())
+    }
+
+    /// Releases the handle. Buffers, queues, programs and kernels keep the
+    /// context alive until they are released; USM allocations and host
+    /// registrations are named by raw addresses that need the context
+    /// handle to be freed, so while any remains the release is refused
+    /// with [`Error::InUse`] (a memory manager's pinned host stores, say:
+    /// freeing them here would leave it reading freed memory).
+    pub(super) fn release_context(&self, context: ContextId) -> Result<()> {
+        self.own(context)?;
+        let mut t = self.tables.lock();
+        let c = self.context(&t, context)?;
+        let usm = t.usm.values().filter(|e| e.ctx == context.key).count();
+        if usm > 0 {
+            return Err(Error::InUse {
+                what: "context",
+                users: usm,
+                by: "USM allocations (free them first)",
+            });
+        }
+        let registered = c.registered.lock().len();
+        if registered > 0 {
+            return Err(Error::InUse {
+                what: "context",
+                users: registered,
+                by: "host registrations (unregister them first)",
+            });
+        }
+        t.contexts.remove(context.key);
+        Ok(())
+    }
+
+    pub(super) fn memory_connection(&self, src: Location, dst: Location) -> Result<MemoryConnection> {
+        let t = self.tables.lock();
+        let (sc, sd) = self.location(&t, src)?;
+        let (dc, dd) = self.location(&t, dst)?;
+        drop(t);
+        Ok(self.adapter.memory_connection((&sc.obj, &sd.obj), (&dc.obj, &dd.obj)))
+    }
+
+    pub(super) fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId> {
+        let (c, d) = self.location(&self.tables.lock(), Location::new(context, device))?;
+        if props.profiling && !d.info.caps.contains(DeviceCaps::PROFILING) {
+            return Err(Error::unsupported(format!("profiling on {}", d.info.name)));
+        }
+        let obj = self.adapter.create_queue(&c.obj, &d.obj, props)?;
+        let entry = QueueEntry {
+            obj,
+            ctx: context.key,
+            context: c,
+            device: device.key,
+            profiling: props.profiling,
+        };
+        let key = self.tables.lock().queues.insert(Arc::new(entry));
+        Ok(QueueId { host: self.id, key })
+    }
+
+    pub(super) fn queue_location(&self, queue: QueueId) -> Result<Location> {
+        let q = self.queue(&self.tables.lock(), queue)?;
+        Ok(Location::new(
+            ContextId {
+                host: self.id,
+                key: q.ctx,
+            },
+            DeviceId {
+                host: self.id,
+                key: q.device,
+            },
+        ))
+    }
+
+    pub(super) fn release_queue(&self, queue: QueueId) -> Result<()> {
+        self.own(queue)?;
+        let q = self
+            .tables
+            .lock()
+            .queues
+            .remove(queue.key)
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Queue,
+            })?;
+        // Pending work still runs; make sure it was submitted.
+        self.adapter.flush(&q.obj)
+    }
+
+    pub(super) fn flush(&self, queue: QueueId) -> Result<()> {
+        let q = self.queue(&self.tables.lock(), queue)?;
+        self.adapter.flush(&q.obj)
+    }
+
+    pub(super) fn finish(&self, queue: QueueId) -> Result<()> {
+        let q = self.queue(&self.tables.lock(), queue)?;
+        self.adapter.finish(&q.obj)
+    }
+
+    pub(super) fn event_status(&self, event: EventId) -> Result<EventStatus> {
+        let e = self.event(&self.tables.lock(), event)?;
+        self.adapter.event_status(e.event())
+    }
+
+    pub(super) fn wait(&self, events: &[EventId]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let t = self.tables.lock();
+        let es: Vec<_> = events.iter().map(|&e| self.event(&t, e)).collect::<Result<_>>()?;
+        drop(t);
+        self.adapter.wait(&refs(&es))
+    }
+
+    pub(super) fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo> {
+        let e = self.event(&self.tables.lock(), event)?;
+        if !e.profiling {
+            return Err(Error::ProfilingUnavailable(
+                "the event's queue was created without profiling",
+            ));
+        }
+        self.adapter.event_profiling(e.event())
+    }
+
+    pub(super) fn release_event(&self, event: EventId) -> Result<()> {
+        self.own(event)?;
+        let mut t = self.tables.lock();
+        let mut entry = t.events.remove(event.key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Event,
+        })?;
+        // A unique entry goes back to the pool; one a concurrent wait still
+        // holds is simply dropped when that wait ends.
+        let obj = Arc::get_mut(&mut entry).and_then(|e| e.obj.take());
+        if obj.is_some() && t.event_pool.len() < EVENT_POOL {
+            t.event_pool.push(entry);
+        }
+        drop(t);
+        // The adapter's event is released outside the table lock.
+        drop(obj);
+        Ok(())
+    }
+
+    pub(super) fn create_program(&self, context: ContextId, source: &ProgramSource, options: &str) -> Result<ProgramId> {
+        let c = self.context(&self.tables.lock(), context)?;
+        for &d in &c.devices {
+            let info = &self.devices[d].info;
+            if !info.caps.contains(DeviceCaps::KERNELS) {
+                return Err(Error::unsupported(format!("kernels on {}", info.name)));
+            }
+            if !info.program_formats.contains(source.format()) {
+                return Err(Error::unsupported(format!(
+                    "{:?} programs on {}",
+                    source.format(),
+                    info.name
+                )));
+            }
+        }
+        let obj = self.adapter.create_program(&c.obj, source, options)?;
+        let key = self.tables.lock().programs.insert(Arc::new(ProgramEntry {
+            obj,
+            ctx: context.key,
+            context: c,
+        }));
+        Ok(ProgramId { host: self.id, key })
+    }
+
+    pub(super) fn release_program(&self, program: ProgramId) -> Result<()> {
+        self.own(program)?;
+        self.tables
+            .lock()
+            .programs
+            .remove(program.key)
+            .map(drop)
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Program,
+            })
+    }
+
+    pub(super) fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId> {
+        self.own(program)?;
+        let p = lookup(&self.tables.lock().programs, program.key, HandleKind::Program)?;
+        if name.is_empty() {
+            return Err(Error::invalid("empty kernel name"));
+        }
+        let obj = self.adapter.create_kernel(&p.obj, name)?;
+        let info = self.adapter.kernel_info(&obj);
+        let key = self.tables.lock().kernels.insert(Arc::new(KernelEntry {
+            obj,
+            ctx: p.ctx,
+            info,
+            program: p,
+        }));
+        Ok(KernelId { host: self.id, key })
+    }
+
+    pub(super) fn release_kernel(&self, kernel: KernelId) -> Result<()> {
+        self.own(kernel)?;
+        self.tables
+            .lock()
+            .kernels
+            .remove(kernel.key)
+            .map(drop)
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Kernel,
+            })
+    }
+}
