@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::types::NdRange;
+use crate::types::{KernelInfo, NdRange, ProgramSource};
 
 /// One argument as a host kernel sees it.
 #[derive(Debug, Clone, Copy)]
@@ -121,16 +121,9 @@ impl fmt::Debug for HostKernel {
 }
 
 impl HostKernel {
-    /// Checks that a launch passes exactly the kernel's number of arguments.
-    pub fn check_arity(&self, given: usize) -> Result<(), crate::Error> {
-        if given == self.arity {
-            Ok(())
-        } else {
-            Err(crate::Error::InvalidKernelArgs(format!(
-                "kernel `{}` takes {} arguments, {} given",
-                self.name, self.arity, given
-            )))
-        }
+    /// What the dyn layer checks launches against: the argument count.
+    pub fn info(&self) -> KernelInfo {
+        KernelInfo::with_arg_count(self.arity)
     }
 }
 
@@ -172,5 +165,108 @@ impl HostKernelLibrary {
     /// The registered names, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.kernels.keys().map(String::as_str).collect()
+    }
+}
+
+/// A program of host kernels, as every adapter whose devices run host code
+/// (native, sim) holds it: the library it was built from.
+#[derive(Debug, Clone)]
+pub struct HostProgram {
+    lib: Arc<HostKernelLibrary>,
+}
+
+impl HostProgram {
+    /// Builds a program from a [`ProgramSource::Host`] library. The dyn
+    /// layer only passes formats the device listed, so another format is
+    /// refused here only when an adapter is called directly.
+    pub fn build(source: &ProgramSource) -> Result<Self, crate::Error> {
+        match source {
+            ProgramSource::Host(lib) => Ok(HostProgram { lib: lib.clone() }),
+            other => Err(crate::Error::unsupported(format!(
+                "{:?} programs on a host-kernel device",
+                other.format()
+            ))),
+        }
+    }
+
+    /// The kernel called `name`.
+    pub fn kernel(&self, name: &str) -> Result<HostKernel, crate::Error> {
+        self.lib
+            .get(name)
+            .cloned()
+            .ok_or_else(|| crate::Error::KernelNotFound { name: name.to_owned() })
+    }
+}
+
+/// One argument of a host-kernel launch as the launch command holds it
+/// until it runs: memory the adapter resolves to an address when the
+/// kernel runs (`M` is the adapter's handle on it, which keeps it alive),
+/// a scalar's bytes, or a local-memory size.
+#[derive(Debug)]
+pub enum LaunchArg<M> {
+    /// Memory of `len` bytes.
+    Mem {
+        /// The adapter's handle on the memory.
+        mem: M,
+        /// Bytes the kernel may access.
+        len: usize,
+    },
+    /// A by-value argument's bytes.
+    Scalar(Vec<u8>),
+    /// Work-group local memory of this many bytes.
+    Local(usize),
+}
+
+/// A host-kernel launch prepared at enqueue time, run later on a queue's
+/// worker.
+#[derive(Debug)]
+pub struct HostLaunch<M> {
+    kernel: HostKernel,
+    range: NdRange,
+    args: Vec<LaunchArg<M>>,
+}
+
+impl<M> HostLaunch<M> {
+    /// A launch of `kernel` over `range`; the dyn layer checked the
+    /// argument count against [`HostKernel::info`].
+    pub fn new(kernel: &HostKernel, range: &NdRange, args: Vec<LaunchArg<M>>) -> Self {
+        HostLaunch {
+            kernel: kernel.clone(),
+            range: *range,
+            args,
+        }
+    }
+
+    /// The memory arguments, in order.
+    pub fn mems(&self) -> impl Iterator<Item = &M> {
+        self.args.iter().filter_map(|a| match a {
+            LaunchArg::Mem { mem, .. } => Some(mem),
+            _ => None,
+        })
+    }
+
+    /// Runs the kernel over the whole range; `ptrs` holds each memory
+    /// argument's current host address, in the order of [`HostLaunch::mems`].
+    /// A kernel's error text comes back prefixed with its name (for
+    /// [`Error::CommandFailed`](crate::Error::CommandFailed)).
+    pub fn run(&self, ptrs: &[*mut u8]) -> Result<(), String> {
+        let mut p = ptrs.iter();
+        let args: Vec<HostArg<'_>> = self
+            .args
+            .iter()
+            .map(|a| match a {
+                LaunchArg::Mem { len, .. } => HostArg::Mem {
+                    ptr: *p.next().expect("one address per memory argument"),
+                    len: *len,
+                },
+                LaunchArg::Scalar(s) => HostArg::Scalar(s),
+                LaunchArg::Local(n) => HostArg::Local(*n),
+            })
+            .collect();
+        (self.kernel.func)(&HostArgs {
+            range: self.range,
+            args: &args,
+        })
+        .map_err(|e| format!("kernel `{}`: {e}", self.kernel.name))
     }
 }

@@ -29,11 +29,13 @@ fn main() -> ur_api::Result<()> {
     let dev = a.devices(&p)?.remove(0);
     let ctx = a.create_context(&[&dev])?;
     let sq = a.create_queue(&ctx, &dev, &QueueProps::default())?;
-    let sbuf = a.create_buffer(&ctx, &BufferDesc::new(SIZE * 64), None)?;
+    // SAFETY: a non-zero size within the device's limit, no host memory.
+    let sbuf = unsafe { a.create_buffer(&ctx, &BufferDesc::new(SIZE * 64).on(&dev), None)? };
     let static_batch = || -> ur_api::Result<f64> {
         let t = Instant::now();
         for i in 0..OPS {
-            let e = a.enqueue_fill(&sq, &sbuf, (i % 64) * SIZE, SIZE, &[i as u8], &[])?;
+            // SAFETY: each fill lies inside the buffer, at the queue's location.
+            let e = unsafe { a.enqueue_fill(&sq, &sbuf, (i % 64) * SIZE, SIZE, &[i as u8], &[])? };
             drop(e);
         }
         a.finish(&sq)?;

@@ -64,30 +64,32 @@ fn describe(cpuinfo: &str, total: u64, units: usize) -> DeviceInfo {
         .map(str::to_owned)
         .unwrap_or_else(|| format!("Host CPU ({})", std::env::consts::ARCH));
     let vendor = cpuinfo_field(cpuinfo, "vendor_id").unwrap_or("unknown").to_owned();
-    DeviceInfo {
-        name,
-        vendor,
-        device_type: DeviceType::Cpu,
-        global_mem_size: total,
-        // Half of the machine: one allocation may not starve the process and
-        // everything else on it; also far below isize::MAX, which Layout needs.
-        max_alloc_size: total / 2,
-        host_unified_memory: true,
-        usm: UsmCaps::HOST | UsmCaps::DEVICE | UsmCaps::SHARED,
-        caps: DeviceCaps::PROFILING
-            | DeviceCaps::SUB_BUFFERS
-            | DeviceCaps::MAP
-            | DeviceCaps::KERNELS
-            | DeviceCaps::HOST_REGISTER
-            | DeviceCaps::USE_HOST_PTR
-            | DeviceCaps::FILL_ANY_PATTERN,
-        program_formats: ProgramFormats::HOST,
-        max_compute_units: u32::try_from(units).unwrap_or(u32::MAX),
-        max_work_group_size: MAX_WORK_GROUP,
-        sub_buffer_align: BASE_ALIGN,
-        driver_version: env!("CARGO_PKG_VERSION").to_owned(),
-        backend_version: format!("native {}", env!("CARGO_PKG_VERSION")),
-    }
+    DeviceInfo::new(name, DeviceType::Cpu)
+        .vendor(vendor)
+        // Half of the machine for one allocation: it may not starve the
+        // process and everything else on it; also far below isize::MAX,
+        // which Layout needs.
+        .memory(total, total / 2)
+        .host_unified_memory(true)
+        .usm(UsmCaps::HOST | UsmCaps::DEVICE | UsmCaps::SHARED)
+        .caps(
+            DeviceCaps::PROFILING
+                | DeviceCaps::SUB_BUFFERS
+                | DeviceCaps::MAP
+                | DeviceCaps::KERNELS
+                | DeviceCaps::HOST_REGISTER
+                | DeviceCaps::USE_HOST_PTR
+                | DeviceCaps::FILL_ANY_PATTERN
+                | DeviceCaps::GLOBAL_OFFSET
+                | DeviceCaps::LOCAL_MEMORY_ARGS,
+        )
+        .program_formats(ProgramFormats::HOST)
+        .compute(u32::try_from(units).unwrap_or(u32::MAX), MAX_WORK_GROUP)
+        .sub_buffer_align(BASE_ALIGN)
+        .versions(
+            env!("CARGO_PKG_VERSION"),
+            format!("native {}", env!("CARGO_PKG_VERSION")),
+        )
 }
 
 /// The value of the first `key : value` line of `/proc/cpuinfo` text.

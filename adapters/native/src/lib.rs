@@ -29,8 +29,11 @@
 //!   clock, recorded only on profiling queues.
 //! - **Kernels** are [`ur_api::HostKernelLibrary`] functions; a launch runs the
 //!   whole range in one call on the queue's worker.
-//! - **No validation** beyond what memory safety needs: the dyn layer checks
-//!   parameters before this adapter sees them (see [`ur_api::Adapter`]).
+//! - **No validation**: the dyn layer checks parameters before this adapter
+//!   sees them, and the data-path methods are `unsafe fn` whose contracts
+//!   (see [`ur_api::Adapter`]) say what the caller guarantees. The adapter
+//!   keeps no USM or registration books of its own: USM arrives resolved
+//!   to its [`NativeUsm`], registrations are the dyn layer's.
 //!
 //! ```
 //! use ur_api::{BufferDesc, QueueProps, Runtime};
@@ -54,21 +57,23 @@ mod queue;
 #[cfg(test)]
 mod tests;
 
-use memory::{copy_rect_work, copy_work, fill_work, HostMem, MapTable, Span, UsmTable};
+use memory::{copy_rect_work, copy_work, fill_work, HostMem, MapTable, Span};
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, Error, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemFlags, MemRef,
-    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
-    UsmDesc, UsmPtr,
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
+    MemFlags, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result,
+    UsmDesc, UsmPtr, UsmRef,
 };
 
 pub use device::{NativeDevice, NativePlatform, BASE_ALIGN, PAGE_ALIGN, PLATFORM_NAME};
-pub use memory::{NativeBuffer, NativeContext};
+pub use memory::{NativeBuffer, NativeContext, NativeUsm};
 pub use program::{NativeKernel, NativeProgram};
 pub use queue::{NativeEvent, NativeQueue};
 
 /// The host CPU adapter.
 ///
-/// Used directly through the static [`Adapter`] trait:
+/// Used directly through the static [`Adapter`] trait, whose data-path
+/// methods are `unsafe` (the caller takes on the checks the dyn layer
+/// would make):
 ///
 /// ```
 /// use ur_api::{Adapter, BufferDesc, HostPtr, QueueProps};
@@ -79,12 +84,17 @@ pub use queue::{NativeEvent, NativeQueue};
 /// let dev = a.devices(&platform)?.remove(0);
 /// let ctx = a.create_context(&[&dev])?;
 /// let q = a.create_queue(&ctx, &dev, &QueueProps::default())?;
-/// let buf = a.create_buffer(&ctx, &BufferDesc::new(8), None)?;
-/// let filled = a.enqueue_fill(&q, &buf, 0, 8, &[0xAB], &[])?;
+/// // SAFETY: a non-zero size within the device's limit, no host memory.
+/// let buf = unsafe { a.create_buffer(&ctx, &BufferDesc::new(8).on(&dev), None)? };
+/// // SAFETY: the fill lies inside the 8-byte buffer, which is at the queue's location.
+/// let filled = unsafe { a.enqueue_fill(&q, &buf, 0, 8, &[0xAB], &[])? };
 /// let mut out = [0u8; 8];
-/// // SAFETY: `out` outlives the wait below and nothing else touches it.
-/// let dst = unsafe { HostPtr::new(out.as_mut_ptr(), out.len()) };
-/// let read = a.enqueue_read(&q, &buf, 0, dst, &[&filled])?;
+/// // SAFETY: `out` outlives the wait below and nothing else touches it;
+/// // the read lies inside the buffer.
+/// let read = unsafe {
+///     let dst = HostPtr::new(out.as_mut_ptr(), out.len());
+///     a.enqueue_read(&q, &buf, 0, dst, &[&filled])?
+/// };
 /// a.wait(&[&read])?;
 /// assert_eq!(out, [0xAB; 8]);
 /// # Ok::<(), ur_api::Error>(())
@@ -92,7 +102,6 @@ pub use queue::{NativeEvent, NativeQueue};
 #[derive(Debug)]
 pub struct NativeAdapter {
     info: DeviceInfo,
-    usm: UsmTable,
     maps: MapTable,
 }
 
@@ -107,7 +116,6 @@ impl NativeAdapter {
     pub fn new() -> NativeAdapter {
         NativeAdapter {
             info: device::discover(),
-            usm: UsmTable::default(),
             maps: MapTable::default(),
         }
     }
@@ -118,6 +126,7 @@ impl Adapter for NativeAdapter {
     type Device = NativeDevice;
     type Context = NativeContext;
     type Buffer = NativeBuffer;
+    type Usm = NativeUsm;
     type Queue = NativeQueue;
     type Event = NativeEvent;
     type Program = NativeProgram;
@@ -144,7 +153,7 @@ impl Adapter for NativeAdapter {
     }
 
     fn create_context(&self, _: &[&NativeDevice]) -> Result<NativeContext> {
-        Ok(NativeContext::new())
+        Ok(NativeContext::default())
     }
 
     fn memory_connection(&self, _: Loc<'_, Self>, _: Loc<'_, Self>) -> MemoryConnection {
@@ -154,19 +163,16 @@ impl Adapter for NativeAdapter {
         MemoryConnection::Unified
     }
 
-    fn create_buffer(
+    unsafe fn create_buffer(
         &self,
         _: &NativeContext,
         desc: &BufferDesc<&NativeDevice>,
         init: Option<HostPtr>,
     ) -> Result<NativeBuffer> {
-        if desc.flags.contains(MemFlags::USE_HOST_PTR) {
-            let mem = init.ok_or_else(|| Error::invalid("USE_HOST_PTR needs host memory"))?;
-            // SAFETY: USE_HOST_PTR memory stays valid for the buffer's life
-            // (the promise made when the HostPtr was created).
-            return Ok(NativeBuffer::whole(unsafe {
-                HostMem::borrowed(mem.slice(0, desc.size).unwrap_or(mem))?
-            }));
+        if let Some(mem) = init.filter(|_| desc.flags.contains(MemFlags::USE_HOST_PTR)) {
+            // SAFETY: USE_HOST_PTR memory is exactly `size` bytes, valid for
+            // the buffer's life (the caller's contract).
+            return Ok(NativeBuffer::whole(unsafe { HostMem::borrowed(mem)? }));
         }
         let align = if desc.flags.contains(MemFlags::ALLOC_HOST_PTR) {
             PAGE_ALIGN
@@ -175,32 +181,32 @@ impl Adapter for NativeAdapter {
         };
         let buf = NativeBuffer::whole(HostMem::alloc(desc.size, align)?);
         if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
-            // SAFETY: `src` is readable for its length during this call; the
-            // new buffer is exclusively ours and at least that long.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.at(0), src.len().min(desc.size)) };
+            // SAFETY: `src` is readable for exactly `size` bytes during this
+            // call (the caller's contract); the new buffer is ours and as long.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.at(0), desc.size) };
         }
         Ok(buf)
     }
 
-    fn create_sub_buffer(&self, parent: &NativeBuffer, offset: usize, size: usize) -> Result<NativeBuffer> {
-        parent.sub(offset, size)
+    unsafe fn create_sub_buffer(&self, parent: &NativeBuffer, offset: usize, size: usize) -> Result<NativeBuffer> {
+        Ok(parent.sub(offset, size))
     }
 
-    fn usm_alloc(&self, ctx: &NativeContext, desc: &UsmDesc<&NativeDevice>) -> Result<UsmPtr> {
+    fn usm_alloc(&self, _: &NativeContext, desc: &UsmDesc<&NativeDevice>) -> Result<(NativeUsm, UsmPtr)> {
         // Host, device and shared allocations are all host memory here.
-        self.usm.alloc(ctx.id, desc.size, desc.align)
+        let usm = NativeUsm::alloc(desc.size, desc.align)?;
+        let base = UsmPtr(usm.mem.at(0) as u64);
+        Ok((usm, base))
     }
 
-    fn usm_free(&self, ctx: &NativeContext, ptr: UsmPtr) -> Result<()> {
-        self.usm.free(ctx.id, ptr)
+    unsafe fn host_register(&self, _: &NativeContext, _: HostPtr) -> Result<()> {
+        // Host memory is what this device uses already: nothing to pin. The
+        // dyn layer keeps the books (overlaps, exact unregistration).
+        Ok(())
     }
 
-    fn host_register(&self, ctx: &NativeContext, mem: HostPtr) -> Result<()> {
-        ctx.registrations.register(mem)
-    }
-
-    fn host_unregister(&self, ctx: &NativeContext, mem: HostPtr) -> Result<()> {
-        ctx.registrations.unregister(mem)
+    unsafe fn host_unregister(&self, _: &NativeContext, _: HostPtr) -> Result<()> {
+        Ok(())
     }
 
     fn create_queue(&self, _: &NativeContext, _: &NativeDevice, props: &QueueProps) -> Result<NativeQueue> {
@@ -235,14 +241,18 @@ impl Adapter for NativeAdapter {
     }
 
     fn create_program(&self, _: &NativeContext, source: &ProgramSource, _options: &str) -> Result<NativeProgram> {
-        program::create_program(source)
+        NativeProgram::build(source)
     }
 
     fn create_kernel(&self, program: &NativeProgram, name: &str) -> Result<NativeKernel> {
-        program::create_kernel(program, name)
+        program.kernel(name)
     }
 
-    fn enqueue_read(
+    fn kernel_info(&self, kernel: &NativeKernel) -> KernelInfo {
+        kernel.info()
+    }
+
+    unsafe fn enqueue_read(
         &self,
         q: &NativeQueue,
         buffer: &NativeBuffer,
@@ -256,7 +266,7 @@ impl Adapter for NativeAdapter {
         )
     }
 
-    fn enqueue_write(
+    unsafe fn enqueue_write(
         &self,
         q: &NativeQueue,
         buffer: &NativeBuffer,
@@ -270,7 +280,7 @@ impl Adapter for NativeAdapter {
         )
     }
 
-    fn enqueue_copy(
+    unsafe fn enqueue_copy(
         &self,
         q: &NativeQueue,
         src: &NativeBuffer,
@@ -286,7 +296,7 @@ impl Adapter for NativeAdapter {
         )
     }
 
-    fn enqueue_copy_rect(
+    unsafe fn enqueue_copy_rect(
         &self,
         q: &NativeQueue,
         src: &NativeBuffer,
@@ -297,7 +307,7 @@ impl Adapter for NativeAdapter {
         q.submit(wait, copy_rect_work(Span::buffer(dst, 0), Span::buffer(src, 0), *rect))
     }
 
-    fn enqueue_read_rect(
+    unsafe fn enqueue_read_rect(
         &self,
         q: &NativeQueue,
         buffer: &NativeBuffer,
@@ -308,7 +318,7 @@ impl Adapter for NativeAdapter {
         q.submit(wait, copy_rect_work(Span::host(dst), Span::buffer(buffer, 0), *rect))
     }
 
-    fn enqueue_write_rect(
+    unsafe fn enqueue_write_rect(
         &self,
         q: &NativeQueue,
         buffer: &NativeBuffer,
@@ -319,7 +329,7 @@ impl Adapter for NativeAdapter {
         q.submit(wait, copy_rect_work(Span::buffer(buffer, 0), Span::host(src), *rect))
     }
 
-    fn enqueue_fill(
+    unsafe fn enqueue_fill(
         &self,
         q: &NativeQueue,
         buffer: &NativeBuffer,
@@ -331,7 +341,7 @@ impl Adapter for NativeAdapter {
         q.submit(wait, fill_work(Span::buffer(buffer, offset), size, pattern)?)
     }
 
-    fn enqueue_map(
+    unsafe fn enqueue_map(
         &self,
         q: &NativeQueue,
         buffer: &NativeBuffer,
@@ -342,11 +352,12 @@ impl Adapter for NativeAdapter {
     ) -> Result<(NativeEvent, HostPtr)> {
         // Zero copy: the mapping is the buffer's own memory. The event only
         // orders the host's access after earlier commands.
-        let ptr = self.maps.map(buffer, offset, size)?;
+        // SAFETY: the range lies inside the buffer (the caller's contract).
+        let ptr = unsafe { self.maps.map(buffer, offset, size) };
         Ok((q.marker(wait)?, ptr))
     }
 
-    fn enqueue_unmap(
+    unsafe fn enqueue_unmap(
         &self,
         q: &NativeQueue,
         _: &NativeBuffer,
@@ -354,48 +365,34 @@ impl Adapter for NativeAdapter {
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
         // Host writes went straight into the buffer; nothing to write back.
-        self.maps.unmap(mapped)?;
+        self.maps.unmap(mapped);
         q.marker(wait)
     }
 
-    fn enqueue_usm_copy(
+    unsafe fn enqueue_usm_copy(
         &self,
         q: &NativeQueue,
-        dst: MemRef,
-        src: MemRef,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
         size: usize,
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        let (d, s) = (
-            Span::mem_ref(&self.usm, dst, size)?,
-            Span::mem_ref(&self.usm, src, size)?,
-        );
-        q.submit(wait, copy_work(d, s, size))
+        q.submit(wait, copy_work(Span::mem_arg(dst), Span::mem_arg(src), size))
     }
 
-    fn enqueue_usm_fill(
+    unsafe fn enqueue_usm_fill(
         &self,
         q: &NativeQueue,
-        ptr: UsmPtr,
+        ptr: UsmRef<'_, Self>,
         size: usize,
         pattern: &[u8],
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, fill_work(Span::usm(&self.usm, ptr, size)?, size, pattern)?)
+        q.submit(wait, fill_work(Span::usm(ptr), size, pattern)?)
     }
 
-    fn enqueue_usm_prefetch(&self, q: &NativeQueue, _: UsmPtr, _: usize, wait: &[&NativeEvent]) -> Result<NativeEvent> {
-        // The memory already is where the device (the CPU) uses it: nothing
-        // to move. The event still completes in order, like any command.
-        q.marker(wait)
-    }
 
-    fn usm_advise(&self, _: &NativeQueue, _: UsmPtr, _: usize, _: UsmAdvice) -> Result<()> {
-        // Advice steers placement and replication; host memory has one place.
-        Ok(())
-    }
-
-    fn enqueue_launch(
+    unsafe fn enqueue_launch(
         &self,
         q: &NativeQueue,
         kernel: &NativeKernel,
@@ -403,7 +400,7 @@ impl Adapter for NativeAdapter {
         args: &[KernelArg<'_, Self>],
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, program::launch_work(&self.usm, kernel, range, args)?)
+        q.submit(wait, program::launch_work(kernel, range, args))
     }
 
     fn enqueue_barrier(&self, q: &NativeQueue, wait: &[&NativeEvent]) -> Result<NativeEvent> {

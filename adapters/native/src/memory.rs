@@ -6,7 +6,7 @@
 //! Memory is a [`HostMem`]: an address and a length, owned (an aligned heap
 //! allocation freed on drop) or borrowed (caller memory under the
 //! [`HostPtr`] promise of `USE_HOST_PTR`). It is shared through `Arc`, so a
-//! sub-buffer, a USM lookup or an in-flight command keeps it alive after the
+//! sub-buffer, a USM allocation or an in-flight command keeps it alive after the
 //! caller released its handle or freed its USM pointer. The memory is only
 //! ever touched through raw pointers (`ptr::copy`, `ptr::write_bytes`) by
 //! the commands of the queues, on their worker threads, and by host kernels
@@ -15,15 +15,15 @@
 //! an event between them race; ordering them is the caller's job.
 
 use std::alloc::Layout;
-use std::collections::BTreeMap;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use ur_api::{Error, HandleKind, HostPtr, MemRef, RectCopy, Result, UsmPtr};
+use ur_api::{Error, HostPtr, MemArg, RectCopy, Result, UsmRef};
 
 use crate::device::BASE_ALIGN;
 use crate::queue::Work;
+use crate::NativeAdapter;
 
 /// A span of host memory the adapter may hand to commands.
 #[derive(Debug)]
@@ -116,20 +116,13 @@ impl NativeBuffer {
         NativeBuffer { mem, offset: 0, size }
     }
 
-    /// A sub-buffer sharing this buffer's memory.
-    pub(crate) fn sub(&self, offset: usize, size: usize) -> Result<Self> {
-        match offset.checked_add(size) {
-            Some(end) if end <= self.size && size > 0 => Ok(NativeBuffer {
-                mem: self.mem.clone(),
-                offset: self.offset + offset,
-                size,
-            }),
-            _ => Err(Error::OutOfBounds {
-                what: "parent buffer",
-                offset,
-                len: size,
-                size: self.size,
-            }),
+    /// A sub-buffer sharing this buffer's memory (the range lies inside
+    /// this buffer: the trait's contract).
+    pub(crate) fn sub(&self, offset: usize, size: usize) -> Self {
+        NativeBuffer {
+            mem: self.mem.clone(),
+            offset: self.offset + offset,
+            size,
         }
     }
 
@@ -161,119 +154,22 @@ impl SendPtr {
     }
 }
 
-/// One USM allocation.
+/// A USM allocation: host memory, whatever the kind.
+///
+/// Freeing drops this handle, but commands in flight hold the memory's
+/// `Arc<HostMem>` (taken when they were enqueued), so it is returned to the
+/// allocator only when the last of them has finished: a deferred free that
+/// never blocks and never frees memory a command still uses.
 #[derive(Debug)]
-pub(crate) struct UsmBlock {
+pub struct NativeUsm {
     pub(crate) mem: Arc<HostMem>,
-    ctx: u64,
 }
 
-/// Every live USM allocation of the adapter, by base address.
-///
-/// Freeing removes the entry at once, but commands in flight hold the
-/// block's `Arc<HostMem>` (taken when they were enqueued), so the memory is
-/// returned to the allocator only when the last of them has finished: a
-/// deferred free that never blocks `usm_free` and never frees memory a
-/// command still uses. The table is adapter-wide, not per context, because
-/// every native location is `Unified` with every other: a queue of one
-/// context may use USM of another.
-#[derive(Debug, Default)]
-pub(crate) struct UsmTable {
-    blocks: Mutex<BTreeMap<u64, UsmBlock>>,
-}
-
-impl UsmTable {
-    pub(crate) fn alloc(&self, ctx: u64, size: usize, align: usize) -> Result<UsmPtr> {
-        let mem = HostMem::alloc(size, align)?;
-        let base = mem.at(0) as u64;
-        self.blocks.lock().insert(base, UsmBlock { mem, ctx });
-        Ok(UsmPtr(base))
-    }
-
-    pub(crate) fn free(&self, ctx: u64, ptr: UsmPtr) -> Result<()> {
-        let mut blocks = self.blocks.lock();
-        match blocks.get(&ptr.0) {
-            Some(b) if b.ctx == ctx => {
-                blocks.remove(&ptr.0);
-                Ok(())
-            }
-            _ => Err(Error::InvalidHandle {
-                kind: HandleKind::UsmPointer,
-            }),
-        }
-    }
-
-    /// The allocation containing `ptr` and the offset of `ptr` in it.
-    pub(crate) fn find(&self, ptr: UsmPtr) -> Result<(Arc<HostMem>, usize)> {
-        let blocks = self.blocks.lock();
-        let (base, block) = blocks
-            .range(..=ptr.0)
-            .next_back()
-            .filter(|(base, b)| ptr.0 - **base < b.mem.len() as u64)
-            .ok_or(Error::InvalidHandle {
-                kind: HandleKind::UsmPointer,
-            })?;
-        Ok((block.mem.clone(), (ptr.0 - base) as usize))
-    }
-
-    /// `[ptr, ptr + len)` inside one allocation: its memory (kept alive) and address.
-    pub(crate) fn span(&self, ptr: UsmPtr, len: usize) -> Result<(Arc<HostMem>, SendPtr)> {
-        let (mem, off) = self.find(ptr)?;
-        if len > mem.len() - off {
-            return Err(Error::OutOfBounds {
-                what: "USM allocation",
-                offset: off,
-                len,
-                size: mem.len(),
-            });
-        }
-        let at = SendPtr(mem.at(off));
-        Ok((mem, at))
-    }
-}
-
-/// Host ranges registered with one context.
-///
-/// Native memory is host memory already, so registering pins nothing; the
-/// adapter still keeps the books so the contract matches devices where it
-/// matters (CUDA refuses overlapping registrations the same way): a range
-/// overlapping a registered one is refused, and only a registered range,
-/// exactly, can be unregistered.
-#[derive(Debug, Default)]
-pub(crate) struct Registrations {
-    /// Start address -> length.
-    ranges: Mutex<BTreeMap<usize, usize>>,
-}
-
-impl Registrations {
-    pub(crate) fn register(&self, mem: HostPtr) -> Result<()> {
-        let (start, len) = (mem.as_ptr() as usize, mem.len());
-        let end = start
-            .checked_add(len)
-            .ok_or_else(|| Error::invalid("host range wraps around"))?;
-        let mut ranges = self.ranges.lock();
-        let clash = ranges.range(..end).next_back().filter(|(&s, &l)| s + l > start);
-        if let Some((&s, &l)) = clash {
-            return Err(Error::invalid(format!(
-                "host range {start:#x}+{len} overlaps the registered range {s:#x}+{l}"
-            )));
-        }
-        ranges.insert(start, len);
-        Ok(())
-    }
-
-    pub(crate) fn unregister(&self, mem: HostPtr) -> Result<()> {
-        let (start, len) = (mem.as_ptr() as usize, mem.len());
-        let mut ranges = self.ranges.lock();
-        match ranges.get(&start) {
-            Some(&l) if l == len => {
-                ranges.remove(&start);
-                Ok(())
-            }
-            _ => Err(Error::invalid(format!(
-                "host range {start:#x}+{len} was not registered (unregister exactly the registered range)"
-            ))),
-        }
+impl NativeUsm {
+    pub(crate) fn alloc(size: usize, align: usize) -> Result<Self> {
+        Ok(NativeUsm {
+            mem: HostMem::alloc(size, align)?,
+        })
     }
 }
 
@@ -313,52 +209,35 @@ pub(crate) struct MapTable {
 
 impl MapTable {
     /// Maps `[offset, offset + size)` of `b`: a pointer into its memory.
-    pub(crate) fn map(&self, b: &NativeBuffer, offset: usize, size: usize) -> Result<HostPtr> {
-        let end = offset.checked_add(size).filter(|&e| e <= b.size);
-        if end.is_none() {
-            return Err(Error::OutOfBounds {
-                what: "buffer",
-                offset,
-                len: size,
-                size: b.size,
-            });
-        }
+    ///
+    /// # Safety
+    ///
+    /// The range lies inside `b`.
+    pub(crate) unsafe fn map(&self, b: &NativeBuffer, offset: usize, size: usize) -> HostPtr {
         let at = b.at(offset);
         self.live.lock().push(((at as usize, size), b.mem.clone()));
-        // SAFETY: the range is inside the buffer's memory, which this table
-        // keeps alive until the matching unmap.
-        Ok(unsafe { HostPtr::new(at, size) })
+        // SAFETY: the range is inside the buffer's memory (caller contract),
+        // which this table keeps alive until the matching unmap.
+        unsafe { HostPtr::new(at, size) }
     }
 
-    /// Ends one mapping made by [`MapTable::map`].
-    pub(crate) fn unmap(&self, mapped: HostPtr) -> Result<()> {
+    /// Ends one mapping made by [`MapTable::map`] (the dyn layer hands each
+    /// live mapping to exactly one unmap).
+    pub(crate) fn unmap(&self, mapped: HostPtr) {
         let key = (mapped.as_ptr() as usize, mapped.len());
         let mut live = self.live.lock();
-        let i = live
-            .iter()
-            .position(|(k, _)| *k == key)
-            .ok_or_else(|| Error::invalid("pointer is not a live mapping"))?;
-        // Commands in flight hold their own references; the host gives up its access here.
-        drop(live.swap_remove(i));
-        Ok(())
-    }
-}
-
-/// A context: an identity (for USM ownership) and its host registrations.
-#[derive(Debug)]
-pub struct NativeContext {
-    pub(crate) id: u64,
-    pub(crate) registrations: Registrations,
-}
-
-impl NativeContext {
-    pub(crate) fn new() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        NativeContext {
-            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            registrations: Registrations::default(),
+        if let Some(i) = live.iter().position(|(k, _)| *k == key) {
+            // Commands in flight hold their own references; the host gives up its access here.
+            drop(live.swap_remove(i));
         }
     }
+}
+
+/// A context. Native memory is host memory reachable from every context,
+/// so a context holds nothing.
+#[derive(Debug, Default)]
+pub struct NativeContext {
+    _private: (),
 }
 
 /// The memory one side of a command addresses, kept alive by the command.
@@ -389,23 +268,19 @@ impl Span {
         }
     }
 
-    /// `[ptr, ptr + len)` of a USM allocation.
-    pub(crate) fn usm(table: &UsmTable, ptr: UsmPtr, len: usize) -> Result<Span> {
-        let (mem, at) = table.span(ptr, len)?;
-        Ok(Span { _keep: Some(mem), at })
+    /// A USM range (from its offset on).
+    pub(crate) fn usm(u: UsmRef<'_, NativeAdapter>) -> Span {
+        Span {
+            _keep: Some(u.alloc.mem.clone()),
+            at: SendPtr(u.alloc.mem.at(u.offset)),
+        }
     }
 
-    /// Memory named by a USM copy.
-    pub(crate) fn mem_ref(table: &UsmTable, m: MemRef, len: usize) -> Result<Span> {
+    /// One side of a USM copy.
+    pub(crate) fn mem_arg(m: MemArg<'_, NativeAdapter>) -> Span {
         match m {
-            MemRef::Usm(p) => Span::usm(table, p, len),
-            MemRef::Host(h) if h.len() >= len => Ok(Span::host(h)),
-            MemRef::Host(h) => Err(Error::OutOfBounds {
-                what: "host memory",
-                offset: 0,
-                len,
-                size: h.len(),
-            }),
+            MemArg::Usm(u) => Span::usm(u),
+            MemArg::Host(h) => Span::host(h),
         }
     }
 
@@ -494,57 +369,22 @@ mod tests {
     }
 
     #[test]
-    fn usm_lookup_and_deferred_free() {
-        let t = UsmTable::default();
-        let p = t.alloc(1, 100, 256).unwrap();
-        assert_eq!(p.0 % 256, 0);
-        let (mem, off) = t.find(p.offset(10)).unwrap();
-        assert_eq!((off, mem.len()), (10, 100));
-        assert!(t.span(p.offset(90), 11).is_err());
-        assert!(t.find(p.offset(100)).is_err());
-        assert_eq!(
-            t.free(2, p),
-            Err(Error::InvalidHandle {
-                kind: HandleKind::UsmPointer
-            })
-        );
-        t.free(1, p).unwrap();
-        // The held Arc keeps the memory usable after the free.
-        // SAFETY: `mem` keeps the 100-byte block alive; byte 99 is inside it.
-        unsafe { mem.at(99).write(5) };
-        assert!(t.find(p).is_err());
-        assert!(t.free(1, p).is_err());
-    }
-
-    #[test]
-    fn registrations_refuse_overlap_and_need_the_same_range() {
-        let mut host = vec![0u8; 4096];
-        let r = Registrations::default();
-        // SAFETY: only addresses are used; the memory is never accessed here.
-        let (all, half, tail) = unsafe {
-            (
-                HostPtr::new(host.as_mut_ptr(), 4096),
-                HostPtr::new(host.as_mut_ptr(), 2048),
-                HostPtr::new(host.as_mut_ptr().add(2048), 2048),
-            )
-        };
-        r.register(half).unwrap();
-        assert!(r.register(all).is_err());
-        assert!(r.register(half).is_err());
-        r.register(tail).unwrap();
-        assert!(matches!(r.unregister(all), Err(Error::InvalidValue(_))));
-        r.unregister(half).unwrap();
-        r.unregister(tail).unwrap();
-        r.register(all).unwrap();
-        r.unregister(all).unwrap();
+    fn usm_memory_outlives_its_handle_while_held() {
+        let usm = NativeUsm::alloc(100, 256).unwrap();
+        assert_eq!(usm.mem.at(0) as usize % 256, 0);
+        let held = usm.mem.clone();
+        drop(usm);
+        // The held Arc (as a command holds it) keeps the memory usable.
+        // SAFETY: `held` keeps the 100-byte block alive; byte 99 is inside it.
+        unsafe { held.at(99).write(5) };
     }
 
     #[test]
     fn sub_buffers_alias_their_parent() {
         let b = NativeBuffer::whole(HostMem::alloc(256, 4096).unwrap());
         assert_eq!(b.at(0) as usize % 4096, 0);
-        let s = b.sub(64, 128).unwrap();
+        let s = b.sub(64, 128);
         assert_eq!(s.at(0), b.at(64));
-        assert!(b.sub(200, 100).is_err());
+        assert_eq!(s.size(), 128);
     }
 }
