@@ -393,7 +393,9 @@ pub trait Adapter: Send + Sync + 'static {
         let mut last = None;
         for (i, (s, d, len)) in rows.into_iter().enumerate() {
             let w: &[&Self::Event] = if i == 0 { wait } else { &[] };
-            let row = dst.slice(d, len).ok_or_else(|| Error::invalid("rect row outside host memory"))?;
+            let row = dst
+                .slice(d, len)
+                .ok_or_else(|| Error::invalid("rect row outside host memory"))?;
             // SAFETY: the row lies inside the checked box of both sides.
             last = Some(unsafe { self.enqueue_read(queue, buffer, s, row, w)? });
         }
@@ -419,7 +421,9 @@ pub trait Adapter: Send + Sync + 'static {
         let mut last = None;
         for (i, (s, d, len)) in rows.into_iter().enumerate() {
             let w: &[&Self::Event] = if i == 0 { wait } else { &[] };
-            let row = src.slice(s, len).ok_or_else(|| Error::invalid("rect row outside host memory"))?;
+            let row = src
+                .slice(s, len)
+                .ok_or_else(|| Error::invalid("rect row outside host memory"))?;
             // SAFETY: the row lies inside the checked box of both sides.
             last = Some(unsafe { self.enqueue_write(queue, buffer, d, row, w)? });
         }
@@ -536,7 +540,13 @@ pub trait Adapter: Send + Sync + 'static {
     /// # Safety
     ///
     /// The command contract; `PREFER_DEVICE` and `PREFER_HOST` are not both set.
-    unsafe fn usm_advise(&self, queue: &Self::Queue, ptr: UsmRef<'_, Self>, size: usize, advice: UsmAdvice) -> Result<()> {
+    unsafe fn usm_advise(
+        &self,
+        queue: &Self::Queue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        advice: UsmAdvice,
+    ) -> Result<()> {
         let _ = (queue, ptr, size, advice);
         Ok(())
     }

@@ -164,7 +164,9 @@ impl FromStr for DeviceSelector {
 /// starting with a letter.
 fn is_backend_name(name: &str) -> bool {
     name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 #[cfg(test)]

@@ -391,7 +391,6 @@ impl Adapter for NativeAdapter {
         q.submit(wait, fill_work(Span::usm(ptr), size, pattern)?)
     }
 
-
     unsafe fn enqueue_launch(
         &self,
         q: &NativeQueue,

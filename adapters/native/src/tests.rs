@@ -73,7 +73,11 @@ impl Static {
     }
     fn buffer(&self, size: usize) -> NativeBuffer {
         // SAFETY: a non-zero size far below the device's limit, no host memory.
-        unsafe { self.a.create_buffer(&self.ctx, &BufferDesc::new(size).on(&self.dev), None) }.unwrap()
+        unsafe {
+            self.a
+                .create_buffer(&self.ctx, &BufferDesc::new(size).on(&self.dev), None)
+        }
+        .unwrap()
     }
     fn kernel(&self, lib: &Arc<HostKernelLibrary>, name: &str) -> NativeKernel {
         let prog = self
@@ -104,7 +108,7 @@ fn dependent_command_waits_for_a_slow_one_on_another_queue() {
     let (q1, q2) = (s.queue(), s.queue());
     let (buf, copy) = (s.buffer(64), s.buffer(64));
     let v = 9u8;
-    // SAFETY (this test's commands): every range lies inside its 64-byte
+    // SAFETY: in this test's commands every range lies inside its 64-byte
     // buffer; all memory is at the queues' (one) location.
     let slow = unsafe {
         s.a.enqueue_launch(
@@ -135,9 +139,12 @@ fn a_failed_dependency_fails_the_command_and_names_the_cause() {
     let k = s.kernel(&lib, "fail");
     let (q1, q2) = (s.queue(), s.queue());
     let buf = s.buffer(16);
-    // SAFETY (this test's commands): every range lies inside the 16-byte
+    // SAFETY: in this test's commands every range lies inside the 16-byte
     // buffer, at the queues' location.
-    let failed = unsafe { s.a.enqueue_launch(&q1, &k, &NdRange::d1(1), &[KernelArg::Buffer(&buf)], &[]) }.unwrap();
+    let failed = unsafe {
+        s.a.enqueue_launch(&q1, &k, &NdRange::d1(1), &[KernelArg::Buffer(&buf)], &[])
+    }
+    .unwrap();
     // SAFETY: as above.
     let fill = unsafe { s.a.enqueue_fill(&q2, &buf, 0, 16, &[7], &[&failed]) }.unwrap();
     assert_eq!(
@@ -151,7 +158,10 @@ fn a_failed_dependency_fails_the_command_and_names_the_cause() {
     assert_eq!(s.bytes(&buf), vec![0; 16], "the failed command must not have run");
     // The queue keeps working after a failure.
     // SAFETY: as above.
-    unsafe { s.a.enqueue_fill(&q2, &buf, 0, 16, &[7], &[]) }.unwrap().wait().unwrap();
+    unsafe { s.a.enqueue_fill(&q2, &buf, 0, 16, &[7], &[]) }
+        .unwrap()
+        .wait()
+        .unwrap();
     assert_eq!(s.bytes(&buf), vec![7; 16]);
 }
 
@@ -163,7 +173,7 @@ fn dropping_a_queue_completes_pending_work() {
     let k = s.kernel(&lib, "gated_set");
     let q = s.queue();
     let buf = s.buffer(4096);
-    // SAFETY (this test's commands): every range lies inside the 4096-byte
+    // SAFETY: in this test's commands every range lies inside the 4096-byte
     // buffer, at the queue's location.
     let slow = unsafe {
         s.a.enqueue_launch(
@@ -211,7 +221,7 @@ fn usm_free_while_in_flight_is_deferred() {
         offset: 0,
         ptr: p,
     };
-    // SAFETY (this test's commands): every range lies inside its buffer or
+    // SAFETY: in this test's commands every range lies inside its buffer or
     // the 256-byte allocation, at the queue's location.
     unsafe {
         s.a.enqueue_launch(
@@ -251,11 +261,17 @@ fn every_location_is_unified_and_host_pointers_are_used_in_place() {
     let desc = BufferDesc::new(32).with_flags(MemFlags::USE_HOST_PTR).on(&s.dev);
     // SAFETY: `host` is exactly 32 bytes and outlives the buffer (dropped
     // below, before `host` is read).
-    let buf = unsafe { s.a.create_buffer(&other, &desc, Some(HostPtr::new(host.as_mut_ptr(), 32))) }.unwrap();
+    let buf = unsafe {
+        s.a.create_buffer(&other, &desc, Some(HostPtr::new(host.as_mut_ptr(), 32)))
+    }
+    .unwrap();
     let q = s.queue(); // a queue of the first context uses the other's buffer
-    // SAFETY: the fill lies inside the buffer, whose location is Unified
-    // with the queue's (asserted above).
-    unsafe { s.a.enqueue_fill(&q, &buf, 8, 16, &[5], &[]) }.unwrap().wait().unwrap();
+                       // SAFETY: the fill lies inside the buffer, whose location is Unified
+                       // with the queue's (asserted above).
+    unsafe { s.a.enqueue_fill(&q, &buf, 8, 16, &[5], &[]) }
+        .unwrap()
+        .wait()
+        .unwrap();
     drop(buf);
     assert_eq!(&host[..8], &[0; 8]);
     assert_eq!(&host[8..24], &[5; 16]);
@@ -264,7 +280,10 @@ fn every_location_is_unified_and_host_pointers_are_used_in_place() {
         .on(&s.dev);
     let mut init = [1u8, 2, 3, 4];
     // SAFETY: `init` is exactly 4 bytes, read during the call only.
-    let copied = unsafe { s.a.create_buffer(&s.ctx, &desc, Some(HostPtr::new(init.as_mut_ptr(), 4))) }.unwrap();
+    let copied = unsafe {
+        s.a.create_buffer(&s.ctx, &desc, Some(HostPtr::new(init.as_mut_ptr(), 4)))
+    }
+    .unwrap();
     assert_eq!(copied.at(0) as usize % PAGE_ALIGN, 0);
     assert_eq!(s.bytes(&copied), [1, 2, 3, 4]);
 }

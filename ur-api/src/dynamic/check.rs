@@ -250,7 +250,9 @@ pub(crate) fn kernel_args(info: &KernelInfo, args: &[ArgValue<'_>], local: bool)
         let given = match *a {
             ArgValue::Scalar([]) => return Err(Error::InvalidKernelArgs(format!("argument {i}: empty scalar"))),
             ArgValue::Local(0) => {
-                return Err(Error::InvalidKernelArgs(format!("argument {i}: zero-sized local memory")))
+                return Err(Error::InvalidKernelArgs(format!(
+                    "argument {i}: zero-sized local memory"
+                )))
             }
             ArgValue::Local(_) if !local => {
                 return Err(Error::unsupported("local-memory kernel arguments on this device"))
@@ -355,7 +357,10 @@ mod tests {
             offset: [4, 0, 0],
             ..NdRange::d1(2)
         };
-        assert!(matches!(nd_range(&shifted, 1024, false), Err(Error::Unsupported { .. })));
+        assert!(matches!(
+            nd_range(&shifted, 1024, false),
+            Err(Error::Unsupported { .. })
+        ));
         assert!(nd_range(&shifted, 1024, true).is_ok());
     }
 
@@ -364,12 +369,21 @@ mod tests {
         let two = KernelInfo::with_arg_count(2);
         let args = [ArgValue::Local(4), ArgValue::Scalar(&[1, 2, 3, 4])];
         assert!(kernel_args(&two, &args, true).is_ok());
-        assert!(matches!(kernel_args(&two, &args, false), Err(Error::Unsupported { .. })));
-        assert!(matches!(kernel_args(&two, &args[..1], true), Err(Error::InvalidKernelArgs(_))));
+        assert!(matches!(
+            kernel_args(&two, &args, false),
+            Err(Error::Unsupported { .. })
+        ));
+        assert!(matches!(
+            kernel_args(&two, &args[..1], true),
+            Err(Error::InvalidKernelArgs(_))
+        ));
         let sized = KernelInfo::with_arg_sizes(vec![8, 2]);
         let v = 7u32;
         let wrong = [ArgValue::Usm(crate::UsmPtr(64)), ArgValue::scalar(&v)];
-        assert!(matches!(kernel_args(&sized, &wrong, true), Err(Error::InvalidKernelArgs(_))));
+        assert!(matches!(
+            kernel_args(&sized, &wrong, true),
+            Err(Error::InvalidKernelArgs(_))
+        ));
         assert!(kernel_args(&KernelInfo::default(), &[ArgValue::Scalar(&[])], true).is_err());
     }
 
@@ -378,7 +392,10 @@ mod tests {
         assert!(alignment(0, 1 << 20).is_ok());
         assert!(alignment(4096, 1 << 20).is_ok());
         assert!(matches!(alignment(3, 1 << 20), Err(Error::InvalidAlignment { .. })));
-        assert!(matches!(alignment(1 << 63, 1 << 40), Err(Error::InvalidAlignment { .. })));
+        assert!(matches!(
+            alignment(1 << 63, 1 << 40),
+            Err(Error::InvalidAlignment { .. })
+        ));
         assert!(host_range(std::ptr::null_mut(), 4).is_err());
         let p = 16usize as *mut u8;
         assert!(matches!(host_range(p, 0), Err(Error::InvalidSize { .. })));

@@ -140,8 +140,7 @@ impl<A: Adapter> AdapterHost<A> {
             let d = self.buffer_at(t, q, dst, "destination buffer", Use::Copy)?;
             check::range("source buffer", src_offset, size, s.size)?;
             check::range("destination buffer", dst_offset, size, d.size)?;
-            if same_memory(&s, &d) && check::overlaps(abs_offset(&s) + src_offset, abs_offset(&d) + dst_offset, size)
-            {
+            if same_memory(&s, &d) && check::overlaps(abs_offset(&s) + src_offset, abs_offset(&d) + dst_offset, size) {
                 return Err(Error::invalid("source and destination regions overlap"));
             }
             Ok((s, d))
@@ -149,7 +148,10 @@ impl<A: Adapter> AdapterHost<A> {
         self.command(queue, wait, resolve, |q, (s, d), w| {
             // SAFETY: both ranges lie inside their buffers, which are usable
             // for a copy at the queue's location, and do not overlap.
-            unsafe { self.adapter.enqueue_copy(q, &s.obj, src_offset, &d.obj, dst_offset, size, w) }
+            unsafe {
+                self.adapter
+                    .enqueue_copy(q, &s.obj, src_offset, &d.obj, dst_offset, size, w)
+            }
         })
     }
 
@@ -418,7 +420,11 @@ impl<A: Adapter> AdapterHost<A> {
                 return Err(Error::WrongContext { what: "kernel" });
             }
             let caps = self.queue_caps(q);
-            check::nd_range(range, caps.max_work_group_size, caps.caps.contains(DeviceCaps::GLOBAL_OFFSET))?;
+            check::nd_range(
+                range,
+                caps.max_work_group_size,
+                caps.caps.contains(DeviceCaps::GLOBAL_OFFSET),
+            )?;
             check::kernel_args(&k.info, args, caps.caps.contains(DeviceCaps::LOCAL_MEMORY_ARGS))?;
             let resolved = args
                 .iter()

@@ -190,7 +190,9 @@ impl<A: Adapter> AdapterHost<A> {
             check::alignment(desc.align, info.max_alloc_size)?;
         }
         let dev = device.map(|d| &self.devices[d].obj);
-        let (obj, ptr) = self.adapter.usm_alloc(&c.obj, &desc.map_device(|_| dev.expect("checked above")))?;
+        let (obj, ptr) = self
+            .adapter
+            .usm_alloc(&c.obj, &desc.map_device(|_| dev.expect("checked above")))?;
         let entry = UsmEntry {
             obj,
             base: ptr.0,

@@ -216,7 +216,12 @@ impl<A: Adapter> AdapterHost<A> {
         Ok(())
     }
 
-    pub(super) fn create_program(&self, context: ContextId, source: &ProgramSource, options: &str) -> Result<ProgramId> {
+    pub(super) fn create_program(
+        &self,
+        context: ContextId,
+        source: &ProgramSource,
+        options: &str,
+    ) -> Result<ProgramId> {
         let c = self.context(&self.tables.lock(), context)?;
         for &d in &c.devices {
             let info = &self.devices[d].info;
