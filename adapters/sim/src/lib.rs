@@ -16,13 +16,22 @@
 //!   interprets; mapping copies into a host staging buffer and unmapping
 //!   writes it back (for `WRITE`/`WRITE_INVALIDATE`). Data moves only through
 //!   the adapter's commands. Host USM is real host memory. Shared USM is
-//!   absent (the capability flag says so).
+//!   not advertised (no `UsmCaps::SHARED`), so the dyn layer refuses it and
+//!   the adapter has no branch for it.
+//! - **USM allocations are objects** ([`SimUsm`]: an arena allocation or a
+//!   host block). The dyn layer resolves every USM pointer to its allocation
+//!   and offset, so the sim keeps no pointer table; it only hands out the
+//!   fake device addresses. Freeing drops the object; commands in flight
+//!   hold the memory, so the arena gets it back when the last has run.
 //! - **Connections per ordered device pair.** Contexts are made at run time,
 //!   so the topology states, per ordered pair, what holds within one context
 //!   and across contexts ([`PairRule`]); defaults: same device and context
 //!   `Unified`, other device of the same context `Migratable`, different
-//!   contexts or platforms `None`. The sim itself can copy between any two
-//!   arenas; the dyn layer only lets through what the answer allows.
+//!   contexts or platforms `None`. Every answer is true to the sim: it can
+//!   copy between any two arenas (`Migratable` holds everywhere) and its
+//!   commands address any arena in place (`Unified` holds wherever stated).
+//!   The dyn layer lets memory be used on a queue of another location only
+//!   where the answer is `Unified`, or `Migratable` for copies.
 //! - **Link model, off by default.** Each device has a host link (bandwidth,
 //!   latency), pairs may have a peer link. With the model on, every transfer
 //!   over a link holds it (one at a time per link, links in parallel) and
@@ -31,7 +40,23 @@
 //!   transfer after k bytes, marks devices lost or caps their memory. No
 //!   randomness anywhere.
 //! - **Queues** are in order, one worker thread each (`queue.rs`); kernels are
-//!   host kernels ([`ur_api::HostKernelLibrary`]) run over arena memory.
+//!   host kernels ([`ur_api::HostKernelLibrary`]), with `ur-api`'s shared
+//!   program and kernel types (`ur_api::host_kernel`, as the native adapter):
+//!   a launch runs with the arenas of its memory arguments locked. Host code
+//!   takes a global offset and local-memory arguments, so the devices say so.
+//! - **No validation, no books.** The data-path methods are `unsafe fn`
+//!   whose contracts (see [`ur_api::Adapter`]) carry what the dyn layer
+//!   checked: regions in bounds, memory usable at the queue's location,
+//!   live USM ranges, pattern lengths, kernel argument counts, host
+//!   registrations (the dyn layer keeps those books). What the sim still
+//!   checks is its own behaviour: lost devices, injected faults, arena
+//!   budgets.
+//! - **One shared state, below everything.** `state.rs` holds the machine
+//!   ([`SimAdapter`] and its [`SimFaults`]/[`SimLinks`] handles share it):
+//!   devices with their arenas, links and lost flags, the armed faults. It
+//!   depends on no other module but the topology and the link model;
+//!   `device.rs` (platforms, devices, contexts, connections), `memory.rs`,
+//!   `queue.rs`, `program.rs` and `faults.rs` (the public handles) build on it.
 //!
 //! ## The topology text format (`UR_SIM_TOPOLOGY`)
 //!
