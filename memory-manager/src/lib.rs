@@ -106,8 +106,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod access;
 mod error;
-mod evict;
 mod exec;
 mod interval;
 mod manager;
@@ -115,10 +115,15 @@ mod mapped;
 mod plan;
 mod residency;
 mod route;
+mod slab;
+mod spec;
 mod staging;
+mod state;
 
+pub use access::{AccessRequest, Acquired, DeviceView, Ready};
 pub use error::{MmError, Result};
 pub use interval::IntervalSet;
-pub use manager::{Acquired, Config, LogicalBuffer, MemoryManager, Place, Stats, ZeroCopy};
+pub use manager::{Config, LogicalBuffer, MemoryManager, Place, Stats, ZeroCopy};
 pub use plan::{Access, MapEnd, Plan, Route, Step};
 pub use route::LinkCost;
+pub use spec::BufferSpec;
