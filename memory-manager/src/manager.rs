@@ -45,7 +45,7 @@ pub struct Config {
     /// Bytes moved by one measurement.
     pub probe_bytes: usize,
     /// When a `None` route maps one end instead of staging through the
-    /// pinned ring ([`Route::Mapped`]).
+    /// pinned ring ([`Route::Mapped`](crate::Route::Mapped)).
     pub zero_copy: ZeroCopy,
     /// Bytes per chunk of zero-copy staging. Mapped chunks cost no staging
     /// memory, so they are larger than ring chunks by default: a large host
@@ -55,7 +55,7 @@ pub struct Config {
     pub mapped_chunk: usize,
 }
 
-/// When a `None` route uses zero-copy staging ([`Route::Mapped`]).
+/// When a `None` route uses zero-copy staging ([`Route::Mapped`](crate::Route::Mapped)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZeroCopy {
     /// Map the source when both ends are host-unified devices
@@ -96,7 +96,7 @@ pub struct Stats {
     pub copies: u64,
     /// Of those, host-staged copies (pinned ring or zero-copy).
     pub staged_copies: u64,
-    /// Of those, zero-copy staged copies ([`Route::Mapped`]).
+    /// Of those, zero-copy staged copies ([`Route::Mapped`](crate::Route::Mapped)).
     pub mapped_copies: u64,
     /// Bytes moved by copy steps.
     pub bytes_moved: u64,
@@ -162,7 +162,8 @@ impl fmt::Display for LogicalBuffer {
 /// // Make the first half valid on the device and use it there.
 /// let at = Place::Device(Location::new(ctx, dev));
 /// let view = mm.acquire(buf, at, Access::ReadWrite, 0..512)?;
-/// rt.write(view.queue().unwrap(), view.buffer().unwrap(), 0, &[9u8; 16])?;
+/// let d = view.device()?;
+/// rt.write(d.queue(), d.buffer(), 0, &[9u8; 16])?;
 /// drop(view);
 /// let mut back = vec![0u8; 1024];
 /// mm.read(buf, 0, &mut back)?;
