@@ -42,7 +42,7 @@ pub struct Device {
     pub(crate) version: (u32, u32),
 }
 
-/// An OpenCL context. Its state is shared ([`ContextInner`]) with the USM
+/// An OpenCL context. Its state is shared (`ContextInner`) with the USM
 /// allocations made in it, which need the context, its queues and its
 /// devices to drain and free themselves.
 pub struct Context(Arc<ContextInner>);
