@@ -99,6 +99,37 @@ pub use queue::{NativeEvent, NativeQueue};
 /// assert_eq!(out, [0xAB; 8]);
 /// # Ok::<(), ur_api::Error>(())
 /// ```
+///
+/// Safe code cannot skip those checks: an out-of-bounds fill through the
+/// static trait does not compile without an `unsafe` block (whose
+/// `// SAFETY:` comment would have to claim the range fits)...
+///
+/// ```compile_fail,E0133
+/// use ur_api::{Adapter, BufferDesc, QueueProps};
+/// let a = ur_native::NativeAdapter::new();
+/// let platform = a.platforms()?.remove(0);
+/// let dev = a.devices(&platform)?.remove(0);
+/// let ctx = a.create_context(&[&dev])?;
+/// let q = a.create_queue(&ctx, &dev, &QueueProps::default())?;
+/// # let b: ur_native::NativeBuffer = todo!();
+/// a.enqueue_fill(&q, &b, 0, 1 << 20, &[0xAA], &[])?; // E0133: call to unsafe function
+/// # Ok::<(), ur_api::Error>(())
+/// ```
+///
+/// ... and through [`ur_api::Runtime`] the dyn layer refuses it:
+///
+/// ```
+/// use ur_api::{BufferDesc, Error, QueueProps, Runtime};
+/// let mut rt = Runtime::new();
+/// rt.add(ur_native::NativeAdapter::new())?;
+/// let dev = rt.all_devices()[0];
+/// let ctx = rt.create_context(&[dev])?;
+/// let q = rt.create_queue(ctx, dev, &QueueProps::default())?;
+/// let b = rt.create_buffer(ctx, &BufferDesc::new(64), None)?;
+/// let r = rt.enqueue_fill(q, b, 0, 1 << 20, &[0xAA], &[]);
+/// assert!(matches!(r, Err(Error::OutOfBounds { .. })));
+/// # Ok::<(), ur_api::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct NativeAdapter {
     info: DeviceInfo,

@@ -46,7 +46,7 @@ fn connections_between_contexts(env: &DeviceEnv<'_>) -> TestResult {
     match ab {
         MemoryConnection::None => {
             ensure!(
-                matches!(copied, Err(ur_api::Error::WrongContext { .. })),
+                matches!(copied, Err(ur_api::Error::NotAccessible { copy: true, .. })),
                 "copy over a `None` connection gave {copied:?}"
             );
         }

@@ -20,6 +20,7 @@ pub mod device;
 pub mod event;
 pub mod fill;
 pub mod kernel;
+pub mod location;
 pub mod map;
 pub mod negative_foreign;
 pub mod negative_handles;
@@ -53,6 +54,7 @@ pub fn all() -> Vec<crate::TestCase> {
         negative_handles::cases(),
         negative_foreign::cases(),
         negative_objects::cases(),
+        location::cases(),
     ]
     .concat()
 }

@@ -100,8 +100,8 @@ fn wrong_context_kernel(env: &DeviceEnv<'_>) -> TestResult {
     Ok(())
 }
 
-/// A buffer of another context on a queue: `WrongContext` unless the adapter
-/// reports the two locations `Unified` (then it must work in place).
+/// A buffer of another context on a queue: `NotAccessible` unless the
+/// adapter reports the two locations `Unified` (then it must work in place).
 fn wrong_context_buffer(env: &DeviceEnv<'_>) -> TestResult {
     let (a, qa) = env.setup()?;
     let b = env.context()?;
@@ -118,7 +118,7 @@ fn wrong_context_buffer(env: &DeviceEnv<'_>) -> TestResult {
             "the contexts are Unified: using the buffer there is allowed (and was checked)",
         ));
     }
-    expect_err!(r, Error::WrongContext { .. });
+    expect_err!(r, Error::NotAccessible { copy: false, .. });
     Ok(())
 }
 
