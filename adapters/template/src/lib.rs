@@ -14,8 +14,9 @@
 //!    `Program`, `Kernel` here): the dyn layer never hands one over.
 //! 2. **Describe the device honestly** with the [`DeviceInfo::new`] builder
 //!    (`device.rs`). The capability flags are the contract: the dyn layer
-//!    answers [`Error::Unsupported`] for what is absent and never calls the
-//!    trait's defaults, and the suite turns that into skips. This device
+//!    answers [`Error::Unsupported`](ur_api::Error::Unsupported) for what
+//!    is absent and never calls the trait's defaults, and the suite turns
+//!    that into skips. This device
 //!    has `SUB_BUFFERS`, `MAP` and `FILL_ANY_PATTERN`; no USM, kernels,
 //!    profiling or host registration, so those trait methods keep their
 //!    defaults and appear nowhere below.
