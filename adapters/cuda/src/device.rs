@@ -363,11 +363,15 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
     if d.managed {
         usm |= UsmCaps::SHARED;
     }
-    let mut caps = DeviceCaps::PROFILING
-        | DeviceCaps::SUB_BUFFERS
-        | DeviceCaps::MAP
-        | DeviceCaps::KERNELS
-        | DeviceCaps::FILL_ANY_PATTERN;
+    let mut caps = DeviceCaps::PROFILING | DeviceCaps::SUB_BUFFERS | DeviceCaps::MAP | DeviceCaps::FILL_ANY_PATTERN;
+    // Kernels only where the driver reports parameter sizes
+    // (`cuFuncGetParamInfo`, CUDA 12.4+): `cuLaunchKernel` reads as many
+    // arguments as the kernel declares, so a launch with too few would read
+    // past the argument array. With the sizes, the dyn layer checks every
+    // launch; without them, no safe call could be made sound.
+    if has_symbol("cuFuncGetParamInfo") {
+        caps |= DeviceCaps::KERNELS;
+    }
     if d.host_register {
         caps |= DeviceCaps::HOST_REGISTER;
         if d.map_host {

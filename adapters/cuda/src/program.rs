@@ -42,8 +42,8 @@ impl Drop for ProgramInner {
 #[derive(Debug)]
 pub struct CudaKernel {
     funcs: Vec<(sys::CUdevice, sys::CUfunction)>,
-    /// Parameter sizes, where the driver can tell (`cuFuncGetParamInfo`, 12.4+).
-    params: Option<Vec<usize>>,
+    /// Parameter sizes, as the driver reports them (`cuFuncGetParamInfo`).
+    params: Vec<usize>,
     _program: CudaProgram,
 }
 
@@ -212,7 +212,13 @@ pub(crate) fn create_kernel(p: &CudaProgram, name: &str) -> Result<CudaKernel> {
             other => return Err(conv::error(other)),
         }
     }
-    let params = funcs.first().and_then(|&(_, f)| param_sizes(f));
+    // A kernel whose parameter layout is unknown could not be launched
+    // soundly (see `device_info`): refuse it here rather than launch blind.
+    let params = match funcs.first() {
+        Some(&(_, f)) => param_sizes(f)
+            .ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?,
+        None => Vec::new(),
+    };
     Ok(CudaKernel {
         funcs,
         params,
@@ -220,12 +226,11 @@ pub(crate) fn create_kernel(p: &CudaProgram, name: &str) -> Result<CudaKernel> {
     })
 }
 
-/// What the dyn layer checks launches against: the parameter sizes where
-/// the driver reports them (`cuFuncGetParamInfo`, CUDA 12.4+), else nothing.
+/// What the dyn layer checks launches against: the parameter sizes the
+/// driver reports (`cuFuncGetParamInfo`, CUDA 12.4+; devices of older
+/// drivers do not advertise `KERNELS`, see `device_info`).
 pub(crate) fn kernel_info(k: &CudaKernel) -> KernelInfo {
-    k.params
-        .clone()
-        .map_or_else(KernelInfo::default, KernelInfo::with_arg_sizes)
+    KernelInfo::with_arg_sizes(k.params.clone())
 }
 
 /// Launches with grid = global / block (see [`conv::launch_dims`]).
