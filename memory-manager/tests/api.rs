@@ -160,3 +160,29 @@ fn small_host_stores_share_slabs() {
     }
     assert_eq!(s.mm.stats().host_slabs, st.host_slabs);
 }
+
+/// Regression: releasing the context of a live manager's location freed
+/// the USM host allocations it uses as host stores and staging, so every
+/// logical buffer read freed memory afterwards. The context now outlives
+/// its users: the release is refused while the manager holds them.
+#[test]
+fn a_context_the_manager_uses_is_not_released_under_it() {
+    use std::sync::Arc;
+    let mut rt = ur_api::Runtime::new();
+    rt.add(ur_native::NativeAdapter::new()).unwrap();
+    let dev = rt.all_devices()[0];
+    let ctx = rt.create_context(&[dev]).unwrap();
+    let rt = Arc::new(rt);
+    let at = ur_api::Location::new(ctx, dev);
+    let mm = ur_memory_manager::MemoryManager::new(rt.clone(), &[at]).unwrap();
+    let buf = mm.create_buffer(4096).unwrap();
+    mm.write(buf, 0, &[0x5A; 4096]).unwrap();
+    assert!(mm.stats().pinned_host_stores > 0, "the host store is a USM host allocation of the context");
+    let refused = rt.release_context(ctx);
+    assert!(matches!(refused, Err(ur_api::Error::InUse { .. })), "{refused:?}");
+    let mut back = vec![0u8; 4096];
+    mm.read(buf, 0, &mut back).unwrap();
+    assert!(back.iter().all(|&b| b == 0x5A));
+    drop(mm);
+    rt.release_context(ctx).unwrap();
+}

@@ -243,6 +243,8 @@ impl Runtime {
         fn event_status(&self, event: EventId) -> Result<EventStatus>;
         /// Profiling timestamps of an event.
         fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo>;
+        /// The context of an event.
+        fn event_context(&self, event: EventId) -> Result<ContextId>;
         /// Releases an event.
         fn release_event(&self, event: EventId) -> Result<()>;
         /// Builds a program.

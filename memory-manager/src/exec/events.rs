@@ -46,26 +46,27 @@ impl std::fmt::Debug for OwnedEvent {
 }
 
 /// Enqueues `op` on `queue` after `wait`. An adapter's queue can wait only
-/// on its own events of the same context: events of other adapters are
-/// waited for on the host first, and when the dyn layer refuses the list
-/// (`WrongContext`: an event of another context), the host waits for the
-/// whole list and the operation is enqueued without one.
+/// on events of its own context: the others (of other contexts or other
+/// adapters) are waited for on the host first.
 pub(crate) fn enqueue_after(
     rt: &Runtime,
     queue: QueueId,
     wait: &[EventId],
     mut op: impl FnMut(&[EventId]) -> ur_api::Result<EventId>,
 ) -> ur_api::Result<EventId> {
-    let (mine, foreign): (Vec<EventId>, Vec<EventId>) = wait.iter().partition(|e| e.adapter_id() == queue.adapter_id());
+    let ctx = rt.queue_location(queue)?.context;
+    let mut mine = Vec::with_capacity(wait.len());
+    let mut foreign = Vec::new();
+    for &e in wait {
+        if rt.event_context(e)? == ctx {
+            mine.push(e);
+        } else {
+            foreign.push(e);
+        }
+    }
     if !foreign.is_empty() {
+        tracing::trace!(events = foreign.len(), "wait-list events of other contexts; waiting on the host");
         rt.wait(&foreign)?;
     }
-    match op(&mine) {
-        Err(ur_api::Error::WrongContext { .. }) if !mine.is_empty() => {
-            tracing::trace!("wait list spans contexts; waiting on the host");
-            rt.wait(&mine)?;
-            op(&[])
-        }
-        r => r,
-    }
+    op(&mine)
 }

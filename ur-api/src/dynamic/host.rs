@@ -60,6 +60,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         fn event_status(&self, event: EventId) -> Result<EventStatus>;
         fn wait(&self, events: &[EventId]) -> Result<()>;
         fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo>;
+        fn event_context(&self, event: EventId) -> Result<ContextId>;
         fn release_event(&self, event: EventId) -> Result<()>;
         fn create_program(&self, context: ContextId, source: &ProgramSource, options: &str) -> Result<ProgramId>;
         fn release_program(&self, program: ProgramId) -> Result<()>;

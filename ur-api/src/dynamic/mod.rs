@@ -135,6 +135,9 @@ pub trait DynAdapter: Send + Sync {
     fn wait(&self, events: &[EventId]) -> Result<()>;
     /// Profiling timestamps.
     fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo>;
+    /// The context of an event (a wait list may only hold events of the
+    /// queue's context).
+    fn event_context(&self, event: EventId) -> Result<ContextId>;
     /// Releases an event.
     fn release_event(&self, event: EventId) -> Result<()>;
 

@@ -198,6 +198,14 @@ impl<A: Adapter> AdapterHost<A> {
         self.adapter.event_profiling(e.event())
     }
 
+    pub(super) fn event_context(&self, event: EventId) -> Result<ContextId> {
+        let e = self.event(&self.tables.lock(), event)?;
+        Ok(ContextId {
+            host: self.id,
+            key: e.ctx,
+        })
+    }
+
     pub(super) fn release_event(&self, event: EventId) -> Result<()> {
         self.own(event)?;
         let mut t = self.tables.lock();
