@@ -1,7 +1,8 @@
 //! `cargo xtask`: the project's own tooling, written in Rust so it runs
 //! wherever cargo does.
 //!
-//! - `cargo xtask setup`: installs the system packages the real backends need.
+//! - `cargo xtask setup`: installs the system packages the real backends need
+//!   and unpacks Intel's runtimes from their wheels (`wheels.rs`).
 //! - `cargo xtask ci`: the checks CI runs (fmt, clippy, tests, docs).
 //! - `cargo xtask bench [--filter NAME]`: runs the benchmarks and collects
 //!   their `BENCH_ROW` lines into `target/bench/report.json`.
@@ -10,6 +11,7 @@ mod bench;
 mod ci;
 mod cmd;
 mod setup;
+mod wheels;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -18,7 +18,7 @@ pub struct Group {
 }
 
 /// Everything `setup` installs.
-pub const GROUPS: [Group; 3] = [
+pub const GROUPS: [Group; 4] = [
     Group {
         purpose: "OpenCL: ICD loader, PoCL (CPU) and Mesa rusticl platforms, clinfo",
         packages: &["pocl-opencl-icd", "mesa-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
@@ -30,6 +30,10 @@ pub const GROUPS: [Group; 3] = [
     Group {
         purpose: "libclang for bindgen",
         packages: &["libclang-dev"],
+    },
+    Group {
+        purpose: "unzip, to unpack Intel's runtimes from their wheels",
+        packages: &["unzip"],
     },
 ];
 
@@ -112,6 +116,7 @@ pub fn setup(dry_run: bool) -> Result<()> {
         }
         eprintln!("setup: installed {}", missing.join(" "));
     }
+    crate::wheels::ensure(dry_run)?;
     show_opencl();
     Ok(())
 }
