@@ -75,6 +75,37 @@ pub enum MmError {
         /// Live guards.
         pins: usize,
     },
+    /// A logical buffer of another memory manager.
+    #[error("{buffer} belongs to another memory manager")]
+    ForeignBuffer {
+        /// The buffer's name in its own manager.
+        buffer: String,
+    },
+    /// `offset + len` does not fit in `usize`.
+    #[error("offset {offset} plus length {len} overflows")]
+    RangeOverflow {
+        /// Offset asked for.
+        offset: usize,
+        /// Length asked for.
+        len: usize,
+    },
+    /// One buffer named twice in one [`crate::MemoryManager::acquire_all`].
+    #[error("{buffer} appears twice in one acquire_all request")]
+    DuplicateBuffer {
+        /// The logical buffer.
+        buffer: String,
+    },
+    /// A device view of an access at the host place.
+    #[error("the access is at the host place: it has no device buffer or queue")]
+    NotADevice,
+    /// Initial data longer than the buffer.
+    #[error("initial data of {len} bytes does not fit a buffer of {size} bytes")]
+    InitTooLong {
+        /// The buffer's size.
+        size: usize,
+        /// Bytes of initial data.
+        len: usize,
+    },
     /// Any other failure of the runtime below.
     #[error(transparent)]
     Runtime(#[from] ur_api::Error),

@@ -3,10 +3,16 @@
 //! A [`MemoryManager`] runs over a [`ur_api::Runtime`] and a list of device
 //! locations (context, device); together with the host they are its
 //! [`Place`]s. A [`LogicalBuffer`] has at most one allocation per place,
-//! made on first use. Before an access ([`MemoryManager::acquire`],
-//! [`MemoryManager::with_host`], [`MemoryManager::read`],
-//! [`MemoryManager::write`]) the manager computes a [`Plan`] that makes the
-//! accessed byte range current at that place, then runs it.
+//! made on first use or, with [`BufferSpec`] hints, at creation. Before an
+//! access ([`MemoryManager::acquire`], [`MemoryManager::acquire_async`],
+//! [`MemoryManager::acquire_all`], [`MemoryManager::with_host`],
+//! [`MemoryManager::read`], [`MemoryManager::write`]) the manager computes a
+//! [`Plan`] that makes the accessed byte range current at that place, then
+//! runs it.
+//!
+//! A runnable, runtime-style example (hints and initial data, kernels on
+//! two devices chained on events, read-back) is the `ur-examples` crate:
+//! `cargo run -p ur-examples --example pipeline` (run by `cargo xtask ci`).
 //!
 //! It uses only the public `Runtime` API: no native API, no adapter
 //! internals.
@@ -45,9 +51,11 @@
 //!   small dynamic program minimises `latency + bytes / bandwidth` over the
 //!   whole range, paying a route's latency only when switching source, so
 //!   small pieces are not split off for nothing. Costs are measured once per
-//!   ordered pair the first time a plan weighs it and cached
-//!   ([`Config::measure_routes`]); with measurement off, class estimates keep
-//!   plans deterministic.
+//!   ordered pair, before the first access that may weigh it (or by
+//!   [`MemoryManager::calibrate`]), and cached ([`Config::measure_routes`]);
+//!   with measurement off, class estimates keep plans deterministic.
+//!   [`MemoryManager::plan`] has no side effects: it uses cached costs or
+//!   estimates and never measures.
 //! - **Plans are data** ([`Plan`], [`Step`], [`Route`]); [`Plan::explain`]
 //!   prints one without addresses or timings (snapshot-tested on seven sim
 //!   topologies). [`MemoryManager::plan`] shows what an access would do.
@@ -68,6 +76,47 @@
 //!   pins the allocation it names (never evicted while it lives) without
 //!   holding the lock. Eviction only `try_lock`s other buffers, so two
 //!   threads evicting for each other cannot deadlock.
+//! - **Hints and initial data** ([`BufferSpec`],
+//!   [`MemoryManager::create_buffer_with`]): allocation is eager at the
+//!   hinted places, at creation, so out of memory surfaces there and not at
+//!   a later kernel (a hint `Unified` with an earlier hint's allocation
+//!   shares it). Initial data is written once, from the caller's slice
+//!   straight into the first hint's allocation (no host store on the way),
+//!   or into the host store without a hint.
+//! - **Asynchronous access** ([`MemoryManager::acquire_async`]): copies on
+//!   adapter routes (host write/read, adapter copy, fill) are enqueued after
+//!   the caller's wait list and the work pending on the allocations they
+//!   touch, and not waited for; the call returns the guard and an event of
+//!   the place's queue after which the range is current (`None`: current
+//!   now). Host-staged routes (pinned ring, zero-copy) are done by the host:
+//!   it waits for their inputs and runs them before returning; so do
+//!   allocation and accesses at the host place. Wait-list events a queue
+//!   cannot take (another adapter's, another context's: the dyn layer
+//!   refuses them) are waited for on the host. [`Acquired::release_after`]
+//!   ends an access once the caller's kernel event completes, without
+//!   blocking: until then the allocation is pinned, and every later
+//!   operation of the manager on it (a copy from or into it, a host read,
+//!   its release) waits for that event. **Events**: the manager releases
+//!   the events it creates and those handed to `release_after` (they pass
+//!   to it); the ready events it returns are the caller's to release. A copy
+//!   that fails asynchronously is learned at the buffer's next access: its
+//!   range is stale at the destination again (the source kept it).
+//! - **Several buffers at once** ([`MemoryManager::acquire_all`]): the
+//!   buffers are locked in one global order (by id), so threads acquiring
+//!   overlapping sets in any order cannot deadlock; a buffer named twice in
+//!   one request is [`MmError::DuplicateBuffer`].
+//! - **Handles name their manager**: a [`LogicalBuffer`] used with another
+//!   manager is [`MmError::ForeignBuffer`]; offsets whose end overflows are
+//!   [`MmError::RangeOverflow`].
+//! - **Eviction does not scan**: per device, allocations sit in an ordered
+//!   map keyed by (last use, buffer, place), updated on use; eviction walks
+//!   it oldest first, `try_lock`ing owners, skipping pinned ones
+//!   ([`Stats::eviction_probes`] counts the entries looked at).
+//! - **Small host stores share slabs**: a host store of at most 1 KiB
+//!   takes a slot of its size class (powers of two from 16 B) in a shared
+//!   pinned 64 KiB slab, returned to the class's free list on release
+//!   (slabs live as long as the manager); larger stores get their own
+//!   page-aligned pinned block ([`Stats::host_store_bytes`]).
 //! - **The host place** is pinned memory (a USM host allocation of the
 //!   first location's context that offers one), else page-aligned host
 //!   memory; the host is the one place that is never evicted or lost.
@@ -92,7 +141,8 @@
 //! let buf = mm.create_buffer(256 << 10)?;
 //! // Produce the data on device a ...
 //! let g = mm.acquire(buf, Place::Device(la), Access::DiscardWrite, 0..256 << 10)?;
-//! rt.write(g.queue().unwrap(), g.buffer().unwrap(), 0, &vec![42u8; 256 << 10])?;
+//! let d = g.device()?;
+//! rt.write(d.queue(), d.buffer(), 0, &vec![42u8; 256 << 10])?;
 //! drop(g);
 //! // ... and consume it on device b: the plan stages through host memory.
 //! let plan = mm.plan(buf, Place::Device(lb), Access::Read, 0..256 << 10)?;
@@ -100,14 +150,15 @@
 //! print!("{}", plan.explain());
 //! let g = mm.acquire(buf, Place::Device(lb), Access::Read, 0..256 << 10)?;
 //! let mut back = vec![0u8; 16];
-//! rt.read(g.queue().unwrap(), g.buffer().unwrap(), 1000, &mut back)?;
+//! let d = g.device()?;
+//! rt.read(d.queue(), d.buffer(), 1000, &mut back)?;
 //! assert_eq!(back, [42u8; 16]);
 //! assert_eq!(mm.stats().staged_copies, 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod access;
 mod error;
-mod evict;
 mod exec;
 mod interval;
 mod manager;
@@ -115,10 +166,15 @@ mod mapped;
 mod plan;
 mod residency;
 mod route;
+mod slab;
+mod spec;
 mod staging;
+mod state;
 
+pub use access::{AccessRequest, Acquired, DeviceView, Ready};
 pub use error::{MmError, Result};
 pub use interval::IntervalSet;
-pub use manager::{Acquired, Config, LogicalBuffer, MemoryManager, Place, Stats, ZeroCopy};
+pub use manager::{Config, LogicalBuffer, MemoryManager, Place, Stats, ZeroCopy};
 pub use plan::{Access, MapEnd, Plan, Route, Step};
 pub use route::LinkCost;
+pub use spec::BufferSpec;

@@ -1,21 +1,19 @@
 //! [`MemoryManager`]: logical buffers over the places of a [`Runtime`].
 
-use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use ur_api::{BufferId, ContextId, DeviceCaps, Location, MemoryConnection, QueueId, QueueProps, Runtime, UsmCaps};
+use ur_api::{ContextId, DeviceCaps, Location, MemoryConnection, QueueProps, Runtime, UsmCaps};
 
 use crate::error::{MmError, Result};
-use crate::exec;
+use crate::exec::{self, Exec};
 use crate::interval::IntervalSet;
-use crate::plan::{Access, MapEnd, Plan, Route};
+use crate::plan::{Access, Plan};
 use crate::residency::{Mem, Residency};
 use crate::route::{self, LinkCost, Topology, HOST};
-use crate::staging::StagingPool;
+use crate::state::{BufferCell, ManagerState, PlaceInfo};
 
 /// A place data can live: plain host memory the manager owns, or a device
 /// location (context, device) of the runtime.
@@ -47,7 +45,7 @@ pub struct Config {
     /// Bytes moved by one measurement.
     pub probe_bytes: usize,
     /// When a `None` route maps one end instead of staging through the
-    /// pinned ring ([`Route::Mapped`]).
+    /// pinned ring ([`Route::Mapped`](crate::Route::Mapped)).
     pub zero_copy: ZeroCopy,
     /// Bytes per chunk of zero-copy staging. Mapped chunks cost no staging
     /// memory, so they are larger than ring chunks by default: a large host
@@ -57,7 +55,7 @@ pub struct Config {
     pub mapped_chunk: usize,
 }
 
-/// When a `None` route uses zero-copy staging ([`Route::Mapped`]).
+/// When a `None` route uses zero-copy staging ([`Route::Mapped`](crate::Route::Mapped)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZeroCopy {
     /// Map the source when both ends are host-unified devices
@@ -98,7 +96,7 @@ pub struct Stats {
     pub copies: u64,
     /// Of those, host-staged copies (pinned ring or zero-copy).
     pub staged_copies: u64,
-    /// Of those, zero-copy staged copies ([`Route::Mapped`]).
+    /// Of those, zero-copy staged copies ([`Route::Mapped`](crate::Route::Mapped)).
     pub mapped_copies: u64,
     /// Bytes moved by copy steps.
     pub bytes_moved: u64,
@@ -114,183 +112,29 @@ pub struct Stats {
     pub plain_staging_buffers: u64,
     /// Host stores (the host place's allocations) that are pinned.
     pub pinned_host_stores: u64,
-}
-
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub copies: AtomicU64,
-    pub staged_copies: AtomicU64,
-    pub mapped_copies: AtomicU64,
-    pub bytes_moved: AtomicU64,
-    pub evictions: AtomicU64,
-    pub written_back: AtomicU64,
-    pub failed_copies: AtomicU64,
-    pub pinned_host_stores: AtomicU64,
+    /// Bytes of host memory the host stores hold now: a store above
+    /// 1 KiB its own page-rounded block, smaller ones whole 64 KiB slabs
+    /// shared by stores of one size class.
+    pub host_store_bytes: u64,
+    /// Slabs allocated for small host stores.
+    pub host_slabs: u64,
+    /// LRU entries eviction looked at (a victim is found without scanning
+    /// every buffer: this stays near `evictions`).
+    pub eviction_probes: u64,
 }
 
 /// A logical buffer of a [`MemoryManager`]. Cheap to copy; released with
-/// [`MemoryManager::release`].
+/// [`MemoryManager::release`]. It names its manager: used with another one
+/// it is [`MmError::ForeignBuffer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LogicalBuffer(pub(crate) u64);
+pub struct LogicalBuffer {
+    pub(crate) manager: u64,
+    pub(crate) id: u64,
+}
 
 impl fmt::Display for LogicalBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "b{}", self.0)
-    }
-}
-
-pub(crate) struct PlaceInfo {
-    pub location: Option<Location>,
-    pub queue: Option<QueueId>,
-    pub name: String,
-    /// The context can allocate pinned (USM host) memory.
-    pub usm_host: bool,
-    /// The device can map buffers.
-    pub map: bool,
-    /// The device's memory is the host's.
-    pub host_unified: bool,
-}
-
-pub(crate) type Shared = Arc<Mutex<Residency>>;
-
-pub(crate) struct Inner {
-    pub rt: Arc<Runtime>,
-    pub places: Vec<PlaceInfo>,
-    /// conn[a][b] for device places a, b (index 0 row/column unused).
-    pub conn: Vec<Vec<MemoryConnection>>,
-    pub costs: Mutex<HashMap<(usize, usize), LinkCost>>,
-    pub config: Config,
-    pub buffers: Mutex<BTreeMap<u64, Shared>>,
-    next_buffer: AtomicU64,
-    clock: AtomicU64,
-    pub staging: StagingPool,
-    pub counters: Counters,
-    /// Per place: its device was found lost.
-    pub lost: Vec<AtomicBool>,
-}
-
-impl Inner {
-    pub(crate) fn tick(&self) -> u64 {
-        self.clock.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub(crate) fn context_of(&self, place: usize) -> Option<ContextId> {
-        self.places[place].location.map(|l| l.context)
-    }
-
-    /// Staging memory preference for a copy `from -> to`: pinned for the
-    /// source's context, else the destination's.
-    pub(crate) fn staging_preference(&self, from: usize, to: usize) -> Vec<ContextId> {
-        [from, to]
-            .into_iter()
-            .filter(|&p| self.places[p].usm_host)
-            .filter_map(|p| self.context_of(p))
-            .collect()
-    }
-
-    /// Contexts the host store may be pinned for, in place order.
-    pub(crate) fn host_store_preference(&self) -> Vec<ContextId> {
-        let mut v: Vec<ContextId> = Vec::new();
-        for p in &self.places {
-            if let (true, Some(l)) = (p.usm_host, p.location) {
-                if !v.contains(&l.context) {
-                    v.push(l.context);
-                }
-            }
-        }
-        v
-    }
-
-    pub(crate) fn is_lost(&self, place: usize) -> bool {
-        self.lost[place].load(Ordering::Acquire)
-    }
-
-    pub(crate) fn lost_flags(&self) -> Vec<bool> {
-        self.lost.iter().map(|l| l.load(Ordering::Acquire)).collect()
-    }
-
-    /// Asks the place's queue whether its device is lost; remembers a yes
-    /// for every place on that device. Returns the answer.
-    pub(crate) fn check_lost(&self, place: usize) -> bool {
-        let Some(q) = self.places[place].queue else {
-            return false;
-        };
-        if self.rt.finish(q) != Err(ur_api::Error::DeviceLost) {
-            return false;
-        }
-        let dev = self.places[place].location.map(|l| l.device);
-        for (i, p) in self.places.iter().enumerate() {
-            if p.location.is_some() && p.location.map(|l| l.device) == dev {
-                tracing::warn!(place = %p.name, "device lost; its copies are no longer used");
-                self.lost[i].store(true, Ordering::Release);
-            }
-        }
-        true
-    }
-
-    pub(crate) fn queue(&self, place: usize) -> QueueId {
-        self.places[place].queue.expect("device places have a queue")
-    }
-}
-
-impl Topology for Inner {
-    fn connection(&self, from: usize, to: usize) -> MemoryConnection {
-        self.conn[from][to]
-    }
-
-    fn cost(&self, from: usize, to: usize, route: Route) -> LinkCost {
-        if let Some(c) = self.costs.lock().get(&(from, to)) {
-            return *c;
-        }
-        let c = if self.config.measure_routes {
-            exec::measure(self, from, to, route).unwrap_or_else(|e| {
-                tracing::debug!(error = %e, from, to, "route measurement failed; using the estimate");
-                LinkCost::estimate(route)
-            })
-        } else {
-            LinkCost::estimate(route)
-        };
-        self.costs.lock().insert((from, to), c);
-        c
-    }
-
-    fn staging(&self) -> (usize, usize) {
-        (self.config.staging_chunk, self.config.staging_depth)
-    }
-
-    fn zero_copy(&self, from: usize, to: usize) -> Option<MapEnd> {
-        let (a, b) = (&self.places[from], &self.places[to]);
-        match self.config.zero_copy {
-            ZeroCopy::Off => None,
-            ZeroCopy::Auto => (a.map && a.host_unified && b.map && b.host_unified).then_some(MapEnd::Source),
-            ZeroCopy::MapSource => a.map.then_some(MapEnd::Source),
-            ZeroCopy::MapDestination => b.map.then_some(MapEnd::Destination),
-            ZeroCopy::MapBoth => (a.map && b.map).then_some(MapEnd::Both),
-        }
-    }
-
-    fn mapped_chunk(&self) -> usize {
-        self.config.mapped_chunk
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.places.iter().map(|p| p.name.clone()).collect()
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        for (_, b) in std::mem::take(&mut *self.buffers.lock()) {
-            exec::free_all(&self.rt, &mut b.lock());
-        }
-        self.staging.clear();
-        for p in &self.places {
-            if let Some(q) = p.queue {
-                if let Err(e) = self.rt.release_queue(q) {
-                    tracing::warn!(error = %e, "releasing a queue failed");
-                }
-            }
-        }
+        write!(f, "b{}", self.id)
     }
 }
 
@@ -318,7 +162,8 @@ impl Drop for Inner {
 /// // Make the first half valid on the device and use it there.
 /// let at = Place::Device(Location::new(ctx, dev));
 /// let view = mm.acquire(buf, at, Access::ReadWrite, 0..512)?;
-/// rt.write(view.queue().unwrap(), view.buffer().unwrap(), 0, &[9u8; 16])?;
+/// let d = view.device()?;
+/// rt.write(d.queue(), d.buffer(), 0, &[9u8; 16])?;
 /// drop(view);
 /// let mut back = vec![0u8; 1024];
 /// mm.read(buf, 0, &mut back)?;
@@ -328,7 +173,7 @@ impl Drop for Inner {
 /// ```
 #[derive(Clone)]
 pub struct MemoryManager {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) inner: Arc<ManagerState>,
 }
 
 impl fmt::Debug for MemoryManager {
@@ -338,70 +183,6 @@ impl fmt::Debug for MemoryManager {
             .field("buffers", &self.inner.buffers.lock().len())
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
-    }
-}
-
-/// An access in progress: where to find the bytes. While it lives, the
-/// allocation it names is never evicted (and the manager stays alive).
-///
-/// The manager does not order accesses against each other: a write at
-/// another place while this guard lives makes these bytes stale. Callers
-/// order conflicting accesses of one range themselves (accesses to
-/// disjoint ranges of one buffer need no ordering).
-pub struct Acquired {
-    place: Place,
-    target: Place,
-    buffer: Option<BufferId>,
-    queue: Option<QueueId>,
-    range: Range<usize>,
-    pin: Arc<AtomicUsize>,
-    _manager: Arc<Inner>,
-}
-
-impl fmt::Debug for Acquired {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Acquired")
-            .field("place", &self.place)
-            .field("target", &self.target)
-            .field("buffer", &self.buffer)
-            .field("queue", &self.queue)
-            .field("range", &self.range)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Acquired {
-    /// The place asked for.
-    pub fn place(&self) -> Place {
-        self.place
-    }
-
-    /// The place whose allocation holds the bytes: the place asked for, or
-    /// one whose memory is `Unified` with it (used in place).
-    pub fn target(&self) -> Place {
-        self.target
-    }
-
-    /// The runtime buffer to use (`None` for the host place). Its offsets
-    /// are the logical buffer's offsets.
-    pub fn buffer(&self) -> Option<BufferId> {
-        self.buffer
-    }
-
-    /// The manager's queue at the place asked for (`None` for the host).
-    pub fn queue(&self) -> Option<QueueId> {
-        self.queue
-    }
-
-    /// The byte range the access covers.
-    pub fn range(&self) -> Range<usize> {
-        self.range.clone()
-    }
-}
-
-impl Drop for Acquired {
-    fn drop(&mut self) {
-        self.pin.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -423,6 +204,7 @@ impl MemoryManager {
             usm_host: false,
             map: false,
             host_unified: false,
+            device_group: HOST,
         }];
         let mut ctx_order: Vec<ContextId> = Vec::new();
         for (i, &loc) in locations.iter().enumerate() {
@@ -444,7 +226,12 @@ impl MemoryManager {
                 .iter()
                 .all(|d| rt.device_info(*d).is_ok_and(|i| i.usm.contains(UsmCaps::HOST)));
             let queue = rt.create_queue(loc.context, loc.device, &QueueProps::default())?;
+            let device_group = locations[..i]
+                .iter()
+                .position(|l| l.device == loc.device)
+                .map_or(i + 1, |k| k + 1);
             places.push(PlaceInfo {
+                device_group,
                 location: Some(loc),
                 queue: Some(queue),
                 name: format!("L{} {}/c{c}", i + 1, info.name),
@@ -472,19 +259,7 @@ impl MemoryManager {
             ..config
         };
         Ok(MemoryManager {
-            inner: Arc::new(Inner {
-                rt,
-                places,
-                conn,
-                costs: Mutex::new(HashMap::new()),
-                config,
-                buffers: Mutex::new(BTreeMap::new()),
-                next_buffer: AtomicU64::new(0),
-                clock: AtomicU64::new(1),
-                staging: StagingPool::default(),
-                counters: Counters::default(),
-                lost: (0..n).map(|_| AtomicBool::new(false)).collect(),
-            }),
+            inner: Arc::new(ManagerState::new(rt, places, conn, config)),
         })
     }
 
@@ -536,24 +311,30 @@ impl MemoryManager {
         }
     }
 
-    fn place_at(&self, i: usize) -> Place {
+    pub(crate) fn place_at(&self, i: usize) -> Place {
         self.inner.places[i].location.map_or(Place::Host, Place::Device)
     }
 
-    pub(crate) fn shared(&self, buf: LogicalBuffer) -> Result<Shared> {
+    /// The buffer's cell, if it is a live buffer of this manager.
+    pub(crate) fn cell(&self, buf: LogicalBuffer) -> Result<BufferCell> {
+        if buf.manager != self.inner.id {
+            return Err(MmError::ForeignBuffer {
+                buffer: buf.to_string(),
+            });
+        }
         self.inner
             .buffers
             .lock()
-            .get(&buf.0)
+            .get(&buf.id)
             .cloned()
             .ok_or(MmError::UnknownBuffer)
     }
 
-    fn locked(
+    pub(crate) fn locked(
         &self,
         buf: LogicalBuffer,
-    ) -> Result<(Shared, parking_lot::ArcMutexGuard<parking_lot::RawMutex, Residency>)> {
-        let s = self.shared(buf)?;
+    ) -> Result<(BufferCell, parking_lot::ArcMutexGuard<parking_lot::RawMutex, Residency>)> {
+        let s = self.cell(buf)?;
         let g = s.lock_arc();
         if g.released {
             return Err(MmError::UnknownBuffer);
@@ -561,7 +342,7 @@ impl MemoryManager {
         Ok((s, g))
     }
 
-    fn check_range(r: &Residency, range: &Range<usize>) -> Result<()> {
+    pub(crate) fn check_range(r: &Residency, range: &Range<usize>) -> Result<()> {
         if range.start > range.end || range.end > r.size || range.start == range.end {
             return Err(MmError::OutOfBounds {
                 buffer: r.name.clone(),
@@ -572,9 +353,22 @@ impl MemoryManager {
         Ok(())
     }
 
+    /// `offset..offset + len`, or [`MmError::RangeOverflow`].
+    pub(crate) fn span(offset: usize, len: usize) -> Result<Range<usize>> {
+        let end = offset.checked_add(len).ok_or(MmError::RangeOverflow { offset, len })?;
+        Ok(offset..end)
+    }
+
     /// A new logical buffer of `size` bytes. Nothing is allocated until
-    /// first use; bytes never written read as zero.
+    /// first use; bytes never written read as zero. See
+    /// [`MemoryManager::create_buffer_with`] for placement hints and
+    /// initial data.
     pub fn create_buffer(&self, size: usize) -> Result<LogicalBuffer> {
+        self.create_buffer_with(&crate::BufferSpec::new(size))
+    }
+
+    /// Registers a new buffer's state; returns its handle and cell.
+    pub(crate) fn new_buffer(&self, size: usize) -> Result<(LogicalBuffer, BufferCell)> {
         if size == 0 {
             return Err(MmError::Runtime(ur_api::Error::InvalidSize {
                 what: "logical buffer",
@@ -582,12 +376,21 @@ impl MemoryManager {
             }));
         }
         let id = self.inner.next_buffer.fetch_add(1, Ordering::Relaxed);
-        let r = Residency::new(format!("b{id}"), size, self.inner.places.len());
-        self.inner.buffers.lock().insert(id, Arc::new(Mutex::new(r)));
-        Ok(LogicalBuffer(id))
+        let r = Residency::new(id, size, self.inner.places.len());
+        let cell = Arc::new(parking_lot::Mutex::new(r));
+        self.inner.buffers.lock().insert(id, cell.clone());
+        Ok((
+            LogicalBuffer {
+                manager: self.inner.id,
+                id,
+            },
+            cell,
+        ))
     }
 
-    /// Releases a logical buffer and all its allocations.
+    /// Releases a logical buffer and all its allocations, after the work
+    /// still pending on them (callers' [`crate::Acquired::release_after`]
+    /// events included) completes.
     pub fn release(&self, buf: LogicalBuffer) -> Result<()> {
         let (_, mut g) = self.locked(buf)?;
         let pins = g.pins();
@@ -598,9 +401,9 @@ impl MemoryManager {
             });
         }
         g.released = true;
-        exec::free_all(&self.inner.rt, &mut g);
+        self.inner.free_all(&mut g);
         drop(g);
-        self.inner.buffers.lock().remove(&buf.0);
+        self.inner.buffers.lock().remove(&buf.id);
         Ok(())
     }
 
@@ -610,6 +413,8 @@ impl MemoryManager {
     }
 
     /// What [`MemoryManager::acquire`] would do now, without doing it.
+    /// Planning has no side effects: it weighs routes by cached costs or
+    /// estimates and never measures (see [`MemoryManager::calibrate`]).
     ///
     /// With the native adapter every location is `Unified` with every other,
     /// so a second location uses the first one's allocation in place:
@@ -650,37 +455,42 @@ impl MemoryManager {
     }
 
     /// Makes `range` current at `place` for `access` and returns where the
-    /// bytes are. For writes, every other place's copy of the range is stale
-    /// from now on. On error nothing is lost: ranges already copied stay
-    /// valid, a failed copy leaves its source valid and its destination
-    /// stale, and the next access tries again.
-    pub fn acquire(&self, buf: LogicalBuffer, place: Place, access: Access, range: Range<usize>) -> Result<Acquired> {
+    /// bytes are; blocks until they are there (and until work handed over
+    /// with [`crate::Acquired::release_after`] on that allocation is done).
+    /// For writes, every other place's copy of the range is stale from now
+    /// on. On error nothing is lost: ranges already copied stay valid, a
+    /// failed copy leaves its source valid and its destination stale, and
+    /// the next access tries again. See [`MemoryManager::acquire_async`]
+    /// for the variant that does not block.
+    pub fn acquire(
+        &self,
+        buf: LogicalBuffer,
+        place: Place,
+        access: Access,
+        range: Range<usize>,
+    ) -> Result<crate::Acquired> {
         let p = self.index(place)?;
-        let (_, mut g) = self.locked(buf)?;
+        let (cell, mut g) = self.locked(buf)?;
         Self::check_range(&g, &range)?;
-        let target = exec::run_access(&self.inner, &mut g, access, p, range.clone())?;
+        let target = exec::run_access(&self.inner, &mut g, access, p, range.clone(), &mut Exec::blocking())?;
         let slot = g.slots[target].as_mut().expect("the target was allocated");
-        slot.pins.fetch_add(1, Ordering::AcqRel);
-        Ok(Acquired {
-            place,
-            target: self.place_at(target),
-            buffer: slot.device_buffer(),
-            queue: self.inner.places[p].queue,
-            range,
-            pin: slot.pins.clone(),
-            _manager: self.inner.clone(),
-        })
+        let busy: Vec<ur_api::EventId> = slot.busy_ids().collect();
+        if !busy.is_empty() {
+            self.inner.rt.wait(&busy)?;
+            slot.reap();
+        }
+        Ok(self.guard(&cell, &mut g, place, p, target, range))
     }
 
     /// Copies `dst.len()` bytes at `offset` into `dst` (through the host place).
     pub fn read(&self, buf: LogicalBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
-        let range = offset..offset + dst.len();
+        let range = Self::span(offset, dst.len())?;
         self.with_host(buf, Access::Read, range, |s| dst.copy_from_slice(s))
     }
 
     /// Writes `src` at `offset` (at the host place; other copies become stale).
     pub fn write(&self, buf: LogicalBuffer, offset: usize, src: &[u8]) -> Result<()> {
-        let range = offset..offset + src.len();
+        let range = Self::span(offset, src.len())?;
         self.with_host(buf, Access::DiscardWrite, range, |s| s.copy_from_slice(src))
     }
 
@@ -709,10 +519,17 @@ impl MemoryManager {
     ) -> Result<R> {
         let (_, mut g) = self.locked(buf)?;
         Self::check_range(&g, &range)?;
-        exec::run_access(&self.inner, &mut g, access, HOST, range.clone())?;
-        match g.slots[HOST].as_mut().map(|s| &mut s.mem) {
-            Some(Mem::Host(m)) => Ok(f(&mut m.as_mut_slice()[range])),
-            _ => unreachable!("a host access allocates the host store"),
+        exec::run_access(&self.inner, &mut g, access, HOST, range.clone(), &mut Exec::blocking())?;
+        let slot = g.slots[HOST].as_mut().expect("a host access allocates the host store");
+        // Devices may still read or write the store (asynchronous copies).
+        let busy: Vec<ur_api::EventId> = slot.busy_ids().collect();
+        if !busy.is_empty() {
+            self.inner.rt.wait(&busy)?;
+            slot.reap();
+        }
+        match &mut slot.mem {
+            Mem::Host(m) => Ok(f(&mut m.as_mut_slice()[range])),
+            Mem::Device(_) => unreachable!("the host place holds a host store"),
         }
     }
 
@@ -737,6 +554,8 @@ impl MemoryManager {
                 continue;
             }
             let Some(slot) = g.slots[i].as_mut() else { continue };
+            let busy: Vec<ur_api::EventId> = slot.busy_ids().collect();
+            self.inner.rt.wait(&busy)?;
             let ranges: Vec<Range<usize>> = slot.valid.ranges().collect();
             let mut here = Vec::new();
             for r in ranges {
@@ -763,15 +582,7 @@ impl MemoryManager {
     /// Measures every route between every ordered pair of places now (when
     /// `measure_routes` is on; otherwise fills the cache with estimates).
     pub fn calibrate(&self) {
-        let n = self.inner.places.len();
-        for a in 0..n {
-            for b in 0..n {
-                if a != b {
-                    let r = route::route_between(&*self.inner, a, b);
-                    self.inner.cost(a, b, r);
-                }
-            }
-        }
+        exec::calibrate(&self.inner);
     }
 
     /// What the manager did so far.
@@ -789,6 +600,9 @@ impl MemoryManager {
             pinned_staging_buffers: l(&self.inner.staging.allocated.0),
             plain_staging_buffers: l(&self.inner.staging.allocated.1),
             pinned_host_stores: l(&c.pinned_host_stores),
+            host_store_bytes: l(&self.inner.slabs.host_bytes),
+            host_slabs: l(&self.inner.slabs.slabs),
+            eviction_probes: l(&c.eviction_probes),
         }
     }
 

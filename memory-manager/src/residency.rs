@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use ur_api::BufferId;
 
+use crate::exec::events::OwnedEvent;
 use crate::interval::IntervalSet;
-use crate::staging::HostMem;
+use crate::slab::HostStore;
 
 /// The memory of one place.
 pub(crate) enum Mem {
     /// The host place's store.
-    Host(HostMem),
+    Host(HostStore),
     /// A runtime buffer at a device location.
     Device(BufferId),
 }
@@ -27,6 +28,12 @@ pub(crate) struct Slot {
     pub last_use: u64,
     /// Live [`crate::Acquired`] guards on this allocation; never evicted while non-zero.
     pub pins: Arc<AtomicUsize>,
+    /// Operations that use this allocation and may still run: the
+    /// manager's asynchronous copies and fills, and callers' work handed
+    /// over with [`crate::Acquired::release_after`]. Every later operation
+    /// of the manager on this allocation waits for them; the allocation is
+    /// not evicted or freed before they complete.
+    pub busy: Vec<Arc<OwnedEvent>>,
 }
 
 impl Slot {
@@ -36,11 +43,27 @@ impl Slot {
             valid: IntervalSet::new(),
             last_use: now,
             pins: Arc::new(AtomicUsize::new(0)),
+            busy: Vec::new(),
         }
     }
 
-    pub(crate) fn pinned(&self) -> bool {
-        self.pins.load(Ordering::Acquire) > 0
+    /// Drops the events of `busy` that have completed.
+    pub(crate) fn reap(&mut self) {
+        self.busy.retain(|e| !e.done());
+    }
+
+    /// Held by a live guard or by pending work: not evictable.
+    pub(crate) fn pinned(&mut self) -> bool {
+        if self.pins.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        self.reap();
+        !self.busy.is_empty()
+    }
+
+    /// The ids of the pending operations on this allocation.
+    pub(crate) fn busy_ids(&self) -> impl Iterator<Item = ur_api::EventId> + '_ {
+        self.busy.iter().map(|e| e.id)
     }
 
     pub(crate) fn device_buffer(&self) -> Option<BufferId> {
@@ -53,6 +76,8 @@ impl Slot {
 
 /// The state of one logical buffer.
 pub(crate) struct Residency {
+    /// The manager's id of the buffer.
+    pub id: u64,
     /// Stable name: `b0`, `b1`, ... in creation order.
     pub name: String,
     pub size: usize,
@@ -63,16 +88,22 @@ pub(crate) struct Residency {
     /// Bumped whenever one of this buffer's allocations is evicted (a
     /// running plan that may use it must be recomputed).
     pub evictions: u64,
+    /// Asynchronous copies not yet known to have succeeded: the event, the
+    /// destination place and range. One that failed makes its range stale
+    /// at the destination again (the source kept it).
+    pub unconfirmed: Vec<(Arc<OwnedEvent>, usize, Range<usize>)>,
 }
 
 impl Residency {
-    pub(crate) fn new(name: String, size: usize, places: usize) -> Self {
+    pub(crate) fn new(id: u64, size: usize, places: usize) -> Self {
         Residency {
-            name,
+            id,
+            name: format!("b{id}"),
             size,
             slots: (0..places).map(|_| None).collect(),
             released: false,
             evictions: 0,
+            unconfirmed: Vec::new(),
         }
     }
 
@@ -162,6 +193,25 @@ impl Residency {
         }
     }
 
+    /// Learns the outcome of finished asynchronous copies: a failed one's
+    /// range is stale at its destination again. Returns how many failed.
+    pub(crate) fn confirm(&mut self) -> u64 {
+        let mut failed = 0;
+        let pending = std::mem::take(&mut self.unconfirmed);
+        for (e, place, range) in pending {
+            if !e.done() {
+                self.unconfirmed.push((e, place, range));
+            } else if e.failed() {
+                failed += 1;
+                tracing::warn!(buffer = %self.name, ?range, place, "an asynchronous copy failed; the range is stale there");
+                if let Some(s) = &mut self.slots[place] {
+                    s.valid.remove(range);
+                }
+            }
+        }
+        failed
+    }
+
     /// Live guards over all places.
     pub(crate) fn pins(&self) -> usize {
         self.slots
@@ -188,12 +238,14 @@ mod tests {
     use super::*;
 
     fn host_slot() -> Slot {
-        Slot::new(Mem::Host(HostMem::zeroed(16).unwrap()), 0)
+        let pool = Arc::new(crate::slab::SlabPool::default());
+        let store = pool.store(&Arc::new(ur_api::Runtime::new()), &[], 16).unwrap();
+        Slot::new(Mem::Host(store), 0)
     }
 
     #[test]
     fn write_makes_one_place_current() {
-        let mut r = Residency::new("b0".into(), 16, 3);
+        let mut r = Residency::new(0, 16, 3);
         r.slots[0] = Some(host_slot());
         r.slots[2] = Some(host_slot());
         r.mark_valid(0, 0..16);

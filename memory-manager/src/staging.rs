@@ -1,4 +1,5 @@
-//! Host memory the manager owns: the host place's store ([`HostMem`]) and
+//! Host memory the manager owns: page-aligned blocks ([`PinnedBlock`]: the
+//! host place's large stores, the slabs of small ones, staging buffers) and
 //! the pooled pinned staging buffers of host-staged copies, with the
 //! pipelined copy that runs through them.
 
@@ -15,7 +16,7 @@ use ur_api::{BufferId, ContextId, EventId, HostPtr, QueueId, Runtime, UsmDesc, U
 /// Alignment of host memory the manager allocates (a page).
 pub(crate) const HOST_ALIGN: usize = 4096;
 
-/// Where a [`HostMem`]'s memory came from.
+/// Where a [`PinnedBlock`]'s memory came from.
 enum Origin {
     /// `std::alloc` with [`HOST_ALIGN`].
     Plain,
@@ -29,25 +30,25 @@ enum Origin {
 
 /// Zeroed, page-aligned host memory owned by the manager: pinned (a USM host
 /// allocation of some context) where an adapter offers it, else plain.
-pub(crate) struct HostMem {
+pub(crate) struct PinnedBlock {
     ptr: NonNull<u8>,
     len: usize,
     origin: Origin,
 }
 
-// SAFETY: HostMem owns its allocation exclusively; access goes through &/&mut.
-unsafe impl Send for HostMem {}
+// SAFETY: PinnedBlock owns its allocation exclusively; access goes through &/&mut.
+unsafe impl Send for PinnedBlock {}
 // SAFETY: shared references only hand out shared slices.
-unsafe impl Sync for HostMem {}
+unsafe impl Sync for PinnedBlock {}
 
-impl HostMem {
+impl PinnedBlock {
     /// `len` zeroed plain bytes (at least one), or `OutOfHostMemory`.
-    pub(crate) fn zeroed(len: usize) -> ur_api::Result<HostMem> {
+    pub(crate) fn zeroed(len: usize) -> ur_api::Result<PinnedBlock> {
         let layout = Layout::from_size_align(len.max(1), HOST_ALIGN).map_err(|_| ur_api::Error::OutOfHostMemory)?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or(ur_api::Error::OutOfHostMemory)?;
-        Ok(HostMem {
+        Ok(PinnedBlock {
             ptr,
             len,
             origin: Origin::Plain,
@@ -56,7 +57,7 @@ impl HostMem {
 
     /// `len` zeroed bytes pinned for the first of `contexts` that can
     /// allocate USM host memory; plain memory when none can.
-    pub(crate) fn pinned(rt: &Arc<Runtime>, contexts: &[ContextId], len: usize) -> ur_api::Result<HostMem> {
+    pub(crate) fn pinned(rt: &Arc<Runtime>, contexts: &[ContextId], len: usize) -> ur_api::Result<PinnedBlock> {
         for &context in contexts {
             let desc = UsmDesc::new(UsmKind::Host, len.max(1)).aligned(HOST_ALIGN);
             match rt.usm_alloc(context, &desc) {
@@ -69,7 +70,7 @@ impl HostMem {
                     // SAFETY: the allocation holds at least `len` bytes; zeroing
                     // makes every byte initialised before any slice is formed.
                     unsafe { std::ptr::write_bytes(raw.as_ptr(), 0, len) };
-                    return Ok(HostMem {
+                    return Ok(PinnedBlock {
                         ptr: raw,
                         len,
                         origin: Origin::Pinned {
@@ -93,27 +94,18 @@ impl HostMem {
         }
     }
 
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr is valid for len initialised (zeroed) bytes while self lives.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    /// Bytes in the block.
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and &mut self makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// A `HostPtr` over `range` for an operation the caller waits for while
-    /// it holds `&mut self` (so nothing else touches the bytes).
-    pub(crate) fn host_ptr(&mut self, range: Range<usize>) -> HostPtr {
-        let s = &mut self.as_mut_slice()[range];
-        // SAFETY: callers wait for every operation given this pointer before
-        // releasing the exclusive borrow of the store (see `exec`).
-        unsafe { HostPtr::new(s.as_mut_ptr(), s.len()) }
+    /// The block's first byte (for sub-allocation by [`crate::slab`]).
+    pub(crate) fn base(&self) -> NonNull<u8> {
+        self.ptr
     }
 }
 
-impl Drop for HostMem {
+impl Drop for PinnedBlock {
     fn drop(&mut self) {
         match &self.origin {
             Origin::Plain => {
@@ -134,7 +126,7 @@ impl Drop for HostMem {
 /// Pooled staging buffers, by the context they are pinned for (`None`: plain) and size.
 #[derive(Default)]
 pub(crate) struct StagingPool {
-    free: Mutex<HashMap<(Option<ContextId>, usize), Vec<HostMem>>>,
+    free: Mutex<HashMap<(Option<ContextId>, usize), Vec<PinnedBlock>>>,
     /// Buffers allocated so far: pinned, plain.
     pub allocated: (AtomicU64, AtomicU64),
 }
@@ -155,7 +147,7 @@ impl StagingPool {
         prefer: &[ContextId],
         n: usize,
         len: usize,
-    ) -> ur_api::Result<Vec<HostMem>> {
+    ) -> ur_api::Result<Vec<PinnedBlock>> {
         let mut out = Vec::with_capacity(n);
         {
             let mut free = self.free.lock();
@@ -174,7 +166,7 @@ impl StagingPool {
             }
         }
         while out.len() < n {
-            let m = HostMem::pinned(rt, prefer, len)?;
+            let m = PinnedBlock::pinned(rt, prefer, len)?;
             let counter = if m.pinned_for().is_some() {
                 &self.allocated.0
             } else {
@@ -187,7 +179,7 @@ impl StagingPool {
     }
 
     /// Returns buffers to the pool.
-    pub(crate) fn give_back(&self, bufs: Vec<HostMem>) {
+    pub(crate) fn give_back(&self, bufs: Vec<PinnedBlock>) {
         let mut free = self.free.lock();
         for b in bufs {
             free.entry((b.pinned_for(), b.len)).or_default().push(b);
@@ -242,7 +234,7 @@ pub(crate) fn pipelined_copy(
     src: Side,
     dst: Side,
     range: Range<usize>,
-    ring: &[HostMem],
+    ring: &[PinnedBlock],
 ) -> ur_api::Result<()> {
     let depth = ring.len();
     assert!(depth > 0, "a staging ring needs at least one buffer");
@@ -300,11 +292,10 @@ mod tests {
 
     #[test]
     fn host_mem_is_zeroed_and_aligned() {
-        let mut m = HostMem::zeroed(10_000).unwrap();
-        assert!(m.as_slice().iter().all(|b| *b == 0));
-        assert_eq!(m.as_slice().as_ptr() as usize % HOST_ALIGN, 0);
-        m.as_mut_slice()[9_999] = 7;
-        let p = m.host_ptr(9_000..10_000);
-        assert_eq!(p.len(), 1000);
+        let m = PinnedBlock::zeroed(10_000).unwrap();
+        // SAFETY: the block holds 10_000 zeroed bytes while `m` lives.
+        let bytes = unsafe { std::slice::from_raw_parts(m.base().as_ptr(), m.len()) };
+        assert!(bytes.iter().all(|b| *b == 0));
+        assert_eq!(m.base().as_ptr() as usize % HOST_ALIGN, 0);
     }
 }

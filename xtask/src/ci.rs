@@ -26,13 +26,22 @@ fn steps() -> Vec<(&'static str, Command)> {
         // `setup` ran first: an OpenCL runtime missing here is a failure, not a skip.
         test.env(REQUIRE_OPENCL_ENV, "1");
     }
+    // The runtime-style example (documentation that must keep running).
+    let mut example = cargo();
+    with_backend_env(example.args(["run", "-p", "ur-examples", "--example", "pipeline"]));
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", rustdocflags());
-    vec![("fmt", fmt), ("clippy", clippy), ("test", test), ("doc", doc)]
+    vec![
+        ("fmt", fmt),
+        ("clippy", clippy),
+        ("test", test),
+        ("example", example),
+        ("doc", doc),
+    ]
 }
 
-/// fmt, clippy, tests (unit, conformance, doctests), docs.
+/// fmt, clippy, tests (unit, conformance, doctests), the pipeline example, docs.
 pub fn ci() -> Result<()> {
     let start = Instant::now();
     let limit = step_timeout()?;

@@ -11,7 +11,6 @@ use ur_api::{
 };
 
 use crate::conv::{self, check};
-use crate::memory::UsmAlloc;
 
 /// Every driver entry point this adapter calls. cudarc resolves symbols
 /// lazily and panics on a missing one, so all are looked up once before the
@@ -41,7 +40,6 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuMemHostGetDevicePointer_v2",
     "cuMemAdvise",
     "cuMemPrefetchAsync",
-    "cuPointerGetAttribute",
     "cuMemcpyHtoD_v2",
     "cuMemcpyHtoDAsync_v2",
     "cuMemcpyDtoHAsync_v2",
@@ -243,8 +241,6 @@ pub(crate) struct CtxInner {
     /// (source, destination) device pairs of this context with peer access
     /// enabled: the destination reads the source's memory in place.
     pub peer_enabled: Vec<(sys::CUdevice, sys::CUdevice)>,
-    /// USM allocations by the address handed out.
-    pub usm: Mutex<std::collections::HashMap<u64, UsmAlloc>>,
 }
 
 impl CtxInner {
@@ -381,22 +377,21 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
     if nvrtc_present() {
         program_formats |= ProgramFormats::CUDA_C;
     }
-    DeviceInfo {
-        name: d.name.clone(),
-        vendor: "NVIDIA Corporation".into(),
-        device_type: DeviceType::Gpu,
-        global_mem_size: d.total_mem as u64,
-        max_alloc_size: d.total_mem as u64,
-        host_unified_memory: d.integrated,
-        usm,
-        caps,
-        program_formats,
-        max_compute_units: d.sm_count,
-        max_work_group_size: d.max_threads,
-        sub_buffer_align: crate::memory::SUB_BUFFER_ALIGN,
-        driver_version: conv::cuda_version(d.driver_version),
-        backend_version: format!("compute capability {}.{}", d.cc.0, d.cc.1),
-    }
+    // No GLOBAL_OFFSET and no LOCAL_MEMORY_ARGS: CUDA launches have no
+    // global offset, and kernels declare `__shared__` memory themselves.
+    DeviceInfo::new(d.name.clone(), DeviceType::Gpu)
+        .vendor("NVIDIA Corporation")
+        .memory(d.total_mem as u64, d.total_mem as u64)
+        .host_unified_memory(d.integrated)
+        .usm(usm)
+        .caps(caps)
+        .program_formats(program_formats)
+        .compute(d.sm_count, d.max_threads)
+        .sub_buffer_align(crate::memory::SUB_BUFFER_ALIGN)
+        .versions(
+            conv::cuda_version(d.driver_version),
+            format!("compute capability {}.{}", d.cc.0, d.cc.1),
+        )
 }
 
 /// A context over `devices`; enables peer access between every pair of its
@@ -425,7 +420,6 @@ pub(crate) fn create_context(devices: &[&CudaDevice]) -> Result<CudaContext> {
     Ok(CudaContext(Arc::new(CtxInner {
         devices: devs,
         peer_enabled,
-        usm: Mutex::new(Default::default()),
     })))
 }
 

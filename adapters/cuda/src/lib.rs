@@ -40,12 +40,17 @@
 //!     between them by staging through host memory itself; the adapter
 //!     leaves that route to the memory manager, where it is visible.
 //!
-//!   Within one context the dyn layer does not ask: a context over two
-//!   devices that are not peers lets copies of one device's buffers run on
-//!   the other's queue (`cuMemcpyPeerAsync`, or unified addressing for host
-//!   transfers), but a kernel there cannot read them in place. Only the
+//!   The dyn layer holds every command to these answers, inside one context
+//!   too: in a context over two devices that are not peers, one device's
+//!   buffers are refused on the other's queue, even for copies (the data
+//!   travels through host memory, planned by the memory manager). Only the
 //!   single-device case was run on hardware (one H100); the peer paths are
 //!   written to the driver's documentation and untested.
+//! - **The static trait trusts its caller.** Data-path methods are `unsafe
+//!   fn`s whose contracts (regions in bounds, objects usable at the queue's
+//!   location, host memory valid, mappings live) the dyn layer discharges;
+//!   the adapter re-checks none of them and keeps only what the driver
+//!   reports and what its FFI needs (no NUL byte in sources, names, options).
 //! - **Buffers** are `cuMemAlloc` allocations; sub-buffers are offsets into
 //!   them (offsets aligned to 256 bytes). `USE_HOST_PTR` buffers are the
 //!   caller's memory itself, pinned and mapped with `cuMemHostRegister`
@@ -66,9 +71,13 @@
 //!   two sides are on different devices or a pitch exceeds the device limit.
 //! - **USM**: device (`cuMemAlloc`), host (`cuMemHostAlloc`), shared
 //!   (`cuMemAllocManaged`, only on devices with concurrent managed access,
-//!   and never more than the device's free memory). Advice (`cuMemAdvise`)
-//!   and prefetch (`cuMemPrefetchAsync`) act on shared memory; on device
-//!   and host memory they are accepted and do nothing. Existing host memory
+//!   and never more than the device's free memory). A [`CudaUsm`] holds
+//!   what the driver returned, its kind and device; commands receive it
+//!   resolved (no address table in the adapter), and dropping it (the
+//!   trait's default `usm_free`) synchronises the devices and frees it.
+//!   Advice (`cuMemAdvise`) and prefetch (`cuMemPrefetchAsync`) act on
+//!   shared memory, known from the allocation's kind; on device and host
+//!   memory they are accepted and do nothing. Existing host memory
 //!   is pinned with `cuMemHostRegister` (portable).
 //! - **Programs**: CUDA C compiled by NVRTC to a cubin for each device's
 //!   compute capability (`--gpu-architecture=sm_XY` unless the options name
@@ -77,7 +86,11 @@
 //!   looked up by their unmangled name: declare them `extern "C"`.
 //! - **Launches**: grid = global / block; buffers and USM pointers pass as
 //!   device addresses. Global offsets and local-memory arguments have no
-//!   CUDA equivalent and are `Unsupported`.
+//!   CUDA equivalent: the devices set neither `DeviceCaps::GLOBAL_OFFSET`
+//!   nor `DeviceCaps::LOCAL_MEMORY_ARGS`, so the dyn layer refuses them.
+//!   [`Adapter::kernel_info`] reports parameter sizes where the driver
+//!   knows them (`cuFuncGetParamInfo`, 12.4+), so the dyn layer checks
+//!   argument counts and sizes; with an older driver nothing can check them.
 //! - **Queues are streams** (non-blocking, in order); each command records
 //!   an event. Freeing memory (buffer release, `usm_free`) first
 //!   synchronises the devices, so commands in flight never see freed memory.
@@ -98,13 +111,14 @@ mod program;
 mod queue;
 
 pub use device::{CudaContext, CudaDevice, CudaPlatform};
-pub use memory::CudaBuffer;
+pub use memory::{CudaBuffer, CudaUsm};
 pub use program::{CudaKernel, CudaProgram};
 pub use queue::{CudaEvent, CudaQueue};
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemRef, MemoryConnection,
-    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice, UsmDesc, UsmPtr,
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
+    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
+    UsmDesc, UsmPtr, UsmRef,
 };
 
 /// The CUDA adapter. Creating it touches no library; the driver is looked
@@ -142,6 +156,7 @@ impl Adapter for CudaAdapter {
     type Device = CudaDevice;
     type Context = CudaContext;
     type Buffer = CudaBuffer;
+    type Usm = CudaUsm;
     type Queue = CudaQueue;
     type Event = CudaEvent;
     type Program = CudaProgram;
@@ -175,34 +190,38 @@ impl Adapter for CudaAdapter {
         device::memory_connection((&src.0 .0, &src.1 .0), (&dst.0 .0, &dst.1 .0))
     }
 
-    fn create_buffer(
+    unsafe fn create_buffer(
         &self,
         ctx: &CudaContext,
         desc: &BufferDesc<&CudaDevice>,
         init: Option<HostPtr>,
     ) -> Result<CudaBuffer> {
-        memory::create_buffer(&ctx.0, desc, init)
+        // SAFETY: the caller keeps create_buffer's contract, forwarded as is.
+        unsafe { memory::create_buffer(&ctx.0, desc, init) }
     }
 
-    fn create_sub_buffer(&self, parent: &CudaBuffer, offset: usize, size: usize) -> Result<CudaBuffer> {
+    unsafe fn create_sub_buffer(&self, parent: &CudaBuffer, offset: usize, size: usize) -> Result<CudaBuffer> {
+        // The caller guarantees the window lies inside the parent; the
+        // commands on it carry their own ranges.
         let _ = size;
         Ok(memory::create_sub_buffer(parent, offset))
     }
 
-    fn usm_alloc(&self, ctx: &CudaContext, desc: &UsmDesc<&CudaDevice>) -> Result<UsmPtr> {
+    fn usm_alloc(&self, ctx: &CudaContext, desc: &UsmDesc<&CudaDevice>) -> Result<(CudaUsm, UsmPtr)> {
         memory::usm_alloc(&ctx.0, desc)
     }
 
-    fn usm_free(&self, ctx: &CudaContext, ptr: UsmPtr) -> Result<()> {
-        memory::usm_free(&ctx.0, ptr)
+    // `usm_free` is the trait's default: dropping a `CudaUsm` waits for the
+    // devices and frees it.
+
+    unsafe fn host_register(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
+        // SAFETY: the caller keeps host_register's contract, forwarded as is.
+        unsafe { memory::host_register(&ctx.0, mem) }
     }
 
-    fn host_register(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
-        memory::host_register(&ctx.0, mem)
-    }
-
-    fn host_unregister(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
-        memory::host_unregister(&ctx.0, mem)
+    unsafe fn host_unregister(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
+        // SAFETY: the caller keeps host_unregister's contract, forwarded as is.
+        unsafe { memory::host_unregister(&ctx.0, mem) }
     }
 
     fn create_queue(&self, ctx: &CudaContext, device: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
@@ -238,7 +257,11 @@ impl Adapter for CudaAdapter {
         program::create_kernel(program, name)
     }
 
-    fn enqueue_read(
+    fn kernel_info(&self, kernel: &CudaKernel) -> KernelInfo {
+        program::kernel_info(kernel)
+    }
+
+    unsafe fn enqueue_read(
         &self,
         q: &CudaQueue,
         b: &CudaBuffer,
@@ -246,10 +269,11 @@ impl Adapter for CudaAdapter {
         dst: HostPtr,
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::read(q, b, offset, dst, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::read(q, b, offset, dst, w) }
     }
 
-    fn enqueue_write(
+    unsafe fn enqueue_write(
         &self,
         q: &CudaQueue,
         b: &CudaBuffer,
@@ -257,10 +281,11 @@ impl Adapter for CudaAdapter {
         src: HostPtr,
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::write(q, b, offset, src, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::write(q, b, offset, src, w) }
     }
 
-    fn enqueue_copy(
+    unsafe fn enqueue_copy(
         &self,
         q: &CudaQueue,
         src: &CudaBuffer,
@@ -270,10 +295,11 @@ impl Adapter for CudaAdapter {
         size: usize,
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::copy(q, src, src_offset, dst, dst_offset, size, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::copy(q, src, src_offset, dst, dst_offset, size, w) }
     }
 
-    fn enqueue_copy_rect(
+    unsafe fn enqueue_copy_rect(
         &self,
         q: &CudaQueue,
         src: &CudaBuffer,
@@ -281,10 +307,11 @@ impl Adapter for CudaAdapter {
         rect: &RectCopy,
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::copy_rect(q, src, dst, rect, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::copy_rect(q, src, dst, rect, w) }
     }
 
-    fn enqueue_read_rect(
+    unsafe fn enqueue_read_rect(
         &self,
         q: &CudaQueue,
         b: &CudaBuffer,
@@ -292,10 +319,11 @@ impl Adapter for CudaAdapter {
         dst: HostPtr,
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::read_rect(q, b, rect, dst, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::read_rect(q, b, rect, dst, w) }
     }
 
-    fn enqueue_write_rect(
+    unsafe fn enqueue_write_rect(
         &self,
         q: &CudaQueue,
         b: &CudaBuffer,
@@ -303,10 +331,11 @@ impl Adapter for CudaAdapter {
         src: HostPtr,
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::write_rect(q, b, rect, src, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::write_rect(q, b, rect, src, w) }
     }
 
-    fn enqueue_fill(
+    unsafe fn enqueue_fill(
         &self,
         q: &CudaQueue,
         b: &CudaBuffer,
@@ -315,10 +344,11 @@ impl Adapter for CudaAdapter {
         pattern: &[u8],
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::fill(q, b, offset, size, pattern, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::fill(q, b, offset, size, pattern, w) }
     }
 
-    fn enqueue_map(
+    unsafe fn enqueue_map(
         &self,
         q: &CudaQueue,
         b: &CudaBuffer,
@@ -327,44 +357,62 @@ impl Adapter for CudaAdapter {
         size: usize,
         w: &[&CudaEvent],
     ) -> Result<(CudaEvent, HostPtr)> {
-        queue::map(q, b, flags, offset, size, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::map(q, b, flags, offset, size, w) }
     }
 
-    fn enqueue_unmap(&self, q: &CudaQueue, b: &CudaBuffer, mapped: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
-        queue::unmap(q, b, mapped, w)
-    }
-
-    fn enqueue_usm_copy(
+    unsafe fn enqueue_unmap(
         &self,
         q: &CudaQueue,
-        dst: MemRef,
-        src: MemRef,
+        b: &CudaBuffer,
+        mapped: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps enqueue_unmap's contract, forwarded as is.
+        unsafe { queue::unmap(q, b, mapped, w) }
+    }
+
+    unsafe fn enqueue_usm_copy(
+        &self,
+        q: &CudaQueue,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
         size: usize,
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::usm_copy(q, dst, src, size, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::usm_copy(q, dst, src, size, w) }
     }
 
-    fn enqueue_usm_fill(
+    unsafe fn enqueue_usm_fill(
         &self,
         q: &CudaQueue,
-        ptr: UsmPtr,
+        ptr: UsmRef<'_, Self>,
         size: usize,
         pattern: &[u8],
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        queue::usm_fill(q, ptr, size, pattern, w)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::usm_fill(q, ptr, size, pattern, w) }
     }
 
-    fn enqueue_usm_prefetch(&self, q: &CudaQueue, ptr: UsmPtr, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
-        queue::usm_prefetch(q, ptr, size, w)
+    unsafe fn enqueue_usm_prefetch(
+        &self,
+        q: &CudaQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { queue::usm_prefetch(q, ptr, size, w) }
     }
 
-    fn usm_advise(&self, q: &CudaQueue, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()> {
-        queue::usm_advise(q, ptr, size, advice)
+    unsafe fn usm_advise(&self, q: &CudaQueue, ptr: UsmRef<'_, Self>, size: usize, advice: UsmAdvice) -> Result<()> {
+        // SAFETY: the caller keeps usm_advise's contract, forwarded as is.
+        unsafe { queue::usm_advise(q, ptr, size, advice) }
     }
 
-    fn enqueue_launch(
+    unsafe fn enqueue_launch(
         &self,
         q: &CudaQueue,
         kernel: &CudaKernel,
@@ -372,7 +420,8 @@ impl Adapter for CudaAdapter {
         args: &[KernelArg<'_, Self>],
         w: &[&CudaEvent],
     ) -> Result<CudaEvent> {
-        program::launch(q, kernel, range, args, w)
+        // SAFETY: the caller keeps the launch contract, forwarded as is.
+        unsafe { program::launch(q, kernel, range, args, w) }
     }
 
     fn enqueue_barrier(&self, q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {

@@ -145,7 +145,11 @@ fn target<'a>(ctx: &'a CtxInner, hint: Option<&'a CudaDevice>) -> &'a Arc<DevInn
 /// caller's memory itself, pinned and mapped (`cuMemHostRegister`, or as it
 /// is where it was registered already): the device then reads and writes
 /// host memory over the bus, with no copy.
-pub(crate) fn create_buffer(
+///
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::create_buffer`].
+pub(crate) unsafe fn create_buffer(
     ctx: &CtxInner,
     desc: &BufferDesc<&CudaDevice>,
     init: Option<HostPtr>,
@@ -166,8 +170,9 @@ pub(crate) fn create_buffer(
         }
     };
     if let (true, Some(src)) = (desc.flags.contains(MemFlags::COPY_HOST_PTR), init) {
-        // SAFETY: the dyn layer checked `src` holds exactly `size` bytes, valid
-        // for this call; the allocation is `size` bytes.
+        // SAFETY: the caller guarantees (create_buffer's contract) `src` holds
+        // exactly `size` bytes, readable during this call; the allocation is
+        // `size` bytes.
         check(unsafe { sys::cuMemcpyHtoD_v2(mem.ptr, src.as_ptr().cast(), desc.size) })?;
     }
     Ok(CudaBuffer {
@@ -216,16 +221,27 @@ pub(crate) fn create_sub_buffer(parent: &CudaBuffer, offset: usize) -> CudaBuffe
     }
 }
 
-/// A USM allocation of a context, kept to free it with the right call.
+/// A USM allocation: what the driver returned, of which kind, on which
+/// device. Commands receive it resolved (no table of addresses in the
+/// adapter). Dropping it (the trait's default `usm_free`) waits for every
+/// device, so no command in flight sees the memory freed, then frees it
+/// with the call matching its kind.
 #[derive(Debug)]
-pub(crate) struct UsmAlloc {
+pub struct CudaUsm {
     kind: UsmKind,
     /// What the driver returned (the handed-out address may be aligned up).
     real: u64,
     dev: Arc<DevInner>,
 }
 
-impl Drop for UsmAlloc {
+impl CudaUsm {
+    /// Managed (shared USM) memory, the only kind advice and prefetch act on.
+    pub(crate) fn is_managed(&self) -> bool {
+        self.kind == UsmKind::Shared
+    }
+}
+
+impl Drop for CudaUsm {
     fn drop(&mut self) {
         self.dev.sync_all();
         // SAFETY: `real` came from the allocation call of `kind`; every device
@@ -307,7 +323,7 @@ fn raw_free(kind: UsmKind, real: u64) {
 /// allocations came back 2048-aligned on an H100): where the first
 /// allocation misses the asked alignment, it is freed and replaced by one
 /// `align` bytes larger, and the address handed out is aligned up inside it.
-pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<UsmPtr> {
+pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<(CudaUsm, UsmPtr)> {
     let dev = target(ctx, desc.device);
     dev.bind()?;
     let align = desc.align.max(1) as u64;
@@ -321,70 +337,58 @@ pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<U
         real = raw_alloc(desc.kind, bytes)?;
     }
     let addr = real.next_multiple_of(align);
-    let alloc = UsmAlloc {
+    let alloc = CudaUsm {
         kind: desc.kind,
         real,
         dev: dev.clone(),
     };
-    if desc.kind == UsmKind::Shared && !desc.advice.is_empty() {
-        advise(dev, addr, desc.size, desc.advice)?;
+    if alloc.is_managed() && !desc.advice.is_empty() {
+        // SAFETY: `size` bytes at `addr` lie in the managed allocation just
+        // made (`addr` is aligned up inside it, which has room for that).
+        unsafe { advise(dev, addr, desc.size, desc.advice)? };
     }
-    ctx.usm.lock().insert(addr, alloc);
-    Ok(UsmPtr(addr))
-}
-
-pub(crate) fn usm_free(ctx: &CtxInner, ptr: UsmPtr) -> Result<()> {
-    let alloc = ctx.usm.lock().remove(&ptr.0);
-    match alloc {
-        Some(a) => {
-            drop(a);
-            Ok(())
-        }
-        None => Err(Error::InvalidHandle {
-            kind: ur_api::HandleKind::UsmPointer,
-        }),
-    }
-}
-
-/// Whether `addr` is managed (shared USM) memory, by asking the driver.
-pub(crate) fn is_managed(addr: u64) -> bool {
-    let mut managed: u32 = 0;
-    // SAFETY: the attribute is a 32-bit boolean written to a valid pointer;
-    // an unknown address makes the call fail, which reads as "not managed".
-    let r = unsafe {
-        sys::cuPointerGetAttribute(
-            (&mut managed as *mut u32).cast(),
-            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
-            addr,
-        )
-    };
-    r == sys::CUresult::CUDA_SUCCESS && managed != 0
+    Ok((alloc, UsmPtr(addr)))
 }
 
 /// Applies advice to managed memory; `dev` is "the device" of the advice.
-pub(crate) fn advise(dev: &DevInner, addr: u64, size: usize, advice: UsmAdvice) -> Result<()> {
+///
+/// # Safety
+///
+/// `[addr, addr + size)` lies in one live managed allocation.
+pub(crate) unsafe fn advise(dev: &DevInner, addr: u64, size: usize, advice: UsmAdvice) -> Result<()> {
     for (a, target) in conv::advice(advice) {
         let device = match target {
             conv::AdviseTarget::Device => dev.dev,
             conv::AdviseTarget::Host => conv::CU_DEVICE_CPU,
         };
-        // SAFETY: the dyn layer checked the range lies in one allocation.
+        // SAFETY: the caller guarantees the range lies in one live managed
+        // allocation.
         check(unsafe { sys::cuMemAdvise(addr, size, a, device) })?;
     }
     Ok(())
 }
 
 /// Pins existing host memory (`cuMemHostRegister`, portable: every context).
-pub(crate) fn host_register(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
+///
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::host_register`].
+pub(crate) unsafe fn host_register(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
     ctx.first().bind()?;
-    // SAFETY: the caller's HostPtr promise covers the span; registering does
-    // not access its contents.
+    // SAFETY: the caller guarantees (host_register's contract) a non-empty,
+    // non-null span that overlaps no registration and stays valid until it
+    // is unregistered; registering does not access its contents.
     check(unsafe { sys::cuMemHostRegister_v2(mem.as_ptr().cast(), mem.len(), sys::CU_MEMHOSTREGISTER_PORTABLE) })
 }
 
 /// Undoes [`host_register`] (by the start address, as CUDA does).
-pub(crate) fn host_unregister(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
+///
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::host_unregister`].
+pub(crate) unsafe fn host_unregister(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
     ctx.first().bind()?;
-    // SAFETY: unregistering does not access the memory.
+    // SAFETY: the caller guarantees (host_unregister's contract) exactly a
+    // registered range; unregistering does not access the memory.
     check(unsafe { sys::cuMemHostUnregister(mem.as_ptr().cast()) })
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::nvrtc::{result as nvrtc, sys::nvrtcResult};
-use ur_api::{Error, KernelArg, NdRange, ProgramSource, Result};
+use ur_api::{Error, KernelArg, KernelInfo, NdRange, ProgramSource, Result};
 
 use crate::conv::{self, check};
 use crate::device::{self, CtxInner, DevInner};
@@ -41,7 +41,6 @@ impl Drop for ProgramInner {
 /// A kernel: its function in every module of the program.
 #[derive(Debug)]
 pub struct CudaKernel {
-    name: String,
     funcs: Vec<(sys::CUdevice, sys::CUfunction)>,
     /// Parameter sizes, where the driver can tell (`cuFuncGetParamInfo`, 12.4+).
     params: Option<Vec<usize>>,
@@ -163,6 +162,7 @@ pub(crate) fn create_program(ctx: &CtxInner, source: &ProgramSource, options: &s
                 .map_err(|_| Error::invalid("PTX contains a NUL byte"))?
                 .into_bytes_with_nul(),
             ProgramSource::CudaC(src) => nvrtc_compile(src, d.cc, options)?,
+            // Not reached: the dyn layer only passes formats the devices listed.
             other => return Err(Error::unsupported(format!("{:?} programs on CUDA", other.format()))),
         };
         images.push((d.cc, image));
@@ -214,78 +214,66 @@ pub(crate) fn create_kernel(p: &CudaProgram, name: &str) -> Result<CudaKernel> {
     }
     let params = funcs.first().and_then(|&(_, f)| param_sizes(f));
     Ok(CudaKernel {
-        name: name.to_owned(),
         funcs,
         params,
         _program: p.clone(),
     })
 }
 
+/// What the dyn layer checks launches against: the parameter sizes where
+/// the driver reports them (`cuFuncGetParamInfo`, CUDA 12.4+), else nothing.
+pub(crate) fn kernel_info(k: &CudaKernel) -> KernelInfo {
+    k.params
+        .clone()
+        .map_or_else(KernelInfo::default, KernelInfo::with_arg_sizes)
+}
+
 /// Launches with grid = global / block (see [`conv::launch_dims`]).
 /// Buffers and USM pointers pass as 8-byte device addresses, scalars as
-/// their bytes. Where the driver reports parameter sizes, count and sizes
-/// are checked. CUDA has no global offset and no per-argument local memory
-/// (kernels declare `__shared__` memory themselves): both are unsupported.
-pub(crate) fn launch(
+/// their bytes.
+///
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::enqueue_launch`]. The devices set
+/// neither `GLOBAL_OFFSET` nor `LOCAL_MEMORY_ARGS`, so the range has no
+/// offset and no argument is local memory.
+pub(crate) unsafe fn launch(
     q: &CudaQueue,
     k: &CudaKernel,
     range: &NdRange,
     args: &[KernelArg<'_, CudaAdapter>],
     wait: &[&CudaEvent],
 ) -> Result<CudaEvent> {
-    if range.offset != [0; 3] {
-        return Err(Error::unsupported("global offsets on CUDA launches"));
-    }
     let f = k
         .funcs
         .iter()
         .find(|(d, _)| *d == q.dev.dev)
         .map(|&(_, f)| f)
         .ok_or_else(|| Error::invalid("the kernel's program was not built for the queue's device"))?;
-    if let Some(params) = &k.params {
-        if params.len() != args.len() {
-            return Err(Error::InvalidKernelArgs(format!(
-                "kernel `{}` takes {} arguments, {} given",
-                k.name,
-                params.len(),
-                args.len()
-            )));
-        }
-    }
-    let mut store: Vec<Vec<u64>> = Vec::with_capacity(args.len());
-    for (i, a) in args.iter().enumerate() {
-        let (value, given) = match a {
-            KernelArg::Buffer(b) => (vec![b.ptr()], 8),
-            KernelArg::Usm(p) => (vec![p.0], 8),
+    let mut store: Vec<Vec<u64>> = args
+        .iter()
+        .map(|a| match a {
+            KernelArg::Buffer(b) => vec![b.ptr()],
+            KernelArg::Usm(p) => vec![p.ptr.0],
             KernelArg::Scalar(s) => {
                 let mut v = vec![0u64; s.len().div_ceil(8)];
                 // SAFETY: `v` has at least `s.len()` bytes; u64 storage has no
                 // invalid bit patterns.
                 unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), v.as_mut_ptr().cast::<u8>(), s.len()) };
-                (v, s.len())
+                v
             }
-            KernelArg::Local(_) => {
-                return Err(Error::unsupported(
-                    "local-memory kernel arguments on CUDA (kernels declare __shared__ memory)",
-                ))
-            }
-        };
-        if let Some(want) = k.params.as_ref().map(|p| p[i]) {
-            if want != given {
-                return Err(Error::InvalidKernelArgs(format!(
-                    "argument {i} of kernel `{}` is {want} bytes, {given} given",
-                    k.name
-                )));
-            }
-        }
-        store.push(value);
-    }
+            KernelArg::Local(_) => unreachable!("no CUDA device sets LOCAL_MEMORY_ARGS (enqueue_launch's contract)"),
+        })
+        .collect();
     let mut ptrs: Vec<*mut c_void> = store.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
     let (grid, block) = conv::launch_dims(range, q.dev.max_block, q.dev.max_grid)?;
     submit(q, wait, Vec::new(), |s| {
-        // SAFETY: `ptrs` holds one pointer per kernel parameter to storage
-        // that outlives the call (the driver copies the values); the function
-        // belongs to the stream's device.
+        // SAFETY: the caller guarantees (the launch contract) one argument per
+        // kernel parameter, of its size where the driver reported sizes, and
+        // buffers and USM pointers usable in place on this device; `ptrs`
+        // holds one pointer per argument to storage that outlives the call
+        // (the driver copies the values; scalars are padded to 8 bytes); the
+        // function belongs to the stream's device.
         check(unsafe {
             sys::cuLaunchKernel(
                 f,

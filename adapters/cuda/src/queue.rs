@@ -5,11 +5,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cudarc::driver::sys::{self, CUresult};
-use ur_api::{Error, EventStatus, HostPtr, MapFlags, MemRef, ProfilingInfo, QueueProps, RectCopy, Result, UsmPtr};
+use ur_api::{Error, EventStatus, HostPtr, MapFlags, MemArg, ProfilingInfo, QueueProps, RectCopy, Result, UsmRef};
 
 use crate::conv::{self, check};
 use crate::device::{CudaContext, CudaDevice, DevInner};
 use crate::memory::{self, CudaBuffer, Mapping, Pinned};
+use crate::CudaAdapter;
 
 /// Host nanoseconds since the first call in this process.
 fn now_ns() -> u64 {
@@ -244,15 +245,40 @@ pub(crate) fn event_profiling(e: &CudaEvent) -> Result<ProfilingInfo> {
 
 // ---- memory operations ----
 
-pub(crate) fn read(q: &CudaQueue, b: &CudaBuffer, offset: usize, dst: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+/// Reads a buffer range into host memory.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn read(
+    q: &CudaQueue,
+    b: &CudaBuffer,
+    offset: usize,
+    dst: HostPtr,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
     submit(q, w, Vec::new(), |s| {
-        // SAFETY: the dyn layer checked the range; `dst` is valid until the
-        // event completes by the HostPtr promise.
+        // SAFETY: the caller guarantees (the command contract) the range lies
+        // inside the buffer, usable on this device, and `dst` is valid until
+        // the event completes (the HostPtr promise).
         check(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.as_ptr().cast(), b.ptr() + offset as u64, dst.len(), s) })
     })
 }
 
-pub(crate) fn write(q: &CudaQueue, b: &CudaBuffer, offset: usize, src: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+/// Writes host memory into a buffer range.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn write(
+    q: &CudaQueue,
+    b: &CudaBuffer,
+    offset: usize,
+    src: HostPtr,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
     submit(q, w, Vec::new(), |s| {
         // SAFETY: as in `read`, with the HostPtr promise for reading `src`.
         check(unsafe { sys::cuMemcpyHtoDAsync_v2(b.ptr() + offset as u64, src.as_ptr().cast(), src.len(), s) })
@@ -260,8 +286,20 @@ pub(crate) fn write(q: &CudaQueue, b: &CudaBuffer, offset: usize, src: HostPtr, 
 }
 
 /// A device-to-device copy; across devices with `cuMemcpyPeerAsync`.
-fn copy_d2d(s: sys::CUstream, dst: u64, dst_dev: &DevInner, src: u64, src_dev: &DevInner, size: usize) -> Result<()> {
-    // SAFETY: the dyn layer checked both ranges; the contexts are retained.
+///
+/// # Safety
+///
+/// `size` bytes at `src` (memory of `src_dev`) and at `dst` (of `dst_dev`)
+/// are live device memory that does not overlap.
+unsafe fn copy_d2d(
+    s: sys::CUstream,
+    dst: u64,
+    dst_dev: &DevInner,
+    src: u64,
+    src_dev: &DevInner,
+    size: usize,
+) -> Result<()> {
+    // SAFETY: the caller guarantees both ranges; the contexts are retained.
     check(unsafe {
         if dst_dev.dev == src_dev.dev {
             sys::cuMemcpyDtoDAsync_v2(dst, src, size, s)
@@ -271,7 +309,13 @@ fn copy_d2d(s: sys::CUstream, dst: u64, dst_dev: &DevInner, src: u64, src_dev: &
     })
 }
 
-pub(crate) fn copy(
+/// Copies between buffers.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn copy(
     q: &CudaQueue,
     src: &CudaBuffer,
     src_offset: usize,
@@ -281,14 +325,18 @@ pub(crate) fn copy(
     w: &[&CudaEvent],
 ) -> Result<CudaEvent> {
     submit(q, w, Vec::new(), |s| {
-        copy_d2d(
-            s,
-            dst.ptr() + dst_offset as u64,
-            dst.dev(),
-            src.ptr() + src_offset as u64,
-            src.dev(),
-            size,
-        )
+        // SAFETY: the caller guarantees (the command contract) both ranges lie
+        // inside their buffers, usable for a copy here, and do not overlap.
+        unsafe {
+            copy_d2d(
+                s,
+                dst.ptr() + dst_offset as u64,
+                dst.dev(),
+                src.ptr() + src_offset as u64,
+                src.dev(),
+                size,
+            )
+        }
     })
 }
 
@@ -303,7 +351,7 @@ impl Side<'_> {
     fn at(self, off: usize) -> Self {
         match self {
             Side::Device(p, d) => Side::Device(p + off as u64, d),
-            // Address arithmetic only: the dyn layer checked the box lies
+            // Address arithmetic only: the callers' contract puts the box
             // inside the host span.
             Side::Host(p) => Side::Host(p.wrapping_add(off)),
         }
@@ -311,15 +359,22 @@ impl Side<'_> {
 }
 
 /// A linear copy between any two sides.
-fn copy_any(s: sys::CUstream, dst: Side<'_>, src: Side<'_>, len: usize) -> Result<()> {
+///
+/// # Safety
+///
+/// Both sides hold `len` live bytes (host sides valid for the command by
+/// the HostPtr promise) and do not overlap.
+unsafe fn copy_any(s: sys::CUstream, dst: Side<'_>, src: Side<'_>, len: usize) -> Result<()> {
     match (dst, src) {
-        (Side::Device(d, dd), Side::Device(p, sd)) => copy_d2d(s, d, dd, p, sd, len),
-        // SAFETY: ranges checked by the dyn layer; host spans valid by promise.
+        // SAFETY: the caller guarantees both ranges.
+        (Side::Device(d, dd), Side::Device(p, sd)) => unsafe { copy_d2d(s, d, dd, p, sd, len) },
+        // SAFETY: the caller guarantees both ranges; host spans valid by promise.
         (Side::Device(d, _), Side::Host(h)) => check(unsafe { sys::cuMemcpyHtoDAsync_v2(d, h.cast(), len, s) }),
         // SAFETY: as above.
         (Side::Host(h), Side::Device(p, _)) => check(unsafe { sys::cuMemcpyDtoHAsync_v2(h.cast(), p, len, s) }),
         (Side::Host(d), Side::Host(p)) => {
-            // SAFETY: both spans are valid by promise and do not overlap (checked).
+            // SAFETY: the caller guarantees both spans, valid by promise and
+            // not overlapping.
             unsafe { std::ptr::copy_nonoverlapping(p, d, len) };
             Ok(())
         }
@@ -337,7 +392,13 @@ fn side_parts(side: Side<'_>) -> (sys::CUmemorytype, *mut u8, sys::CUdeviceptr) 
 /// A rect copy: one `cuMemcpy2DAsync` per slice, or row by row where a
 /// pitch exceeds the device's limit, the two sides are on different
 /// devices, or both are host memory.
-pub(crate) fn copy_rect_sides(
+///
+/// # Safety
+///
+/// Both boxes (explicit pitches) lie inside live memory of their sides
+/// (host sides valid for the command by the HostPtr promise), and their
+/// spans do not overlap.
+pub(crate) unsafe fn copy_rect_sides(
     s: sys::CUstream,
     dev: &DevInner,
     dst: Side<'_>,
@@ -355,7 +416,9 @@ pub(crate) fn copy_rect_sides(
         let mut result = Ok(());
         rect.for_each_row(|so, dof, len| {
             if result.is_ok() {
-                result = copy_any(s, dst.at(dof), src.at(so), len);
+                // SAFETY: each row lies inside its side's box, guaranteed
+                // by the caller.
+                result = unsafe { copy_any(s, dst.at(dof), src.at(so), len) };
             }
         });
         return result;
@@ -383,13 +446,19 @@ pub(crate) fn copy_rect_sides(
             WidthInBytes: w,
             Height: h,
         };
-        // SAFETY: the dyn layer checked both boxes lie inside their objects.
+        // SAFETY: the caller guarantees both boxes lie inside their sides.
         check(unsafe { sys::cuMemcpy2DAsync_v2(&m, s) })?;
     }
     Ok(())
 }
 
-pub(crate) fn copy_rect(
+/// Copies a box between buffers.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn copy_rect(
     q: &CudaQueue,
     src: &CudaBuffer,
     dst: &CudaBuffer,
@@ -397,10 +466,20 @@ pub(crate) fn copy_rect(
     w: &[&CudaEvent],
 ) -> Result<CudaEvent> {
     let (sd, dd) = (Side::Device(src.ptr(), src.dev()), Side::Device(dst.ptr(), dst.dev()));
-    submit(q, w, Vec::new(), |s| copy_rect_sides(s, &q.dev, dd, sd, rect))
+    // SAFETY: the caller guarantees (the command contract) both boxes lie
+    // inside their buffers, usable for a copy here, with disjoint spans.
+    submit(q, w, Vec::new(), |s| unsafe {
+        copy_rect_sides(s, &q.dev, dd, sd, rect)
+    })
 }
 
-pub(crate) fn read_rect(
+/// Reads a box of a buffer into host memory.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn read_rect(
     q: &CudaQueue,
     b: &CudaBuffer,
     rect: &RectCopy,
@@ -408,12 +487,20 @@ pub(crate) fn read_rect(
     w: &[&CudaEvent],
 ) -> Result<CudaEvent> {
     let sd = Side::Device(b.ptr(), b.dev());
-    submit(q, w, Vec::new(), |s| {
+    // SAFETY: the caller guarantees (the command contract) the boxes lie
+    // inside the buffer and `dst`, valid for the command.
+    submit(q, w, Vec::new(), |s| unsafe {
         copy_rect_sides(s, &q.dev, Side::Host(dst.as_ptr()), sd, rect)
     })
 }
 
-pub(crate) fn write_rect(
+/// Writes a box of host memory into a buffer.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn write_rect(
     q: &CudaQueue,
     b: &CudaBuffer,
     rect: &RectCopy,
@@ -421,16 +508,22 @@ pub(crate) fn write_rect(
     w: &[&CudaEvent],
 ) -> Result<CudaEvent> {
     let dd = Side::Device(b.ptr(), b.dev());
-    submit(q, w, Vec::new(), |s| {
+    // SAFETY: the caller guarantees (the command contract) the boxes lie
+    // inside `src`, valid for the command, and the buffer.
+    submit(q, w, Vec::new(), |s| unsafe {
         copy_rect_sides(s, &q.dev, dd, Side::Host(src.as_ptr()), rect)
     })
 }
 
 /// Fills `size` bytes at `addr` with the pattern (see [`conv::fill_plan`]).
-fn fill_at(s: sys::CUstream, addr: u64, size: usize, pattern: &[u8]) -> Result<()> {
+///
+/// # Safety
+///
+/// `size` bytes at `addr` are live device-accessible memory.
+unsafe fn fill_at(s: sys::CUstream, addr: u64, size: usize, pattern: &[u8]) -> Result<()> {
     for op in conv::fill_plan(addr, size, pattern) {
         let p = addr + op.offset as u64;
-        // SAFETY: the dyn layer checked the range; every element of the plan
+        // SAFETY: the caller guarantees the range; every element of the plan
         // lies inside it and is aligned to its width.
         let r = unsafe {
             match (op.width, op.pitch) {
@@ -447,7 +540,13 @@ fn fill_at(s: sys::CUstream, addr: u64, size: usize, pattern: &[u8]) -> Result<(
     Ok(())
 }
 
-pub(crate) fn fill(
+/// Fills a buffer range with a pattern.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn fill(
     q: &CudaQueue,
     b: &CudaBuffer,
     offset: usize,
@@ -455,12 +554,21 @@ pub(crate) fn fill(
     pattern: &[u8],
     w: &[&CudaEvent],
 ) -> Result<CudaEvent> {
-    submit(q, w, Vec::new(), |s| fill_at(s, b.ptr() + offset as u64, size, pattern))
+    // SAFETY: the caller guarantees (the command contract) the range lies
+    // inside the buffer, usable here.
+    submit(q, w, Vec::new(), |s| unsafe {
+        fill_at(s, b.ptr() + offset as u64, size, pattern)
+    })
 }
 
 /// Maps by copying the range into fresh pinned staging memory (unless the
 /// map invalidates it); [`unmap`] copies it back when the map wrote.
-pub(crate) fn map(
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn map(
     q: &CudaQueue,
     b: &CudaBuffer,
     flags: MapFlags,
@@ -473,7 +581,9 @@ pub(crate) fn map(
     let read_back = !flags.contains(MapFlags::WRITE_INVALIDATE);
     let ev = submit(q, w, Vec::new(), |s| {
         if read_back {
-            // SAFETY: staging holds `size` bytes and lives in the mapping.
+            // SAFETY: staging holds `size` bytes and lives in the mapping; the
+            // caller guarantees (the command contract) the range lies inside
+            // the buffer.
             check(unsafe { sys::cuMemcpyDtoHAsync_v2(host.as_ptr().cast(), b.ptr() + offset as u64, size, s) })
         } else {
             Ok(())
@@ -485,14 +595,20 @@ pub(crate) fn map(
     Ok((ev, host))
 }
 
-pub(crate) fn unmap(q: &CudaQueue, b: &CudaBuffer, mapped: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
+/// Copies a mapping back (where the map allowed writes) and releases it.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn unmap(q: &CudaQueue, b: &CudaBuffer, mapped: HostPtr, w: &[&CudaEvent]) -> Result<CudaEvent> {
     let key = mapped.as_ptr() as usize;
     let m = {
         let mut maps = b.maps.lock();
         let i = maps
             .iter()
             .position(|(k, _)| *k == key)
-            .ok_or_else(|| Error::invalid("pointer is not a live mapping of this buffer"))?;
+            .expect("the caller guarantees a live mapping of this buffer (enqueue_unmap's contract)");
         maps.swap_remove(i).1
     };
     let write_back = m.flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE);
@@ -511,37 +627,73 @@ pub(crate) fn unmap(q: &CudaQueue, b: &CudaBuffer, mapped: HostPtr, w: &[&CudaEv
     })
 }
 
-fn mem_addr(m: MemRef) -> u64 {
+fn mem_addr(m: MemArg<'_, CudaAdapter>) -> u64 {
     match m {
-        MemRef::Usm(p) => p.0,
-        MemRef::Host(h) => h.as_ptr() as u64,
+        MemArg::Usm(u) => u.ptr.0,
+        MemArg::Host(h) => h.as_ptr() as u64,
     }
 }
 
 /// USM copies use `cuMemcpyAsync`: with unified addressing the driver
 /// infers each side's kind (device, pinned or pageable host, managed).
-pub(crate) fn usm_copy(q: &CudaQueue, dst: MemRef, src: MemRef, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn usm_copy(
+    q: &CudaQueue,
+    dst: MemArg<'_, CudaAdapter>,
+    src: MemArg<'_, CudaAdapter>,
+    size: usize,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
     let (d, s_) = (mem_addr(dst), mem_addr(src));
     submit(q, w, Vec::new(), |s| {
-        // SAFETY: the dyn layer checked both ranges (USM allocations or host
-        // spans valid by promise).
+        // SAFETY: the caller guarantees (the command contract) both sides hold
+        // `size` bytes (USM allocations usable for a copy here, or host spans
+        // valid by promise) and do not overlap.
         check(unsafe { sys::cuMemcpyAsync(d, s_, size, s) })
     })
 }
 
-pub(crate) fn usm_fill(q: &CudaQueue, ptr: UsmPtr, size: usize, pattern: &[u8], w: &[&CudaEvent]) -> Result<CudaEvent> {
-    submit(q, w, Vec::new(), |s| fill_at(s, ptr.0, size, pattern))
+/// Fills USM memory with a pattern.
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn usm_fill(
+    q: &CudaQueue,
+    ptr: UsmRef<'_, CudaAdapter>,
+    size: usize,
+    pattern: &[u8],
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
+    // SAFETY: the caller guarantees (the command contract) `size` bytes at
+    // `ptr` lie in one allocation usable here.
+    submit(q, w, Vec::new(), |s| unsafe { fill_at(s, ptr.ptr.0, size, pattern) })
 }
 
 /// Prefetches managed memory to the queue's device; other USM kinds already
 /// live where they live, so the command only orders the queue.
-pub(crate) fn usm_prefetch(q: &CudaQueue, ptr: UsmPtr, size: usize, w: &[&CudaEvent]) -> Result<CudaEvent> {
-    q.dev.bind()?;
-    let managed = memory::is_managed(ptr.0);
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its `enqueue_*` method
+/// of the same name).
+pub(crate) unsafe fn usm_prefetch(
+    q: &CudaQueue,
+    ptr: UsmRef<'_, CudaAdapter>,
+    size: usize,
+    w: &[&CudaEvent],
+) -> Result<CudaEvent> {
+    let managed = ptr.alloc.is_managed();
     submit(q, w, Vec::new(), |s| {
         if managed {
-            // SAFETY: the range lies in one managed allocation (dyn layer).
-            check(unsafe { sys::cuMemPrefetchAsync(ptr.0, size, q.dev.dev, s) })
+            // SAFETY: the caller guarantees (the command contract) the range
+            // lies in this allocation, managed memory.
+            check(unsafe { sys::cuMemPrefetchAsync(ptr.ptr.0, size, q.dev.dev, s) })
         } else {
             Ok(())
         }
@@ -550,13 +702,23 @@ pub(crate) fn usm_prefetch(q: &CudaQueue, ptr: UsmPtr, size: usize, w: &[&CudaEv
 
 /// Advice applies to managed memory (`cuMemAdvise`); for device and host
 /// USM it is accepted and has no effect, as advice is only a hint.
-pub(crate) fn usm_advise(q: &CudaQueue, ptr: UsmPtr, size: usize, advice: ur_api::UsmAdvice) -> Result<()> {
-    q.dev.bind()?;
-    if memory::is_managed(ptr.0) {
-        memory::advise(&q.dev, ptr.0, size, advice)
-    } else {
-        Ok(())
+///
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::usm_advise`].
+pub(crate) unsafe fn usm_advise(
+    q: &CudaQueue,
+    ptr: UsmRef<'_, CudaAdapter>,
+    size: usize,
+    advice: ur_api::UsmAdvice,
+) -> Result<()> {
+    if !ptr.alloc.is_managed() {
+        return Ok(());
     }
+    q.dev.bind()?;
+    // SAFETY: the caller guarantees (usm_advise's contract) the range lies in
+    // this allocation, managed memory.
+    unsafe { memory::advise(&q.dev, ptr.ptr.0, size, advice) }
 }
 
 pub(crate) fn barrier(q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {

@@ -153,7 +153,9 @@ fn dispatch() -> Result<(), BoxErr> {
         .ok_or("no device through the adapter")?;
     let sctx = a.create_context(&[&sdev])?;
     let sq = a.create_queue(&sctx, &sdev, &QueueProps::default())?;
-    let sbuf = a.create_buffer(&sctx, &BufferDesc::new(SIZE * SLOTS).on(&sdev), None)?;
+    // SAFETY: create_buffer's contract: a non-zero size far below any
+    // device's largest allocation, plain read-write flags and no host memory.
+    let sbuf = unsafe { a.create_buffer(&sctx, &BufferDesc::new(SIZE * SLOTS).on(&sdev), None)? };
     let static_batch = || -> Result<f64, BoxErr> {
         let t = Instant::now();
         let mut events = Vec::with_capacity(OPS);
@@ -161,7 +163,11 @@ fn dispatch() -> Result<(), BoxErr> {
             let off = (i % SLOTS) * SIZE;
             // SAFETY: `src` is only read and outlives the wait below.
             let p = unsafe { HostPtr::new(src[off..].as_ptr().cast_mut(), SIZE) };
-            events.push(a.enqueue_write(&sq, &sbuf, off, p, &[])?);
+            // SAFETY: the command contract: `[off, off + SIZE)` lies inside the
+            // `SIZE * SLOTS`-byte buffer (off < SIZE * SLOTS, a multiple of
+            // SIZE), which was placed for the queue's device in the queue's
+            // context; `p` carries the HostPtr promise; no wait list.
+            events.push(unsafe { a.enqueue_write(&sq, &sbuf, off, p, &[])? });
         }
         a.wait(&events.iter().collect::<Vec<_>>())?;
         drop(events);

@@ -8,7 +8,7 @@ use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL};
 use opencl3::platform::Platform as ClPlatform;
 use opencl3::types::{cl_context, cl_device_id};
 use parking_lot::Mutex;
-use ur_api::{Backend, DeviceCaps, DeviceInfo, Error, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps};
+use ur_api::{Backend, DeviceCaps, DeviceInfo, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps};
 
 use crate::conv::{self, check3};
 use crate::queue::QueueShared;
@@ -42,8 +42,28 @@ pub struct Device {
     pub(crate) version: (u32, u32),
 }
 
-/// An OpenCL context.
-pub struct Context {
+/// An OpenCL context. Its state is shared (`ContextInner`) with the USM
+/// allocations made in it, which need the context, its queues and its
+/// devices to drain and free themselves.
+pub struct Context(Arc<ContextInner>);
+
+impl std::ops::Deref for Context {
+    type Target = ContextInner;
+
+    fn deref(&self) -> &ContextInner {
+        &self.0
+    }
+}
+
+impl Context {
+    /// The shared state, for objects that must keep the context alive.
+    pub(crate) fn shared(&self) -> &Arc<ContextInner> {
+        &self.0
+    }
+}
+
+/// The state of a [`Context`].
+pub struct ContextInner {
     pub(crate) cl: opencl3::context::Context,
     pub(crate) devices: Vec<Handle<cl_device_id>>,
     /// Internal in-order queues per device (placement migrations).
@@ -52,11 +72,15 @@ pub struct Context {
     queues: Mutex<Vec<Weak<QueueShared>>>,
     /// Version of each device, in `devices` order.
     versions: Vec<(u32, u32)>,
-    /// Over-aligned SVM allocations: handed-out pointer -> `clSVMAlloc` base.
-    pub(crate) svm_offsets: Mutex<HashMap<u64, u64>>,
 }
 
 impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for ContextInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
             .field("context", &self.cl.get())
@@ -65,7 +89,7 @@ impl std::fmt::Debug for Context {
     }
 }
 
-impl Context {
+impl ContextInner {
     /// The raw context, for identity comparisons.
     pub(crate) fn raw(&self) -> Handle<cl_context> {
         Handle(self.cl.get())
@@ -172,7 +196,12 @@ fn describe(id: cl_device_id) -> Result<Device> {
     }
     let mut caps = DeviceCaps::SUB_BUFFERS | DeviceCaps::MAP | DeviceCaps::USE_HOST_PTR | DeviceCaps::FILL_ANY_PATTERN;
     if !formats.is_empty() {
-        caps |= DeviceCaps::KERNELS;
+        // Local-memory arguments (`__local` pointers set with a size and a
+        // null value) are core OpenCL; global offsets are from 1.1 on.
+        caps |= DeviceCaps::KERNELS | DeviceCaps::LOCAL_MEMORY_ARGS;
+        if version >= (1, 1) {
+            caps |= DeviceCaps::GLOBAL_OFFSET;
+        }
     }
     // Every OpenCL device accepts CL_QUEUE_PROFILING_ENABLE (a required
     // host-queue property since 1.0); check anyway rather than assume.
@@ -181,22 +210,16 @@ fn describe(id: cl_device_id) -> Result<Device> {
         caps |= DeviceCaps::PROFILING;
     }
     let usm: UsmCaps = conv::usm_caps_from_svm(svm);
-    let info = DeviceInfo {
-        name: check3(d.name())?,
-        vendor: check3(d.vendor())?,
-        device_type: conv::device_type(check3(d.dev_type())?),
-        global_mem_size: check3(d.global_mem_size())?,
-        max_alloc_size: check3(d.max_mem_alloc_size())?,
-        host_unified_memory: d.host_unified_memory().unwrap_or(false),
-        usm,
-        caps,
-        program_formats: formats,
-        max_compute_units: check3(d.max_compute_units())?,
-        max_work_group_size: check3(d.max_work_group_size())?,
-        sub_buffer_align: (check3(d.mem_base_addr_align())? as usize / 8).max(1),
-        driver_version: check3(d.driver_version())?,
-        backend_version: version_text,
-    };
+    let info = DeviceInfo::new(check3(d.name())?, conv::device_type(check3(d.dev_type())?))
+        .vendor(check3(d.vendor())?)
+        .memory(check3(d.global_mem_size())?, check3(d.max_mem_alloc_size())?)
+        .host_unified_memory(d.host_unified_memory().unwrap_or(false))
+        .usm(usm)
+        .caps(caps)
+        .program_formats(formats)
+        .compute(check3(d.max_compute_units())?, check3(d.max_work_group_size())?)
+        .sub_buffer_align((check3(d.mem_base_addr_align())? as usize / 8).max(1))
+        .versions(check3(d.driver_version())?, version_text);
     Ok(Device {
         id: Handle(id),
         info,
@@ -212,14 +235,13 @@ pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
         None,
         std::ptr::null_mut(),
     ))?;
-    Ok(Context {
+    Ok(Context(Arc::new(ContextInner {
         cl,
         devices: devices.iter().map(|d| d.id).collect(),
         helpers: Mutex::new(HashMap::new()),
         queues: Mutex::new(Vec::new()),
         versions: devices.iter().map(|d| d.version).collect(),
-        svm_offsets: Mutex::new(HashMap::new()),
-    })
+    })))
 }
 
 /// The connection between two (context, device) locations.
@@ -229,7 +251,11 @@ pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
 ///   buffer be used there as it is, but the runtime would then move the data
 ///   implicitly and invisibly, the hidden migration the memory manager exists
 ///   to replace; answering `Migratable` makes it keep one allocation per
-///   device and copy with `clEnqueueCopyBuffer`, visible in its plans. This
+///   device and copy with `clEnqueueCopyBuffer`, visible in its plans. The
+///   dyn layer holds every command to this answer, inside one context too:
+///   a buffer placed for one device is only copied from or to on another
+///   device's queue, never read, written, mapped or given to a kernel there
+///   (where OpenCL would migrate it behind everyone's back). This
 ///   holds for CPU devices whose memory is host memory too (PoCL's pthread
 ///   devices): that is an implementation detail the spec does not promise,
 ///   and a copy between them costs one memcpy.
@@ -245,17 +271,5 @@ pub(crate) fn memory_connection(src: (&Context, &Device), dst: (&Context, &Devic
         MemoryConnection::Unified
     } else {
         MemoryConnection::Migratable
-    }
-}
-
-/// The device of `ctx` a placement hint names (the first device without one).
-pub(crate) fn placement(ctx: &Context, hint: Option<&Device>) -> Result<Handle<cl_device_id>> {
-    match hint {
-        Some(d) => Ok(d.id),
-        None => ctx
-            .devices
-            .first()
-            .copied()
-            .ok_or_else(|| Error::invalid("context without devices")),
     }
 }

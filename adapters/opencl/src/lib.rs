@@ -14,15 +14,34 @@
 //!   device when it is created.
 //! - **Connections** (see `device::memory_connection`): same context and
 //!   device `Unified`; same context, other device `Migratable` (copied with
-//!   `clEnqueueCopyBuffer`); other contexts or platforms `None`.
+//!   `clEnqueueCopyBuffer`); other contexts or platforms `None`. The dyn
+//!   layer holds commands to these answers, inside one context too: a buffer
+//!   placed for device 0 is copied from on device 1's queue, never used there
+//!   in place (which OpenCL would allow by migrating it implicitly).
+//! - **The static trait trusts its caller.** Data-path methods are `unsafe
+//!   fn`s whose contracts (regions in bounds, objects usable at the queue's
+//!   location, host memory valid) the dyn layer discharges; the adapter
+//!   re-checks none of them, and keeps only what OpenCL itself reports
+//!   (build logs, argument sizes through `clSetKernelArg`, launch limits)
+//!   and what its own FFI needs (no NUL byte in names and options).
 //! - **USM is SVM.** Devices with OpenCL 2.0 coarse-grain SVM offer device
 //!   USM, fine-grain buffer SVM adds host and shared USM; devices without
 //!   SVM report no USM kinds and the dyn layer answers `Unsupported`.
 //!   (`cl_intel_unified_shared_memory` is not used: no runtime on the
 //!   project's machines offers it, and cl3 0.13's allocation wrappers drop
-//!   the returned pointer.)
+//!   the returned pointer.) A [`Usm`] allocation holds its `clSVMAlloc` base (alignments above 128
+//!   bytes are served by an aligned address inside a larger allocation) and
+//!   its context; commands receive it resolved, so the adapter keeps no
+//!   table of addresses. Freeing (`usm_free`, or dropping it) drains the
+//!   context's queues first, since `clSVMFree` does not wait. Advice has no
+//!   SVM equivalent (the trait's default ignores it); prefetch is
+//!   `clEnqueueSVMMigrateMem` on 2.1+ devices.
 //! - **No host registration.** OpenCL cannot pin existing host memory;
 //!   pinned memory is a buffer with `ALLOC_HOST_PTR`, used through map/unmap.
+//! - **Launches** take a global offset (`DeviceCaps::GLOBAL_OFFSET`, OpenCL
+//!   1.1+) and `__local` arguments (`DeviceCaps::LOCAL_MEMORY_ARGS`);
+//!   [`Adapter::kernel_info`] reports `CL_KERNEL_NUM_ARGS`, so the dyn layer
+//!   checks argument counts.
 //! - **Fills of any pattern length** are honest: powers of two use
 //!   `clEnqueueFillBuffer`/`clEnqueueSVMMemFill`, other lengths a seed of
 //!   whole repetitions doubled in place with copies.
@@ -61,13 +80,14 @@ mod program;
 mod queue;
 
 pub use device::{Context, Device, Platform};
-pub use memory::Buffer;
+pub use memory::{Buffer, Usm};
 pub use program::{Kernel, Program};
 pub use queue::{Event, Queue};
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemRef, MemoryConnection,
-    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice, UsmDesc, UsmPtr,
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
+    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmDesc,
+    UsmPtr, UsmRef,
 };
 
 /// The OpenCL adapter. Holds no state: OpenCL objects carry their own.
@@ -88,6 +108,7 @@ impl Adapter for OpenClAdapter {
     type Device = Device;
     type Context = Context;
     type Buffer = Buffer;
+    type Usm = Usm;
     type Queue = Queue;
     type Event = Event;
     type Program = Program;
@@ -121,20 +142,22 @@ impl Adapter for OpenClAdapter {
         device::memory_connection(src, dst)
     }
 
-    fn create_buffer(&self, ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
-        memory::create_buffer(ctx, desc, init)
+    unsafe fn create_buffer(&self, ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
+        // SAFETY: the caller keeps create_buffer's contract, forwarded as is.
+        unsafe { memory::create_buffer(ctx, desc, init) }
     }
 
-    fn create_sub_buffer(&self, parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
-        memory::create_sub_buffer(parent, offset, size)
+    unsafe fn create_sub_buffer(&self, parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
+        // SAFETY: the caller keeps create_sub_buffer's contract, forwarded as is.
+        unsafe { memory::create_sub_buffer(parent, offset, size) }
     }
 
-    fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<UsmPtr> {
+    fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
         memory::usm_alloc(ctx, desc)
     }
 
-    fn usm_free(&self, ctx: &Context, ptr: UsmPtr) -> Result<()> {
-        memory::usm_free(ctx, ptr)
+    unsafe fn usm_free(&self, _ctx: &Context, alloc: Usm) -> Result<()> {
+        memory::usm_free(alloc)
     }
 
     fn create_queue(&self, ctx: &Context, device: &Device, props: &QueueProps) -> Result<Queue> {
@@ -169,15 +192,35 @@ impl Adapter for OpenClAdapter {
         program::create_kernel(program, name)
     }
 
-    fn enqueue_read(&self, q: &Queue, b: &Buffer, offset: usize, dst: HostPtr, wait: &[&Event]) -> Result<Event> {
-        memory::enqueue_read(q, b, offset, dst, wait)
+    fn kernel_info(&self, kernel: &Kernel) -> KernelInfo {
+        program::kernel_info(kernel)
     }
 
-    fn enqueue_write(&self, q: &Queue, b: &Buffer, offset: usize, src: HostPtr, wait: &[&Event]) -> Result<Event> {
-        memory::enqueue_write(q, b, offset, src, wait)
+    unsafe fn enqueue_read(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_read(q, b, offset, dst, wait) }
     }
 
-    fn enqueue_copy(
+    unsafe fn enqueue_write(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_write(q, b, offset, src, wait) }
+    }
+
+    unsafe fn enqueue_copy(
         &self,
         q: &Queue,
         src: &Buffer,
@@ -187,10 +230,11 @@ impl Adapter for OpenClAdapter {
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        memory::enqueue_copy(q, src, src_offset, dst, dst_offset, size, wait)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_copy(q, src, src_offset, dst, dst_offset, size, wait) }
     }
 
-    fn enqueue_copy_rect(
+    unsafe fn enqueue_copy_rect(
         &self,
         q: &Queue,
         src: &Buffer,
@@ -198,10 +242,11 @@ impl Adapter for OpenClAdapter {
         rect: &RectCopy,
         wait: &[&Event],
     ) -> Result<Event> {
-        memory::enqueue_copy_rect(q, src, dst, rect, wait)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_copy_rect(q, src, dst, rect, wait) }
     }
 
-    fn enqueue_read_rect(
+    unsafe fn enqueue_read_rect(
         &self,
         q: &Queue,
         b: &Buffer,
@@ -209,10 +254,11 @@ impl Adapter for OpenClAdapter {
         dst: HostPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        memory::enqueue_read_rect(q, b, rect, dst, wait)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_read_rect(q, b, rect, dst, wait) }
     }
 
-    fn enqueue_write_rect(
+    unsafe fn enqueue_write_rect(
         &self,
         q: &Queue,
         b: &Buffer,
@@ -220,10 +266,11 @@ impl Adapter for OpenClAdapter {
         src: HostPtr,
         wait: &[&Event],
     ) -> Result<Event> {
-        memory::enqueue_write_rect(q, b, rect, src, wait)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_write_rect(q, b, rect, src, wait) }
     }
 
-    fn enqueue_fill(
+    unsafe fn enqueue_fill(
         &self,
         q: &Queue,
         b: &Buffer,
@@ -232,10 +279,11 @@ impl Adapter for OpenClAdapter {
         pattern: &[u8],
         wait: &[&Event],
     ) -> Result<Event> {
-        memory::enqueue_fill(q, b, offset, size, pattern, wait)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_fill(q, b, offset, size, pattern, wait) }
     }
 
-    fn enqueue_map(
+    unsafe fn enqueue_map(
         &self,
         q: &Queue,
         b: &Buffer,
@@ -244,30 +292,51 @@ impl Adapter for OpenClAdapter {
         size: usize,
         wait: &[&Event],
     ) -> Result<(Event, HostPtr)> {
-        memory::enqueue_map(q, b, flags, offset, size, wait)
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_map(q, b, flags, offset, size, wait) }
     }
 
-    fn enqueue_unmap(&self, q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
-        memory::enqueue_unmap(q, b, mapped, wait)
+    unsafe fn enqueue_unmap(&self, q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
+        // SAFETY: the caller keeps enqueue_unmap's contract, forwarded as is.
+        unsafe { memory::enqueue_unmap(q, b, mapped, wait) }
     }
 
-    fn enqueue_usm_copy(&self, q: &Queue, dst: MemRef, src: MemRef, size: usize, wait: &[&Event]) -> Result<Event> {
-        memory::enqueue_usm_copy(q, dst, src, size, wait)
+    unsafe fn enqueue_usm_copy(
+        &self,
+        q: &Queue,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_usm_copy(q, dst, src, size, wait) }
     }
 
-    fn enqueue_usm_fill(&self, q: &Queue, ptr: UsmPtr, size: usize, pattern: &[u8], wait: &[&Event]) -> Result<Event> {
-        memory::enqueue_usm_fill(q, ptr, size, pattern, wait)
+    unsafe fn enqueue_usm_fill(
+        &self,
+        q: &Queue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_usm_fill(q, ptr, size, pattern, wait) }
     }
 
-    fn enqueue_usm_prefetch(&self, q: &Queue, ptr: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
-        memory::enqueue_usm_prefetch(q, ptr, size, wait)
+    unsafe fn enqueue_usm_prefetch(
+        &self,
+        q: &Queue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { memory::enqueue_usm_prefetch(q, ptr, size, wait) }
     }
 
-    fn usm_advise(&self, q: &Queue, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()> {
-        memory::usm_advise(q, ptr, size, advice)
-    }
-
-    fn enqueue_launch(
+    unsafe fn enqueue_launch(
         &self,
         q: &Queue,
         kernel: &Kernel,
@@ -275,7 +344,8 @@ impl Adapter for OpenClAdapter {
         args: &[KernelArg<'_, Self>],
         wait: &[&Event],
     ) -> Result<Event> {
-        program::enqueue_launch(q, kernel, range, args, wait)
+        // SAFETY: the caller keeps the launch contract, forwarded as is.
+        unsafe { program::enqueue_launch(q, kernel, range, args, wait) }
     }
 
     fn enqueue_barrier(&self, q: &Queue, wait: &[&Event]) -> Result<Event> {

@@ -4,6 +4,7 @@
 
 use std::ffi::c_void;
 use std::ptr;
+use std::sync::Arc;
 
 use opencl3::command_queue as cq;
 use opencl3::event::Event as ClEvent;
@@ -13,12 +14,13 @@ use opencl3::memory::{
 };
 use opencl3::types::{cl_event, cl_mem, cl_mem_migration_flags, cl_uint, CL_FALSE, CL_TRUE};
 use ur_api::{
-    BufferDesc, Error, HostPtr, MapFlags, MemFlags, MemRef, RectCopy, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr,
+    BufferDesc, Error, HostPtr, MapFlags, MemArg, MemFlags, RectCopy, Result, UsmDesc, UsmKind, UsmPtr, UsmRef,
 };
 
 use crate::conv::{self, check, check3};
-use crate::device::{self, Context, Device};
+use crate::device::{Context, ContextInner, Device, Handle};
 use crate::queue::{raw_event, submit, Event, Queue};
+use crate::OpenClAdapter;
 
 /// A buffer or sub-buffer.
 #[derive(Debug)]
@@ -38,13 +40,20 @@ impl Buffer {
 /// that device and is waited for: it is cheap for a fresh buffer, and a
 /// concurrent `CONTENT_UNDEFINED` migration could otherwise race with the
 /// caller's first write on another queue.
-pub(crate) fn create_buffer(ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
+///
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::create_buffer`].
+pub(crate) unsafe fn create_buffer(ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
     let host = init.map_or(ptr::null_mut(), |h| h.as_ptr().cast::<c_void>());
-    // SAFETY: with COPY_HOST_PTR `host` is read during the call; with
-    // USE_HOST_PTR it stays valid for the buffer's life (the promise of
-    // `HostPtr::new`); otherwise it is null. The dyn layer checked sizes.
+    // SAFETY: the caller guarantees (create_buffer's contract) a non-zero
+    // size within the device's limit and consistent flags; with
+    // COPY_HOST_PTR `host` is `size` bytes read during the call, with
+    // USE_HOST_PTR `size` bytes valid for the buffer's life (the promise of
+    // `HostPtr::new`), otherwise null.
     let cl = check3(unsafe { ClBuffer::<u8>::create(&ctx.cl, conv::mem_flags(desc.flags), desc.size, host) })?;
-    let target = device::placement(ctx, desc.device_hint)?;
+    // The dyn layer always sets the hint; a context has at least one device.
+    let target = desc.device_hint.map_or(ctx.devices[0], |d| d.id);
     let helper = ctx.helper_queue(target)?;
     let has_content = desc.flags.intersects(MemFlags::COPY_HOST_PTR | MemFlags::USE_HOST_PTR);
     let flags: cl_mem_migration_flags = if has_content {
@@ -61,24 +70,47 @@ pub(crate) fn create_buffer(ctx: &Context, desc: &BufferDesc<&Device>, init: Opt
     Ok(Buffer { cl })
 }
 
-pub(crate) fn create_sub_buffer(parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
-    // SAFETY: the dyn layer checked the region and its alignment; flags 0
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::create_sub_buffer`].
+pub(crate) unsafe fn create_sub_buffer(parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
+    // SAFETY: the caller guarantees (create_sub_buffer's contract) a whole
+    // parent buffer and a non-empty, aligned region inside it; flags 0
     // inherit the parent's access flags.
     let cl = check3(unsafe { parent.cl.create_sub_buffer(0, offset, size) })?;
     Ok(Buffer { cl })
 }
 
-pub(crate) fn enqueue_read(q: &Queue, b: &Buffer, offset: usize, dst: HostPtr, wait: &[&Event]) -> Result<Event> {
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_read(
+    q: &Queue,
+    b: &Buffer,
+    offset: usize,
+    dst: HostPtr,
+    wait: &[&Event],
+) -> Result<Event> {
     submit(q, wait, |q, n, w| {
-        // SAFETY: the dyn layer checked the range against the buffer; `dst`
-        // is valid for the whole command by the promise of `HostPtr::new`.
+        // SAFETY: the caller guarantees (the command contract) the range lies
+        // inside the buffer, usable at the queue's location, and `dst` is
+        // valid for the whole command (the promise of `HostPtr::new`).
         raw_event(unsafe {
             cq::enqueue_read_buffer(q, b.raw(), CL_FALSE, offset, dst.len(), dst.as_ptr().cast(), n, w)
         })
     })
 }
 
-pub(crate) fn enqueue_write(q: &Queue, b: &Buffer, offset: usize, src: HostPtr, wait: &[&Event]) -> Result<Event> {
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_write(
+    q: &Queue,
+    b: &Buffer,
+    offset: usize,
+    src: HostPtr,
+    wait: &[&Event],
+) -> Result<Event> {
     submit(q, wait, |q, n, w| {
         // SAFETY: as in `enqueue_read`; the source is only read.
         raw_event(unsafe {
@@ -87,7 +119,10 @@ pub(crate) fn enqueue_write(q: &Queue, b: &Buffer, offset: usize, src: HostPtr, 
     })
 }
 
-pub(crate) fn enqueue_copy(
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_copy(
     q: &Queue,
     src: &Buffer,
     src_offset: usize,
@@ -97,7 +132,8 @@ pub(crate) fn enqueue_copy(
     wait: &[&Event],
 ) -> Result<Event> {
     submit(q, wait, |q, n, w| {
-        // SAFETY: both ranges were checked by the dyn layer and do not overlap.
+        // SAFETY: the caller guarantees (the command contract) both ranges lie
+        // inside their buffers, usable for a copy here, and do not overlap.
         raw_event(unsafe { cq::enqueue_copy_buffer(q, src.raw(), dst.raw(), src_offset, dst_offset, size, n, w) })
     })
 }
@@ -119,7 +155,10 @@ fn rect_chain(
     last.ok_or_else(|| Error::invalid("empty rect"))
 }
 
-pub(crate) fn enqueue_copy_rect(
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_copy_rect(
     q: &Queue,
     src: &Buffer,
     dst: &Buffer,
@@ -128,8 +167,9 @@ pub(crate) fn enqueue_copy_rect(
 ) -> Result<Event> {
     submit(q, wait, |q, n, w| {
         rect_chain(rect, n, w, |r, n, w| {
-            // SAFETY: the dyn layer made the pitches explicit and checked both
-            // boxes against their buffers; the arrays live across the call.
+            // SAFETY: the caller guarantees (the command contract) explicit
+            // pitches and both boxes inside their buffers; `rects_for_opencl`
+            // only splits a box into slices; the arrays live across the call.
             raw_event(unsafe {
                 cq::enqueue_copy_buffer_rect(
                     q,
@@ -150,7 +190,10 @@ pub(crate) fn enqueue_copy_rect(
     })
 }
 
-pub(crate) fn enqueue_read_rect(
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_read_rect(
     q: &Queue,
     b: &Buffer,
     rect: &RectCopy,
@@ -159,8 +202,8 @@ pub(crate) fn enqueue_read_rect(
 ) -> Result<Event> {
     submit(q, wait, |q, n, w| {
         rect_chain(rect, n, w, |r, n, w| {
-            // SAFETY: the boxes were checked against the buffer and `dst`,
-            // which is valid for the command by the promise of `HostPtr::new`.
+            // SAFETY: the caller guarantees (the command contract) the boxes lie
+            // inside the buffer and `dst`, valid for the command (`HostPtr::new`).
             raw_event(unsafe {
                 cq::enqueue_read_buffer_rect(
                     q,
@@ -182,7 +225,10 @@ pub(crate) fn enqueue_read_rect(
     })
 }
 
-pub(crate) fn enqueue_write_rect(
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_write_rect(
     q: &Queue,
     b: &Buffer,
     rect: &RectCopy,
@@ -220,7 +266,11 @@ const FILL_SEED: usize = 64 * 1024;
 /// `clEnqueueFillBuffer`; other lengths (`FILL_ANY_PATTERN`) are built from
 /// a seed buffer holding whole repetitions, copied in, then doubled in place
 /// with non-overlapping `clEnqueueCopyBuffer`s on the same in-order queue.
-pub(crate) fn enqueue_fill(
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_fill(
     q: &Queue,
     b: &Buffer,
     offset: usize,
@@ -230,8 +280,9 @@ pub(crate) fn enqueue_fill(
 ) -> Result<Event> {
     if pattern.len().is_power_of_two() {
         return submit(q, wait, |q, n, w| {
-            // SAFETY: range and pattern were checked by the dyn layer; OpenCL
-            // copies the pattern before the call returns.
+            // SAFETY: the caller guarantees (the command contract) the range lies
+            // inside the buffer and the pattern's length divides offset and
+            // size; OpenCL copies the pattern before the call returns.
             raw_event(unsafe {
                 cq::enqueue_fill_buffer(q, b.raw(), pattern.as_ptr().cast(), pattern.len(), offset, size, n, w)
             })
@@ -250,15 +301,16 @@ pub(crate) fn enqueue_fill(
     })?;
     let tmp = ClBuffer::<u8>::new(raw);
     submit(q, wait, |q, n, w| {
-        // SAFETY: `seed.len() <= size`, inside the checked range; OpenCL keeps
-        // the temporary buffer alive until the copy using it completes.
+        // SAFETY: `seed.len() <= size`, inside the range the caller guarantees
+        // (the command contract); OpenCL keeps the temporary buffer alive
+        // until the copy using it completes.
         let mut last =
             raw_event(unsafe { cq::enqueue_copy_buffer(q, tmp.get(), b.raw(), 0, offset, seed.len(), n, w) })?;
         let mut done = seed.len();
         while done < size {
             let len = done.min(size - done);
             // SAFETY: `[offset, offset + len)` and `[offset + done, offset +
-            // done + len)` are disjoint and inside the checked range; the
+            // done + len)` are disjoint and inside the caller's range; the
             // in-order queue runs the copies after the ones before.
             last = raw_event(unsafe {
                 cq::enqueue_copy_buffer(q, b.raw(), b.raw(), offset, offset + done, len, 0, ptr::null())
@@ -269,7 +321,10 @@ pub(crate) fn enqueue_fill(
     })
 }
 
-pub(crate) fn enqueue_map(
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_map(
     q: &Queue,
     b: &Buffer,
     flags: MapFlags,
@@ -279,8 +334,9 @@ pub(crate) fn enqueue_map(
 ) -> Result<(Event, HostPtr)> {
     let mut out: cl_mem = ptr::null_mut();
     let ev = submit(q, wait, |q, n, w| {
-        // SAFETY: range checked by the dyn layer; the mapped pointer is
-        // written into `out` before the call returns.
+        // SAFETY: the caller guarantees (the command contract) the range lies
+        // inside the buffer; the mapped pointer is written into `out` before
+        // the call returns.
         raw_event(unsafe {
             cq::enqueue_map_buffer(
                 q,
@@ -303,9 +359,13 @@ pub(crate) fn enqueue_map(
     Ok((ev, unsafe { HostPtr::new(out.cast(), size) }))
 }
 
-pub(crate) fn enqueue_unmap(q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_unmap(q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
     submit(q, wait, |q, n, w| {
-        // SAFETY: the dyn layer checked that `mapped` is a live mapping of `b`.
+        // SAFETY: the caller guarantees (enqueue_unmap's contract) `mapped` is
+        // a live mapping of `b`, unmapped once.
         raw_event(unsafe { cq::enqueue_unmap_mem_object(q, b.raw(), mapped.as_ptr().cast(), n, w) })
     })
 }
@@ -315,10 +375,45 @@ pub(crate) fn enqueue_unmap(q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Eve
 /// over-allocating and handing out an aligned interior pointer.
 const SVM_NATIVE_ALIGN: usize = 128;
 
+/// A USM allocation: SVM memory of one context.
+///
+/// It keeps the context alive, so that freeing it can drain the context's
+/// queues first (`clSVMFree` does not wait for commands). Freed by
+/// [`ur_api::Adapter::usm_free`], or when dropped.
+#[derive(Debug)]
+pub struct Usm {
+    /// What `clSVMAlloc` returned (the address handed out may be aligned up
+    /// inside it); `None` once freed.
+    base: Option<Handle<*mut c_void>>,
+    ctx: Arc<ContextInner>,
+}
+
+impl Usm {
+    /// Frees the memory once no command uses it: every queue of the context
+    /// is drained first. On failure the memory stays allocated.
+    pub(crate) fn free(&mut self) -> Result<()> {
+        let Some(base) = self.base else { return Ok(()) };
+        self.ctx.finish_all()?;
+        self.base = None;
+        // SAFETY: `base` is a live SVM allocation of this context (made by
+        // `usm_alloc`, freed only here, once), and every queue that could
+        // use it was drained just above.
+        check(unsafe { clmem::svm_free(self.ctx.cl.get(), base.0) })
+    }
+}
+
+impl Drop for Usm {
+    fn drop(&mut self) {
+        if let Err(e) = self.free() {
+            tracing::warn!(error = %e, "draining the context before freeing SVM memory failed; the memory is leaked");
+        }
+    }
+}
+
 /// Allocates USM memory as SVM (see [`conv::usm_caps_from_svm`] for which
 /// kind gets which grain). SVM is context-wide; a device allocation's device
 /// only decides which device the dyn layer checked for support.
-pub(crate) fn usm_alloc(ctx: &Context, desc: &UsmDesc<&Device>) -> Result<UsmPtr> {
+pub(crate) fn usm_alloc(ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
     let flags = match desc.kind {
         UsmKind::Device => CL_MEM_READ_WRITE,
         UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
@@ -332,44 +427,49 @@ pub(crate) fn usm_alloc(ctx: &Context, desc: &UsmDesc<&Device>) -> Result<UsmPtr
     // SAFETY: alignment is 0 or a power of two <= 128 and the size non-zero;
     // a null result is reported as an error by cl3.
     let base = unsafe { clmem::svm_alloc(ctx.cl.get(), flags, size, native as cl_uint) }
-        .map_err(|_| Error::OutOfDeviceMemory)? as u64;
-    if extra == 0 {
-        return Ok(UsmPtr(base));
-    }
-    let aligned = base.next_multiple_of(desc.align as u64);
-    ctx.svm_offsets.lock().insert(aligned, base);
-    Ok(UsmPtr(aligned))
+        .map_err(|_| Error::OutOfDeviceMemory)?;
+    let addr = (base as u64).next_multiple_of(desc.align.max(1) as u64);
+    let usm = Usm {
+        base: Some(Handle(base)),
+        ctx: ctx.shared().clone(),
+    };
+    Ok((usm, UsmPtr(addr)))
 }
 
-/// Frees SVM memory once no command uses it: every queue of the context is
-/// drained first (`clSVMFree` itself does not wait).
-pub(crate) fn usm_free(ctx: &Context, p: UsmPtr) -> Result<()> {
-    ctx.finish_all()?;
-    let base = ctx.svm_offsets.lock().remove(&p.0).unwrap_or(p.0);
-    // SAFETY: `base` is a live SVM allocation of this context (the dyn
-    // layer's table names `p`, which maps back to it), unused from now on.
-    check(unsafe { clmem::svm_free(ctx.cl.get(), base as *mut c_void) })
+/// Frees SVM memory once no command uses it (see [`Usm::free`]).
+pub(crate) fn usm_free(mut alloc: Usm) -> Result<()> {
+    alloc.free()
 }
 
-fn addr(m: MemRef) -> *mut c_void {
+fn addr(m: MemArg<'_, OpenClAdapter>) -> *mut c_void {
     match m {
-        MemRef::Usm(p) => p.0 as *mut c_void,
-        MemRef::Host(h) => h.as_ptr().cast(),
+        MemArg::Usm(u) => u.ptr.0 as *mut c_void,
+        MemArg::Host(h) => h.as_ptr().cast(),
     }
 }
-
 /// Copies between SVM and/or host memory. With at least one SVM side this is
 /// `clEnqueueSVMMemcpy` (it takes plain host pointers too). Host to host
 /// needs no SVM: it waits for the queue (and `wait`) with a marker, copies
 /// on the calling thread and returns a marker enqueued after it.
-pub(crate) fn enqueue_usm_copy(q: &Queue, dst: MemRef, src: MemRef, size: usize, wait: &[&Event]) -> Result<Event> {
-    if let (MemRef::Host(d), MemRef::Host(s)) = (dst, src) {
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_usm_copy(
+    q: &Queue,
+    dst: MemArg<'_, OpenClAdapter>,
+    src: MemArg<'_, OpenClAdapter>,
+    size: usize,
+    wait: &[&Event],
+) -> Result<Event> {
+    if let (MemArg::Host(d), MemArg::Host(s)) = (dst, src) {
         return submit(q, wait, |q, n, w| {
             // SAFETY: a marker over live events of the queue's context.
             let before = raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })?;
             check3(before.wait())?;
-            // SAFETY: both spans hold `size` bytes and do not overlap (dyn
-            // layer), and are ours for the command (`HostPtr::new`).
+            // SAFETY: the caller guarantees (the command contract) both spans
+            // hold `size` bytes, do not overlap, and are ours for the command
+            // (`HostPtr::new`).
             unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
             // SAFETY: a marker with no wait list.
             raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
@@ -378,8 +478,10 @@ pub(crate) fn enqueue_usm_copy(q: &Queue, dst: MemRef, src: MemRef, size: usize,
     submit(q, wait, |q, n, w| {
         #[allow(deprecated)]
         // reason: cl3 marks this 2.0 entry point deprecated by mistake (a cfg_attr meant for clEnqueueTask).
-        // SAFETY: SVM sides are allocations of the queue's context, host
-        // sides are valid for the command; ranges were checked by the dyn layer.
+        // SAFETY: the caller guarantees (the command contract) each side holds
+        // `size` bytes, the two do not overlap, host sides are valid for the
+        // command, and SVM sides are usable for a copy here: allocations of
+        // the queue's context (other contexts are never even `Migratable`).
         let r = unsafe { cq::enqueue_svm_mem_cpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) };
         raw_event(r)
     })
@@ -389,26 +491,39 @@ pub(crate) fn enqueue_usm_copy(q: &Queue, dst: MemRef, src: MemRef, size: usize,
 /// pattern lengths by one blocking copy of a seed of whole repetitions,
 /// then in-place doubling copies (the seed is host memory, so that first
 /// copy completes before this call returns).
-pub(crate) fn enqueue_usm_fill(q: &Queue, p: UsmPtr, size: usize, pattern: &[u8], wait: &[&Event]) -> Result<Event> {
-    let dst = p.0 as *mut c_void;
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_usm_fill(
+    q: &Queue,
+    p: UsmRef<'_, OpenClAdapter>,
+    size: usize,
+    pattern: &[u8],
+    wait: &[&Event],
+) -> Result<Event> {
+    let dst = p.ptr.0 as *mut c_void;
     if pattern.len().is_power_of_two() {
         return submit(q, wait, |q, n, w| {
-            // SAFETY: range checked by the dyn layer; the pattern is copied by
-            // OpenCL before the call returns.
+            // SAFETY: the caller guarantees (the command contract) `size` bytes
+            // at `dst` lie in an SVM allocation usable here and the pattern's
+            // length divides `size`; OpenCL copies the pattern before returning.
             raw_event(unsafe { cq::enqueue_svm_mem_fill(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w) })
         });
     }
     let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
     submit(q, wait, |q, n, w| {
         #[allow(deprecated)] // reason: see `enqueue_usm_copy`.
-        // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`.
+        // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`
+        // bytes, inside the range the caller guarantees (the command contract).
         let first = unsafe { cq::enqueue_svm_mem_cpy(q, CL_TRUE, dst, seed.as_ptr().cast(), seed.len(), n, w) };
         let mut last = raw_event(first)?;
         let mut done = seed.len();
         while done < size {
             let len = done.min(size - done);
             #[allow(deprecated)] // reason: see `enqueue_usm_copy`.
-            // SAFETY: disjoint ranges inside the checked allocation range.
+            // SAFETY: disjoint ranges inside the caller's range (`done + len
+            // <= size`), as above.
             let r = unsafe {
                 cq::enqueue_svm_mem_cpy(q, CL_FALSE, dst.cast::<u8>().add(done).cast(), dst, len, 0, ptr::null())
             };
@@ -422,13 +537,23 @@ pub(crate) fn enqueue_usm_fill(q: &Queue, p: UsmPtr, size: usize, pattern: &[u8]
 /// Prefetch: `clEnqueueSVMMigrateMem` to the queue's device on OpenCL 2.1+
 /// devices; where the runtime refuses it, a marker (a prefetch is only a
 /// hint; its ordering is all that must hold).
-pub(crate) fn enqueue_usm_prefetch(q: &Queue, p: UsmPtr, size: usize, wait: &[&Event]) -> Result<Event> {
+///
+/// # Safety
+///
+/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
+pub(crate) unsafe fn enqueue_usm_prefetch(
+    q: &Queue,
+    p: UsmRef<'_, OpenClAdapter>,
+    size: usize,
+    wait: &[&Event],
+) -> Result<Event> {
     let migrate = q.version >= (2, 1);
     submit(q, wait, |q, n, w| {
         if migrate {
-            let ptrs: [*const c_void; 1] = [p.0 as *const c_void];
+            let ptrs: [*const c_void; 1] = [p.ptr.0 as *const c_void];
             let sizes: [usize; 1] = [size];
-            // SAFETY: one range of a live SVM allocation of the queue's context.
+            // SAFETY: the caller guarantees (the command contract) one range of
+            // a live SVM allocation usable here, so of the queue's context.
             match unsafe { cq::enqueue_svm_migrate_mem(q, 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) } {
                 Ok(ev) => return raw_event(Ok(ev)),
                 Err(code) => tracing::debug!(code, "clEnqueueSVMMigrateMem refused; prefetch becomes a marker"),
@@ -437,10 +562,4 @@ pub(crate) fn enqueue_usm_prefetch(q: &Queue, p: UsmPtr, size: usize, wait: &[&E
         // SAFETY: a marker over live events of the queue's context.
         raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })
     })
-}
-
-/// OpenCL SVM has no advice; advice is a hint, so it is accepted and has no effect.
-pub(crate) fn usm_advise(_q: &Queue, _p: UsmPtr, _size: usize, advice: UsmAdvice) -> Result<()> {
-    tracing::trace!(?advice, "USM advice has no OpenCL SVM equivalent; ignored");
-    Ok(())
 }

@@ -10,7 +10,7 @@ use opencl3::memory::ClMem;
 use opencl3::program::Program as ClProgram;
 use opencl3::types::{cl_mem, cl_uint};
 use parking_lot::Mutex;
-use ur_api::{Error, KernelArg, NdRange, ProgramSource, Result};
+use ur_api::{Error, KernelArg, KernelInfo, NdRange, ProgramSource, Result};
 
 use crate::conv::{self, check, check3};
 use crate::device::{Context, Handle};
@@ -38,6 +38,7 @@ pub(crate) fn create_program(ctx: &Context, source: &ProgramSource, options: &st
     let mut cl = match source {
         ProgramSource::OpenClC(src) => check3(ClProgram::create_from_source(&ctx.cl, src))?,
         ProgramSource::SpirV(il) => check3(ClProgram::create_from_il(&ctx.cl, il))?,
+        // Not reached: the dyn layer only passes formats the devices listed.
         other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
     };
     if options.contains('\0') {
@@ -88,22 +89,25 @@ pub(crate) fn create_kernel(p: &Program, name: &str) -> Result<Kernel> {
     })
 }
 
+/// What the dyn layer checks launches against: the argument count
+/// (`CL_KERNEL_NUM_ARGS`). Sizes are left to `clSetKernelArg`, which knows
+/// them and refuses a wrong one.
+pub(crate) fn kernel_info(k: &Kernel) -> KernelInfo {
+    KernelInfo::with_arg_count(k.num_args)
+}
+
 /// Sets every argument and enqueues the launch, under the kernel's lock.
-pub(crate) fn enqueue_launch(
+///
+/// # Safety
+///
+/// The contract of [`ur_api::Adapter::enqueue_launch`].
+pub(crate) unsafe fn enqueue_launch(
     q: &Queue,
     k: &Kernel,
     range: &NdRange,
     args: &[KernelArg<'_, OpenClAdapter>],
     wait: &[&Event],
 ) -> Result<Event> {
-    if args.len() != k.num_args {
-        return Err(Error::InvalidKernelArgs(format!(
-            "kernel `{}` takes {} arguments, {} given",
-            k.name,
-            k.num_args,
-            args.len()
-        )));
-    }
     let kernel = k.cl.lock();
     for (i, a) in args.iter().enumerate() {
         let i = i as cl_uint;
@@ -112,8 +116,9 @@ pub(crate) fn enqueue_launch(
             other => other,
         };
         // SAFETY (all arms): each value pointer is valid for the size given
-        // during the call, which copies it; buffers and SVM pointers are live
-        // objects of the kernel's context (dyn layer).
+        // during the call, which copies it; the caller guarantees (the
+        // launch contract) buffers and SVM pointers are live and usable in
+        // place at the queue's location, so objects of the kernel's context.
         let r = match a {
             KernelArg::Buffer(b) => {
                 let m: cl_mem = b.cl.get();
@@ -121,7 +126,7 @@ pub(crate) fn enqueue_launch(
                 unsafe { clk::set_kernel_arg(kernel.get(), i, size_of::<cl_mem>(), (&raw const m).cast()) }
             }
             // SAFETY: see above.
-            KernelArg::Usm(p) => unsafe { clk::set_kernel_arg_svm_pointer(kernel.get(), i, p.0 as *const c_void) },
+            KernelArg::Usm(p) => unsafe { clk::set_kernel_arg_svm_pointer(kernel.get(), i, p.ptr.0 as *const c_void) },
             // SAFETY: see above.
             KernelArg::Scalar(bytes) => unsafe {
                 clk::set_kernel_arg(kernel.get(), i, bytes.len(), bytes.as_ptr().cast())
@@ -133,8 +138,9 @@ pub(crate) fn enqueue_launch(
     }
     let local = range.local.as_ref().map_or(ptr::null(), |l| l.as_ptr());
     submit(q, wait, |q, n, w| {
-        // SAFETY: dims is 1..=3 and the arrays have 3 entries (dyn layer); all
-        // arguments are set; the arrays live across the call.
+        // SAFETY: the caller guarantees (the launch contract) a well-formed
+        // range (dims 1..=3, the arrays have 3 entries) and one argument per
+        // kernel parameter, all set above; the arrays live across the call.
         raw_event(unsafe {
             cq::enqueue_nd_range_kernel(
                 q,

@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result};
 
 use crate::conv::{self, check, check3};
-use crate::device::{Context, Handle};
+use crate::device::{Context, ContextInner, Handle};
 
 /// What the adapter knows about the commands of one queue.
 #[derive(Debug, Default)]
@@ -133,7 +133,11 @@ pub struct Event {
 }
 
 /// Creates an in-order queue, with the 2.0 entry point where the device has it.
-pub(crate) fn create_raw_queue(ctx: &Context, device: Handle<cl_device_id>, profiling: bool) -> Result<CommandQueue> {
+pub(crate) fn create_raw_queue(
+    ctx: &ContextInner,
+    device: Handle<cl_device_id>,
+    profiling: bool,
+) -> Result<CommandQueue> {
     let props: cl_command_queue_properties = if profiling { CL_QUEUE_PROFILING_ENABLE } else { 0 };
     let raw = if ctx.version_of(device).0 >= 2 {
         let list: [cl_queue_properties; 3] = [CL_QUEUE_PROPERTIES as cl_queue_properties, props, 0];

@@ -6,8 +6,8 @@ mod common;
 
 use common::{pattern, runtime, two_device_platform};
 use ur_api::{
-    ArgValue, BufferDesc, Error, Location, MapFlags, MemFlags, MemoryConnection, NdRange, ProgramSource, QueueProps,
-    RectCopy, RectSide, UsmDesc, UsmKind,
+    ArgValue, BufferDesc, DeviceCaps, Error, Location, MapFlags, MemFlags, MemoryConnection, NdRange, ProgramSource,
+    QueueProps, RectCopy, RectSide, UsmDesc, UsmKind,
 };
 
 #[test]
@@ -125,6 +125,13 @@ fn copy_between_two_pocl_devices_in_one_context() {
     let mut back = vec![0u8; n];
     rt.read(q1, b, 0, &mut back).unwrap();
     assert!(back == data, "copy between PoCL devices corrupted data");
+    // Device 0's buffer is only copied from on device 1's queue, never used
+    // there in place (OpenCL would migrate it behind the manager's back).
+    let mut probe = [0u8; 16];
+    assert!(
+        matches!(rt.read(q1, a, 0, &mut probe), Err(Error::NotAccessible { .. })),
+        "in-place use on another device of the context must be refused"
+    );
 }
 
 #[test]
@@ -241,6 +248,22 @@ fn kernels_with_buffer_scalar_local_and_svm_args() {
             .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(got, input.iter().map(|v| v * 3).collect::<Vec<_>>());
+
+        // A global offset: only items 64.. run again.
+        assert!(info
+            .caps
+            .contains(DeviceCaps::GLOBAL_OFFSET | DeviceCaps::LOCAL_MEMORY_ARGS));
+        let mut shifted = NdRange::d1(n - 64).with_local([64, 1, 1]);
+        shifted.offset = [64, 0, 0];
+        rt.complete(rt.enqueue_launch(q, k, &shifted, &args, &[]).unwrap())
+            .unwrap();
+        rt.read(q, buf, 0, &mut back).unwrap();
+        let got: Vec<u32> = back
+            .chunks(4)
+            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        let want: Vec<u32> = input.iter().map(|&v| if v < 64 { v * 3 } else { v * 9 }).collect();
+        assert_eq!(got, want, "launch with a global offset");
 
         // Too few arguments is an error, not a launch with stale ones.
         assert!(matches!(

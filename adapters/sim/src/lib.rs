@@ -16,13 +16,22 @@
 //!   interprets; mapping copies into a host staging buffer and unmapping
 //!   writes it back (for `WRITE`/`WRITE_INVALIDATE`). Data moves only through
 //!   the adapter's commands. Host USM is real host memory. Shared USM is
-//!   absent (the capability flag says so).
+//!   not advertised (no `UsmCaps::SHARED`), so the dyn layer refuses it and
+//!   the adapter has no branch for it.
+//! - **USM allocations are objects** ([`SimUsm`]: an arena allocation or a
+//!   host block). The dyn layer resolves every USM pointer to its allocation
+//!   and offset, so the sim keeps no pointer table; it only hands out the
+//!   fake device addresses. Freeing drops the object; commands in flight
+//!   hold the memory, so the arena gets it back when the last has run.
 //! - **Connections per ordered device pair.** Contexts are made at run time,
 //!   so the topology states, per ordered pair, what holds within one context
 //!   and across contexts ([`PairRule`]); defaults: same device and context
 //!   `Unified`, other device of the same context `Migratable`, different
-//!   contexts or platforms `None`. The sim itself can copy between any two
-//!   arenas; the dyn layer only lets through what the answer allows.
+//!   contexts or platforms `None`. Every answer is true to the sim: it can
+//!   copy between any two arenas (`Migratable` holds everywhere) and its
+//!   commands address any arena in place (`Unified` holds wherever stated).
+//!   The dyn layer lets memory be used on a queue of another location only
+//!   where the answer is `Unified`, or `Migratable` for copies.
 //! - **Link model, off by default.** Each device has a host link (bandwidth,
 //!   latency), pairs may have a peer link. With the model on, every transfer
 //!   over a link holds it (one at a time per link, links in parallel) and
@@ -31,7 +40,23 @@
 //!   transfer after k bytes, marks devices lost or caps their memory. No
 //!   randomness anywhere.
 //! - **Queues** are in order, one worker thread each (`queue.rs`); kernels are
-//!   host kernels ([`ur_api::HostKernelLibrary`]) run over arena memory.
+//!   host kernels ([`ur_api::HostKernelLibrary`]), with `ur-api`'s shared
+//!   program and kernel types (`ur_api::host_kernel`, as the native adapter):
+//!   a launch runs with the arenas of its memory arguments locked. Host code
+//!   takes a global offset and local-memory arguments, so the devices say so.
+//! - **No validation, no books.** The data-path methods are `unsafe fn`
+//!   whose contracts (see [`ur_api::Adapter`]) carry what the dyn layer
+//!   checked: regions in bounds, memory usable at the queue's location,
+//!   live USM ranges, pattern lengths, kernel argument counts, host
+//!   registrations (the dyn layer keeps those books). What the sim still
+//!   checks is its own behaviour: lost devices, injected faults, arena
+//!   budgets.
+//! - **One shared state, below everything.** `state.rs` holds the machine
+//!   ([`SimAdapter`] and its [`SimFaults`]/[`SimLinks`] handles share it):
+//!   devices with their arenas, links and lost flags, the armed faults. It
+//!   depends on no other module but the topology and the link model;
+//!   `device.rs` (platforms, devices, contexts, connections), `memory.rs`,
+//!   `queue.rs`, `program.rs` and `faults.rs` (the public handles) build on it.
 //!
 //! ## The topology text format (`UR_SIM_TOPOLOGY`)
 //!
@@ -93,6 +118,7 @@ mod link;
 mod memory;
 mod program;
 mod queue;
+mod state;
 mod topology;
 
 #[cfg(test)]
@@ -101,21 +127,23 @@ mod tests;
 use std::sync::Arc;
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, Loc, MapFlags, MemRef, MemoryConnection,
-    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice, UsmDesc, UsmPtr,
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
+    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
+    UsmDesc, UsmPtr, UsmRef,
 };
 
-pub use device::{SimContext, SimDevice, SimPlatform, DEVICE_SPACE_BASE, DEVICE_SPACE_STRIDE};
+pub use device::{SimContext, SimDevice, SimPlatform};
 pub use faults::{LinkStats, SimFaults, SimLinks, INJECTED_TRANSFER_FAULT};
-pub use memory::SimBuffer;
+pub use memory::{SimBuffer, SimUsm};
 pub use program::{SimKernel, SimProgram};
 pub use queue::{SimEvent, SimQueue};
+pub use state::{DEVICE_SPACE_BASE, DEVICE_SPACE_STRIDE};
 pub use topology::{
     DeviceSpec, LinkSpec, PairRule, PlatformSpec, Topology, TopologyBuilder, TopologyError, TOPOLOGY_ENV,
 };
 
-use device::Shared;
-use memory::{Mapping, Mem};
+use memory::{HostBlock, Mapping, Operand};
+use state::{SimState, ARENA_ALIGN};
 
 /// The simulated-device adapter over one [`Topology`].
 ///
@@ -131,16 +159,45 @@ use memory::{Mapping, Mem};
 /// faults.lose_device("gpu1")?;
 /// # Ok::<(), ur_api::Error>(())
 /// ```
+///
+/// Used directly through the static [`Adapter`] trait, whose data-path
+/// methods are `unsafe` (the caller takes on the checks the dyn layer
+/// would make):
+///
+/// ```
+/// use ur_api::{Adapter, BufferDesc, HostPtr, QueueProps};
+/// use ur_sim::{SimAdapter, Topology};
+///
+/// let a = SimAdapter::new(Topology::single_device());
+/// let platform = a.platforms()?.remove(0);
+/// let dev = a.devices(&platform)?.remove(0);
+/// let ctx = a.create_context(&[&dev])?;
+/// let q = a.create_queue(&ctx, &dev, &QueueProps::default())?;
+/// // SAFETY: a non-zero size within the device's limit, no host memory.
+/// let buf = unsafe { a.create_buffer(&ctx, &BufferDesc::new(8).on(&dev), None)? };
+/// // SAFETY: the fill lies inside the 8-byte buffer, which is at the queue's location.
+/// let filled = unsafe { a.enqueue_fill(&q, &buf, 0, 8, &[0xAB], &[])? };
+/// let mut out = [0u8; 8];
+/// // SAFETY: `out` outlives the wait below and nothing else touches it;
+/// // the read lies inside the buffer.
+/// let read = unsafe {
+///     let dst = HostPtr::new(out.as_mut_ptr(), out.len());
+///     a.enqueue_read(&q, &buf, 0, dst, &[&filled])?
+/// };
+/// a.wait(&[&read])?;
+/// assert_eq!(out, [0xAB; 8]);
+/// # Ok::<(), ur_api::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct SimAdapter {
-    shared: Arc<Shared>,
+    state: Arc<SimState>,
 }
 
 impl SimAdapter {
     /// An adapter over `topology`.
     pub fn new(topology: Topology) -> Self {
         SimAdapter {
-            shared: Arc::new(Shared::new(topology)),
+            state: Arc::new(SimState::new(topology)),
         }
     }
 
@@ -157,20 +214,20 @@ impl SimAdapter {
 
     /// The topology simulated.
     pub fn topology(&self) -> &Topology {
-        &self.shared.topology
+        &self.state.topology
     }
 
     /// The fault-injection handle (clone it freely; it outlives moves of the adapter).
     pub fn faults(&self) -> SimFaults {
         SimFaults {
-            shared: self.shared.clone(),
+            state: self.state.clone(),
         }
     }
 
     /// The link-model handle: on/off and per-link traffic counters.
     pub fn links(&self) -> SimLinks {
         SimLinks {
-            shared: self.shared.clone(),
+            state: self.state.clone(),
         }
     }
 
@@ -178,26 +235,24 @@ impl SimAdapter {
         &self,
         queue: &SimQueue,
         wait: &[&SimEvent],
-        work: impl FnOnce(&Shared) -> Result<()> + Send + 'static,
+        work: impl FnOnce(&SimState) -> Result<()> + Send + 'static,
     ) -> Result<SimEvent> {
-        let shared = self.shared.clone();
-        queue.submit(wait, Box::new(move || work(&shared)))
+        let state = self.state.clone();
+        queue.submit(wait, Box::new(move || work(&state)))
     }
 
-    /// Enqueues one transfer of `rows` from `src` to `dst`.
+    /// Enqueues one transfer of `rows` from `src` to `dst` (through the
+    /// link model, as one transfer however many rows).
     fn enqueue_transfer(
         &self,
         queue: &SimQueue,
-        src: Mem,
-        dst: Mem,
+        src: Operand,
+        dst: Operand,
         rows: Vec<(usize, usize, usize)>,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        for m in [&src, &dst] {
-            if let Some(d) = m.device() {
-                d.check()?;
-            }
-        }
+        src.check()?;
+        dst.check()?;
         self.submit(queue, wait, move |s| memory::transfer(s, &src, &dst, &rows, true))
     }
 }
@@ -213,6 +268,7 @@ impl Adapter for SimAdapter {
     type Device = SimDevice;
     type Context = SimContext;
     type Buffer = SimBuffer;
+    type Usm = SimUsm;
     type Queue = SimQueue;
     type Event = SimEvent;
     type Program = SimProgram;
@@ -223,59 +279,62 @@ impl Adapter for SimAdapter {
     }
 
     fn platforms(&self) -> Result<Vec<SimPlatform>> {
-        Ok((0..self.shared.topology.platforms().len())
+        Ok((0..self.state.topology.platforms().len())
             .map(|index| SimPlatform { index })
             .collect())
     }
 
     fn platform_info(&self, platform: &SimPlatform) -> Result<PlatformInfo> {
-        Ok(device::platform_info(&self.shared, platform))
+        Ok(device::platform_info(&self.state, platform))
     }
 
     fn devices(&self, platform: &SimPlatform) -> Result<Vec<SimDevice>> {
-        Ok(device::devices(&self.shared, platform))
+        Ok(device::devices(&self.state, platform))
     }
 
     fn device_info(&self, device: &SimDevice) -> Result<DeviceInfo> {
-        Ok(device.0.info())
+        Ok(device::device_info(&device.0))
     }
 
     fn create_context(&self, devices: &[&SimDevice]) -> Result<SimContext> {
-        device::create_context(&self.shared, devices)
+        device::create_context(&self.state, devices)
     }
 
     fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
-        device::memory_connection(&self.shared, src, dst)
+        device::memory_connection(&self.state, src, dst)
     }
 
-    fn create_buffer(
+    unsafe fn create_buffer(
         &self,
         ctx: &SimContext,
         desc: &BufferDesc<&SimDevice>,
         init: Option<HostPtr>,
     ) -> Result<SimBuffer> {
-        memory::create_buffer(&self.shared, ctx, desc, init)
+        // SAFETY: `init` is readable for `desc.size` bytes with COPY_HOST_PTR
+        // (this method's contract, passed on).
+        unsafe { memory::create_buffer(&self.state, ctx, desc, init) }
     }
 
-    fn create_sub_buffer(&self, parent: &SimBuffer, offset: usize, size: usize) -> Result<SimBuffer> {
-        parent.alloc.device.check()?;
+    unsafe fn create_sub_buffer(&self, parent: &SimBuffer, offset: usize, size: usize) -> Result<SimBuffer> {
+        parent.device().check()?;
         Ok(memory::create_sub_buffer(parent, offset, size))
     }
 
-    fn usm_alloc(&self, ctx: &SimContext, desc: &UsmDesc<&SimDevice>) -> Result<UsmPtr> {
-        memory::usm_alloc(&self.shared, ctx, desc)
+    fn usm_alloc(&self, ctx: &SimContext, desc: &UsmDesc<&SimDevice>) -> Result<(SimUsm, UsmPtr)> {
+        memory::usm_alloc(&self.state, ctx, desc)
     }
 
-    fn usm_free(&self, _ctx: &SimContext, ptr: UsmPtr) -> Result<()> {
-        memory::usm_free(&self.shared, ptr)
+    unsafe fn host_register(&self, ctx: &SimContext, _mem: HostPtr) -> Result<()> {
+        // The sim moves registered and pageable host memory alike: nothing
+        // to pin. The dyn layer keeps the books (overlaps, exact unregistration).
+        for d in &ctx.devices {
+            d.check()?;
+        }
+        Ok(())
     }
 
-    fn host_register(&self, ctx: &SimContext, mem: HostPtr) -> Result<()> {
-        memory::host_register(ctx, mem)
-    }
-
-    fn host_unregister(&self, ctx: &SimContext, mem: HostPtr) -> Result<()> {
-        memory::host_unregister(ctx, mem)
+    unsafe fn host_unregister(&self, _ctx: &SimContext, _mem: HostPtr) -> Result<()> {
+        Ok(())
     }
 
     fn create_queue(&self, _ctx: &SimContext, device: &SimDevice, _props: &QueueProps) -> Result<SimQueue> {
@@ -305,14 +364,18 @@ impl Adapter for SimAdapter {
     }
 
     fn create_program(&self, _ctx: &SimContext, source: &ProgramSource, _options: &str) -> Result<SimProgram> {
-        program::create_program(source)
+        SimProgram::build(source)
     }
 
     fn create_kernel(&self, program: &SimProgram, name: &str) -> Result<SimKernel> {
-        program::create_kernel(program, name)
+        program.kernel(name)
     }
 
-    fn enqueue_read(
+    fn kernel_info(&self, kernel: &SimKernel) -> KernelInfo {
+        kernel.info()
+    }
+
+    unsafe fn enqueue_read(
         &self,
         queue: &SimQueue,
         buffer: &SimBuffer,
@@ -321,10 +384,10 @@ impl Adapter for SimAdapter {
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
         let rows = vec![(0, 0, dst.len())];
-        self.enqueue_transfer(queue, buffer.mem(offset), Mem::host(dst), rows, wait)
+        self.enqueue_transfer(queue, buffer.operand(offset), Operand::host(dst), rows, wait)
     }
 
-    fn enqueue_write(
+    unsafe fn enqueue_write(
         &self,
         queue: &SimQueue,
         buffer: &SimBuffer,
@@ -333,10 +396,10 @@ impl Adapter for SimAdapter {
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
         let rows = vec![(0, 0, src.len())];
-        self.enqueue_transfer(queue, Mem::host(src), buffer.mem(offset), rows, wait)
+        self.enqueue_transfer(queue, Operand::host(src), buffer.operand(offset), rows, wait)
     }
 
-    fn enqueue_copy(
+    unsafe fn enqueue_copy(
         &self,
         queue: &SimQueue,
         src: &SimBuffer,
@@ -346,16 +409,14 @@ impl Adapter for SimAdapter {
         size: usize,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        self.enqueue_transfer(
-            queue,
-            src.mem(src_offset),
-            dst.mem(dst_offset),
-            vec![(0, 0, size)],
-            wait,
-        )
+        let (s, d) = (src.operand(src_offset), dst.operand(dst_offset));
+        self.enqueue_transfer(queue, s, d, vec![(0, 0, size)], wait)
     }
 
-    fn enqueue_copy_rect(
+    // The rect copies are the sim's own: one transfer through the link model
+    // (one latency, the link held once), not one per row as the defaults.
+
+    unsafe fn enqueue_copy_rect(
         &self,
         queue: &SimQueue,
         src: &SimBuffer,
@@ -363,10 +424,10 @@ impl Adapter for SimAdapter {
         rect: &RectCopy,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        self.enqueue_transfer(queue, src.mem(0), dst.mem(0), rect_rows(rect), wait)
+        self.enqueue_transfer(queue, src.operand(0), dst.operand(0), rect_rows(rect), wait)
     }
 
-    fn enqueue_read_rect(
+    unsafe fn enqueue_read_rect(
         &self,
         queue: &SimQueue,
         buffer: &SimBuffer,
@@ -374,10 +435,10 @@ impl Adapter for SimAdapter {
         dst: HostPtr,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        self.enqueue_transfer(queue, buffer.mem(0), Mem::host(dst), rect_rows(rect), wait)
+        self.enqueue_transfer(queue, buffer.operand(0), Operand::host(dst), rect_rows(rect), wait)
     }
 
-    fn enqueue_write_rect(
+    unsafe fn enqueue_write_rect(
         &self,
         queue: &SimQueue,
         buffer: &SimBuffer,
@@ -385,10 +446,10 @@ impl Adapter for SimAdapter {
         src: HostPtr,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        self.enqueue_transfer(queue, Mem::host(src), buffer.mem(0), rect_rows(rect), wait)
+        self.enqueue_transfer(queue, Operand::host(src), buffer.operand(0), rect_rows(rect), wait)
     }
 
-    fn enqueue_fill(
+    unsafe fn enqueue_fill(
         &self,
         queue: &SimQueue,
         buffer: &SimBuffer,
@@ -397,12 +458,12 @@ impl Adapter for SimAdapter {
         pattern: &[u8],
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        buffer.alloc.device.check()?;
-        let (dst, pattern) = (buffer.mem(offset), pattern.to_vec());
+        buffer.device().check()?;
+        let (dst, pattern) = (buffer.operand(offset), pattern.to_vec());
         self.submit(queue, wait, move |_| memory::fill(&dst, 0, size, &pattern))
     }
 
-    fn enqueue_map(
+    unsafe fn enqueue_map(
         &self,
         queue: &SimQueue,
         buffer: &SimBuffer,
@@ -411,21 +472,21 @@ impl Adapter for SimAdapter {
         size: usize,
         wait: &[&SimEvent],
     ) -> Result<(SimEvent, HostPtr)> {
-        buffer.alloc.device.check()?;
-        let staging = Arc::new(memory::HostBlock::zeroed(size, memory::ARENA_ALIGN)?);
+        buffer.device().check()?;
+        let staging = Arc::new(HostBlock::zeroed(size, ARENA_ALIGN)?);
         // SAFETY: the staging block is owned by the mapping record (and the
         // commands below) until unmap; the user owns it in between, as the map
         // contract says.
         let mapped = unsafe { HostPtr::new(staging.as_ptr(), size) };
         let read = !flags.contains(MapFlags::WRITE_INVALIDATE);
         let write_back = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE);
-        let src = buffer.mem(offset);
+        let src = buffer.operand(offset);
         let keep = staging.clone();
         let ev = self.submit(queue, wait, move |s| {
             if !read {
-                return src.device().map_or(Ok(()), |d| d.check());
+                return src.check();
             }
-            let dst = Mem::Host {
+            let dst = Operand::Host {
                 addr: keep.as_ptr() as usize,
                 len: size,
                 keep: Some(keep.clone()),
@@ -441,15 +502,19 @@ impl Adapter for SimAdapter {
         Ok((ev, mapped))
     }
 
-    fn enqueue_unmap(
+    unsafe fn enqueue_unmap(
         &self,
         queue: &SimQueue,
         buffer: &SimBuffer,
         mapped: HostPtr,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        let m = buffer.take_mapping(mapped)?;
-        let dst = Mem::Dev {
+        // `mapped` is a live mapping of `buffer` (the contract); a record
+        // that is absent anyway has nothing to write back.
+        let Some(m) = buffer.take_mapping(mapped) else {
+            return self.enqueue_barrier(queue, wait);
+        };
+        let dst = Operand::Dev {
             alloc: buffer.alloc.clone(),
             offset: m.offset,
         };
@@ -457,7 +522,7 @@ impl Adapter for SimAdapter {
             if !m.write_back {
                 return Ok(());
             }
-            let src = Mem::Host {
+            let src = Operand::Host {
                 addr: m.staging.as_ptr() as usize,
                 len: m.size,
                 keep: Some(m.staging.clone()),
@@ -466,53 +531,57 @@ impl Adapter for SimAdapter {
         })
     }
 
-    fn enqueue_usm_copy(
+    unsafe fn enqueue_usm_copy(
         &self,
         queue: &SimQueue,
-        dst: MemRef,
-        src: MemRef,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
         size: usize,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        let src = self.shared.usm.resolve_ref(src)?;
-        let dst = self.shared.usm.resolve_ref(dst)?;
+        let (src, dst) = (Operand::mem_arg(src), Operand::mem_arg(dst));
         self.enqueue_transfer(queue, src, dst, vec![(0, 0, size)], wait)
     }
 
-    fn enqueue_usm_fill(
+    unsafe fn enqueue_usm_fill(
         &self,
         queue: &SimQueue,
-        ptr: UsmPtr,
+        ptr: UsmRef<'_, Self>,
         size: usize,
         pattern: &[u8],
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        let dst = self.shared.usm.resolve(ptr)?;
-        if let Some(d) = dst.device() {
-            d.check()?;
-        }
+        let dst = Operand::usm(ptr);
+        dst.check()?;
         let pattern = pattern.to_vec();
         self.submit(queue, wait, move |_| memory::fill(&dst, 0, size, &pattern))
     }
 
-    fn enqueue_usm_prefetch(
+    unsafe fn enqueue_usm_prefetch(
         &self,
         queue: &SimQueue,
-        ptr: UsmPtr,
+        ptr: UsmRef<'_, Self>,
         _size: usize,
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        // Device memory stays where it is and host USM is host memory: nothing moves.
-        let mem = self.shared.usm.resolve(ptr)?;
-        self.submit(queue, wait, move |_| mem.device().map_or(Ok(()), |d| d.check()))
+        // Device memory stays where it is and host USM is host memory:
+        // nothing moves, but memory on a lost device fails the command.
+        let device = ptr.alloc.device().cloned();
+        self.submit(queue, wait, move |_| device.map_or(Ok(()), |d| d.check()))
     }
 
-    fn usm_advise(&self, queue: &SimQueue, ptr: UsmPtr, _size: usize, _advice: UsmAdvice) -> Result<()> {
-        queue.device.check()?;
-        self.shared.usm.resolve(ptr).map(drop)
+    unsafe fn usm_advise(
+        &self,
+        queue: &SimQueue,
+        _ptr: UsmRef<'_, Self>,
+        _size: usize,
+        _advice: UsmAdvice,
+    ) -> Result<()> {
+        // Advice changes nothing here; a lost device still answers so.
+        queue.device.check()
     }
 
-    fn enqueue_launch(
+    unsafe fn enqueue_launch(
         &self,
         queue: &SimQueue,
         kernel: &SimKernel,
@@ -520,8 +589,8 @@ impl Adapter for SimAdapter {
         args: &[KernelArg<'_, Self>],
         wait: &[&SimEvent],
     ) -> Result<SimEvent> {
-        let launch = program::prepare(&self.shared, kernel, range, args)?;
-        self.submit(queue, wait, move |_| launch.run())
+        let launch = program::prepare(kernel, range, args)?;
+        self.submit(queue, wait, move |_| program::run(&launch))
     }
 
     fn enqueue_barrier(&self, queue: &SimQueue, wait: &[&SimEvent]) -> Result<SimEvent> {

@@ -12,7 +12,7 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex};
 use ur_api::{Error, EventStatus, ProfilingInfo, Result};
 
-use crate::device::DeviceState;
+use crate::state::DeviceState;
 
 /// Work of one command.
 pub(crate) type Work = Box<dyn FnOnce() -> Result<()> + Send>;
@@ -206,11 +206,11 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::device::Shared;
+    use crate::state::SimState;
     use crate::topology::Topology;
 
-    fn queue() -> (Arc<Shared>, SimQueue) {
-        let s = Arc::new(Shared::new(Topology::single_device()));
+    fn queue() -> (Arc<SimState>, SimQueue) {
+        let s = Arc::new(SimState::new(Topology::single_device()));
         let q = SimQueue::new(s.devices[0].clone()).unwrap();
         (s, q)
     }

@@ -341,3 +341,136 @@ fn usm_copy_between_devices_of_one_context() {
     r.rt.wait(&[e1, e2]).unwrap();
     assert_eq!(host, [4u8; 32]);
 }
+
+#[test]
+fn memory_is_used_only_where_the_connection_allows() {
+    // gpu0 -> gpu1 is `Migratable` in one context: copies yes, in place no.
+    let r = rig(Topology::two_devices_peer());
+    let ctx = r.rt.create_context(&r.devs).unwrap();
+    let q1 = r.rt.create_queue(ctx, r.devs[1], &QueueProps::default()).unwrap();
+    let a =
+        r.rt.create_buffer(ctx, &BufferDesc::new(16).on(r.devs[0]), None)
+            .unwrap();
+    let b =
+        r.rt.create_buffer(ctx, &BufferDesc::new(16).on(r.devs[1]), None)
+            .unwrap();
+    let refused = Error::NotAccessible {
+        what: "buffer",
+        connection: MemoryConnection::Migratable,
+        copy: false,
+    };
+    assert_eq!(r.rt.write(q1, a, 0, &[1; 16]), Err(refused));
+    assert!(matches!(
+        r.rt.enqueue_fill(q1, a, 0, 16, &[1], &[]),
+        Err(Error::NotAccessible { copy: false, .. })
+    ));
+    r.rt.complete(r.rt.enqueue_copy(q1, a, 0, b, 0, 16, &[]).unwrap())
+        .unwrap();
+
+    // Across platforms the answer is `None`: not even a copy.
+    let r = rig(Topology::two_platforms());
+    let (c0, _) = r.ctx_queue(0);
+    let (c1, q1) = r.ctx_queue(1);
+    let a = r.rt.create_buffer(c0, &BufferDesc::new(16), None).unwrap();
+    let b = r.rt.create_buffer(c1, &BufferDesc::new(16), None).unwrap();
+    assert!(matches!(
+        r.rt.enqueue_copy(q1, a, 0, b, 0, 16, &[]),
+        Err(Error::NotAccessible {
+            connection: MemoryConnection::None,
+            copy: true,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_unified_pair_is_used_in_place() {
+    // Where the topology says `Unified`, commands at the other device touch
+    // the memory as it is: true of the sim, whose commands reach every arena.
+    let r = rig(Topology::parse("platform p: a, b; pair a<->b same=unified").unwrap());
+    let ctx = r.rt.create_context(&r.devs).unwrap();
+    let qb = r.rt.create_queue(ctx, r.devs[1], &QueueProps::default()).unwrap();
+    let on_a =
+        r.rt.create_buffer(ctx, &BufferDesc::new(8).on(r.devs[0]), None)
+            .unwrap();
+    r.rt.write(qb, on_a, 0, b"in place").unwrap();
+    let mut back = [0u8; 8];
+    r.rt.read(qb, on_a, 0, &mut back).unwrap();
+    assert_eq!(&back, b"in place");
+    assert_eq!(r.links.host_link("a").unwrap().bytes, 16);
+}
+
+#[test]
+fn host_registration_books_are_the_dyn_layers_and_lost_devices_refuse() {
+    let r = rig(Topology::single_device());
+    let (ctx, _) = r.ctx_queue(0);
+    let mut mem = vec![0u8; 256];
+    // SAFETY: registration never touches the memory; `mem` outlives the test
+    // and every range is unregistered before it ends.
+    let (all, part) = unsafe {
+        (
+            HostPtr::new(mem.as_mut_ptr(), 256),
+            HostPtr::new(mem.as_mut_ptr().add(64), 64),
+        )
+    };
+    r.rt.host_register(ctx, all).unwrap();
+    assert!(r.rt.host_register(ctx, part).is_err(), "overlap");
+    assert!(r.rt.host_unregister(ctx, part).is_err(), "not registered");
+    r.rt.host_unregister(ctx, all).unwrap();
+    r.faults.lose_device("sim0").unwrap();
+    assert_eq!(r.rt.host_register(ctx, part), Err(Error::DeviceLost));
+}
+
+#[test]
+fn static_usm_free_while_in_flight_is_deferred() {
+    use ur_api::{Adapter, KernelArg, UsmRef};
+
+    let sim = SimAdapter::new(Topology::single_device());
+    let faults = sim.faults();
+    let platform = sim.platforms().unwrap().remove(0);
+    let dev = sim.devices(&platform).unwrap().remove(0);
+    let ctx = sim.create_context(&[&dev]).unwrap();
+    let q = sim.create_queue(&ctx, &dev, &QueueProps::default()).unwrap();
+    let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+    let gate_rx = parking_lot::Mutex::new(gate_rx);
+    let mut lib = HostKernelLibrary::new();
+    lib.register("gated", 0, move |_: &HostArgs<'_>| {
+        gate_rx.lock().recv().map_err(|e| e.to_string())
+    });
+    lib.register("add1", 1, |a: &HostArgs<'_>| {
+        // SAFETY: the launch has exclusive access to its one memory argument.
+        unsafe { a.mem_mut::<u8>(0)? }.iter_mut().for_each(|x| *x += 1);
+        Ok(())
+    });
+    let prog = sim
+        .create_program(&ctx, &ProgramSource::Host(Arc::new(lib)), "")
+        .unwrap();
+    let (gated, add1) = (
+        sim.create_kernel(&prog, "gated").unwrap(),
+        sim.create_kernel(&prog, "add1").unwrap(),
+    );
+    assert_eq!(sim.kernel_info(&add1), ur_api::KernelInfo::with_arg_count(1));
+    let (usm, p) = sim
+        .usm_alloc(&ctx, &UsmDesc::new(UsmKind::Device, 64).on(&dev))
+        .unwrap();
+    let at = |offset| UsmRef {
+        alloc: &usm,
+        offset,
+        ptr: p.offset(offset),
+    };
+    // SAFETY: in this test's commands every USM range lies inside the
+    // 64-byte allocation, which is at the queue's location; the kernels'
+    // argument counts match.
+    let last = unsafe {
+        sim.enqueue_launch(&q, &gated, &NdRange::d1(1), &[], &[]).unwrap();
+        sim.enqueue_usm_fill(&q, at(0), 64, &[7], &[]).unwrap();
+        sim.enqueue_launch(&q, &add1, &NdRange::d1(1), &[KernelArg::Usm(at(32))], &[])
+            .unwrap()
+    };
+    // SAFETY: `usm` was made in `ctx` and is not used by later commands.
+    unsafe { sim.usm_free(&ctx, usm) }.unwrap();
+    assert_eq!(faults.memory_used("sim0").unwrap(), 64, "held by the commands");
+    gate_tx.send(()).unwrap();
+    sim.wait(&[&last]).unwrap();
+    assert_eq!(faults.memory_used("sim0").unwrap(), 0, "released after them");
+}

@@ -1,29 +1,76 @@
 //! Running plans: allocation (with eviction on out-of-memory), zero fill,
-//! host writes and reads, adapter copies and host-staged copies.
+//! host writes and reads, adapter copies and host-staged copies, blocking
+//! or chained on events ([`Exec`]).
+
+pub(crate) mod events;
+pub(crate) mod evict;
+mod measure;
 
 use std::ops::Range;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use ur_api::{BufferDesc, Error, Runtime};
+use ur_api::{BufferDesc, Error, EventId};
 
 use crate::error::{MmError, Result};
-use crate::evict::{self, Evicted};
-use crate::manager::Inner;
 use crate::mapped::mapped_copy;
 use crate::plan::{Access, Route, Step};
 use crate::residency::{Mem, Residency, Slot};
-use crate::route::{self, LinkCost, HOST};
-use crate::staging::{pipelined_copy, HostMem, Side};
+use crate::route::{self, HOST};
+use crate::staging::{pipelined_copy, Side};
+use crate::state::ManagerState;
+use events::{enqueue_after, OwnedEvent};
+use evict::Evicted;
+pub(crate) use measure::{calibrate, measure_for};
+
+/// How the steps of a plan run.
+pub(crate) struct Exec<'a> {
+    /// Events the caller's earlier work produced: every step waits for them.
+    pub wait: &'a [EventId],
+    /// Wait for each operation before the next step (errors are then
+    /// reported by the step that caused them).
+    pub blocking: bool,
+    /// Asynchronous mode: the events of the operations enqueued.
+    pub events: Vec<Arc<OwnedEvent>>,
+}
+
+impl Exec<'static> {
+    /// Every step completes before the next one starts.
+    pub(crate) fn blocking() -> Self {
+        Exec {
+            wait: &[],
+            blocking: true,
+            events: Vec::new(),
+        }
+    }
+}
+
+impl<'a> Exec<'a> {
+    /// Steps enqueued after `wait`, chained on events, not waited for.
+    pub(crate) fn chained(wait: &'a [EventId]) -> Self {
+        Exec {
+            wait,
+            blocking: false,
+            events: Vec::new(),
+        }
+    }
+}
 
 /// Plans and runs one access on a locked buffer; returns the target place.
 pub(crate) fn run_access(
-    inner: &Inner,
+    inner: &ManagerState,
     res: &mut Residency,
     access: Access,
     place: usize,
     range: Range<usize>,
+    exec: &mut Exec<'_>,
 ) -> Result<usize> {
+    let failed = res.confirm();
+    inner.counters.failed_copies.fetch_add(failed, Relaxed);
+    for s in res.slots.iter_mut().flatten() {
+        s.reap();
+    }
     loop {
         if inner.is_lost(place) {
             return Err(Error::DeviceLost.into());
@@ -38,15 +85,17 @@ pub(crate) fn run_access(
                 });
             }
         }
+        if access.reads_old_data() {
+            measure_for(inner, res, place, &lost);
+        }
         let view = res.masked_view(&lost);
         let plan = route::plan_access(inner, &view, &res.name, res.size, access, place, range.clone());
         tracing::trace!(plan = %plan.explain(), "running");
-        let now = inner.tick();
         let generation = res.evictions;
         let mut failed = None;
         let mut stale_plan = false;
         for step in &plan.steps {
-            if let Err(e) = run_step(inner, res, step) {
+            if let Err(e) = run_step(inner, res, step, exec) {
                 failed = Some((e, step));
                 break;
             }
@@ -74,8 +123,7 @@ pub(crate) fn run_access(
             }
             Some((e, _)) => return Err(e),
         }
-        let slot = res.slots[plan.target].as_mut().expect("allocated by the plan");
-        slot.last_use = now;
+        inner.touch(res, plan.target);
         if access.writes() {
             res.mark_written(plan.target, range);
         } else {
@@ -95,11 +143,11 @@ fn device_lost(e: &MmError) -> bool {
 }
 
 /// Runs one step; on success the destination range is marked valid.
-pub(crate) fn run_step(inner: &Inner, res: &mut Residency, step: &Step) -> Result<()> {
+pub(crate) fn run_step(inner: &ManagerState, res: &mut Residency, step: &Step, exec: &mut Exec<'_>) -> Result<()> {
     match step {
         Step::Allocate { place, .. } => allocate(inner, res, *place),
         Step::Zero { place, range } => {
-            zero(inner, res, *place, range.clone())?;
+            zero(inner, res, *place, range.clone(), exec)?;
             res.mark_valid(*place, range.clone());
             Ok(())
         }
@@ -112,7 +160,7 @@ pub(crate) fn run_step(inner: &Inner, res: &mut Residency, step: &Step) -> Resul
             if matches!(route, Route::Mapped { .. }) {
                 c.mapped_copies.fetch_add(1, Relaxed);
             }
-            copy(inner, res, *from, *to, range.clone(), *route).map_err(|source| {
+            copy(inner, res, *from, *to, range.clone(), *route, exec).map_err(|source| {
                 c.failed_copies.fetch_add(1, Relaxed);
                 MmError::CopyFailed {
                     buffer: res.name.clone(),
@@ -124,9 +172,7 @@ pub(crate) fn run_step(inner: &Inner, res: &mut Residency, step: &Step) -> Resul
             })?;
             c.bytes_moved.fetch_add(range.len() as u64, Relaxed);
             res.mark_valid(*to, range.clone());
-            if let Some(s) = res.slots[*from].as_mut() {
-                s.last_use = inner.tick();
-            }
+            inner.touch(res, *from);
             Ok(())
         }
     }
@@ -141,11 +187,13 @@ fn is_oom(e: &Error) -> bool {
 /// elsewhere (writing sole copies back to the host first) and retry. When
 /// what could go is in use by other threads, wait a little (up to 100 ms in
 /// all); with nothing left to evict, retry once, then report.
-pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Result<()> {
+pub(crate) fn allocate(inner: &ManagerState, res: &mut Residency, place: usize) -> Result<()> {
     let now = inner.tick();
     if place == HOST {
-        let mem =
-            HostMem::pinned(&inner.rt, &inner.host_store_preference(), res.size).map_err(|e| MmError::OutOfMemory {
+        let mem = inner
+            .slabs
+            .store(&inner.rt, &inner.host_store_preference(), res.size)
+            .map_err(|e| MmError::OutOfMemory {
                 place: "host".into(),
                 buffer: res.name.clone(),
                 size: res.size,
@@ -168,6 +216,7 @@ pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Resu
         match inner.rt.create_buffer(loc.context, &desc, None) {
             Ok(b) => {
                 res.slots[place] = Some(Slot::new(Mem::Device(b), now));
+                inner.track(res, place);
                 if evicted > 0 {
                     tracing::debug!(buffer = %res.name, place = %inner.places[place].name, evicted, "allocated after eviction");
                 }
@@ -196,78 +245,120 @@ pub(crate) fn allocate(inner: &Inner, res: &mut Residency, place: usize) -> Resu
     }
 }
 
-/// Releases every allocation of a buffer.
-pub(crate) fn free_all(rt: &Runtime, res: &mut Residency) {
-    for slot in res.slots.iter_mut() {
-        if let Some(Slot {
-            mem: Mem::Device(b), ..
-        }) = slot.take()
-        {
-            if let Err(e) = rt.release_buffer(b) {
-                tracing::warn!(error = %e, "releasing an allocation failed");
-            }
+/// The caller's wait list plus the work pending on the allocations at `places`.
+fn wait_list(res: &Residency, places: &[usize], exec: &Exec<'_>) -> Vec<EventId> {
+    let mut w: Vec<EventId> = exec.wait.to_vec();
+    for &p in places {
+        if let Some(s) = &res.slots[p] {
+            w.extend(s.busy_ids());
         }
     }
+    w
 }
 
-fn zero(inner: &Inner, res: &mut Residency, place: usize, range: Range<usize>) -> Result<()> {
+/// After enqueueing `event` that uses the allocations at `uses`: blocking,
+/// wait for it; else record it on those allocations (and, for a copy into
+/// `dest`, as unconfirmed) and flush `queue`.
+fn settle(
+    inner: &ManagerState,
+    res: &mut Residency,
+    event: EventId,
+    queue: ur_api::QueueId,
+    uses: &[usize],
+    dest: Option<(usize, Range<usize>)>,
+    exec: &mut Exec<'_>,
+) -> ur_api::Result<()> {
+    if exec.blocking {
+        return inner.rt.complete(event);
+    }
+    let e = OwnedEvent::new(&inner.rt, event);
+    for &p in uses {
+        if let Some(s) = res.slots[p].as_mut() {
+            s.busy.push(e.clone());
+        }
+    }
+    if let Some((p, r)) = dest {
+        res.unconfirmed.push((e.clone(), p, r));
+    }
+    exec.events.push(e);
+    inner.rt.flush(queue)
+}
+
+fn zero(
+    inner: &ManagerState,
+    res: &mut Residency,
+    place: usize,
+    range: Range<usize>,
+    exec: &mut Exec<'_>,
+) -> Result<()> {
+    let wait = wait_list(res, &[place], exec);
     match &mut res.slots[place].as_mut().expect("allocated").mem {
-        Mem::Host(m) => m.as_mut_slice()[range].fill(0),
+        Mem::Host(m) => {
+            inner.rt.wait(&wait)?;
+            m.as_mut_slice()[range].fill(0);
+        }
         Mem::Device(b) => {
-            let q = inner.queue(place);
-            let ev = inner.rt.enqueue_fill(q, *b, range.start, range.len(), &[0u8], &[])?;
-            inner.rt.complete(ev)?;
+            let (q, b) = (inner.queue(place), *b);
+            let ev = enqueue_after(&inner.rt, q, &wait, |w| {
+                inner.rt.enqueue_fill(q, b, range.start, range.len(), &[0u8], w)
+            })?;
+            settle(inner, res, ev, q, &[place], None, exec)?;
         }
     }
     Ok(())
 }
 
-/// Moves `range` from the allocation at `from` to the one at `to`.
-fn copy(
-    inner: &Inner,
+/// Moves `range` from the allocation at `from` to the one at `to`, after
+/// the caller's wait list and the work pending on both allocations.
+/// Adapter routes are enqueued (chained on events unless `exec` blocks);
+/// host-staged routes run on the host, which first waits for all of that.
+pub(crate) fn copy(
+    inner: &ManagerState,
     res: &mut Residency,
     from: usize,
     to: usize,
     range: Range<usize>,
     route: Route,
+    exec: &mut Exec<'_>,
 ) -> ur_api::Result<()> {
     let rt = &inner.rt;
-    let dev = |p: usize| {
+    let dev = |res: &Residency, p: usize| {
         res.slots[p]
             .as_ref()
             .and_then(Slot::device_buffer)
             .expect("device allocation")
     };
+    let wait = wait_list(res, &[from, to], exec);
+    let dest = Some((to, range.clone()));
     match route {
         Route::HostWrite => {
-            let dst = dev(to);
+            let (q, dst) = (inner.queue(to), dev(res, to));
             let Some(Mem::Host(m)) = res.slots[HOST].as_mut().map(|s| &mut s.mem) else {
                 unreachable!("host source without a host store")
             };
-            let ev = rt.enqueue_write(inner.queue(to), dst, range.start, m.host_ptr(range), &[])?;
-            rt.complete(ev)
+            let src = m.host_ptr(range.clone());
+            let ev = enqueue_after(rt, q, &wait, |w| rt.enqueue_write(q, dst, range.start, src, w))?;
+            settle(inner, res, ev, q, &[HOST, to], dest, exec)
         }
         Route::HostRead => {
-            let src = dev(from);
+            let (q, src) = (inner.queue(from), dev(res, from));
             let Some(Mem::Host(m)) = res.slots[HOST].as_mut().map(|s| &mut s.mem) else {
                 unreachable!("host destination without a host store")
             };
-            let ev = rt.enqueue_read(inner.queue(from), src, range.start, m.host_ptr(range), &[])?;
-            rt.complete(ev)
+            let dst = m.host_ptr(range.clone());
+            let ev = enqueue_after(rt, q, &wait, |w| rt.enqueue_read(q, src, range.start, dst, w))?;
+            settle(inner, res, ev, q, &[from, HOST], dest, exec)
         }
         Route::AdapterCopy(_) => {
-            let ev = rt.enqueue_copy(
-                inner.queue(to),
-                dev(from),
-                range.start,
-                dev(to),
-                range.start,
-                range.len(),
-                &[],
-            )?;
-            rt.complete(ev)
+            let (q, s, d) = (inner.queue(to), dev(res, from), dev(res, to));
+            let ev = enqueue_after(rt, q, &wait, |w| {
+                rt.enqueue_copy(q, s, range.start, d, range.start, range.len(), w)
+            })?;
+            settle(inner, res, ev, q, &[from, to], dest, exec)
         }
         Route::Staged { chunk, depth } => {
+            // The host does this work: it waits for what came before.
+            rt.wait(&wait)?;
             let len = range.len();
             let chunk = chunk.min(len.next_power_of_two().max(64));
             let depth = depth.min(len.div_ceil(chunk)).max(1);
@@ -276,75 +367,30 @@ fn copy(
                 .take(rt, &inner.staging_preference(from, to), depth, chunk)?;
             let src = Side {
                 queue: inner.queue(from),
-                buffer: dev(from),
+                buffer: dev(res, from),
             };
             let dst = Side {
                 queue: inner.queue(to),
-                buffer: dev(to),
+                buffer: dev(res, to),
             };
             let r = pipelined_copy(rt, src, dst, range, &ring);
             inner.staging.give_back(ring);
             r
         }
         Route::Mapped { chunk, depth, end } => {
+            rt.wait(&wait)?;
             let len = range.len();
             let chunk = chunk.min(len.next_power_of_two().max(64));
             let depth = depth.min(len.div_ceil(chunk)).max(1);
             let src = Side {
                 queue: inner.queue(from),
-                buffer: dev(from),
+                buffer: dev(res, from),
             };
             let dst = Side {
                 queue: inner.queue(to),
-                buffer: dev(to),
+                buffer: dev(res, to),
             };
             mapped_copy(rt, src, dst, range, chunk, depth, end)
         }
     }
-}
-
-/// Measures one route: two transfers of different sizes through temporary
-/// allocations give latency and bandwidth.
-pub(crate) fn measure(inner: &Inner, from: usize, to: usize, route: Route) -> ur_api::Result<LinkCost> {
-    let big = inner.config.probe_bytes.max(64 << 10);
-    let small = big / 16;
-    let mut res = Residency::new("probe".into(), big, inner.places.len());
-    let out = (|| {
-        for p in [from, to] {
-            if p == HOST {
-                res.slots[HOST] = Some(Slot::new(
-                    Mem::Host(HostMem::pinned(&inner.rt, &inner.host_store_preference(), big)?),
-                    0,
-                ));
-            } else {
-                let loc = inner.places[p].location.expect("device place");
-                let b = inner
-                    .rt
-                    .create_buffer(loc.context, &BufferDesc::new(big).on(loc.device), None)?;
-                res.slots[p] = Some(Slot::new(Mem::Device(b), 0));
-            }
-        }
-        // Warm up (first-touch, pool fill), then time each size twice and
-        // keep the faster run (less noise from other work on the machine).
-        copy(inner, &mut res, from, to, 0..small, route)?;
-        let mut time = |n: usize| -> ur_api::Result<f64> {
-            let mut best = f64::INFINITY;
-            for _ in 0..2 {
-                let t = Instant::now();
-                copy(inner, &mut res, from, to, 0..n, route)?;
-                best = best.min(t.elapsed().as_secs_f64());
-            }
-            Ok(best)
-        };
-        let t_small = time(small)?;
-        let t_big = time(big)?;
-        let bytes_per_s = ((big - small) as f64 / (t_big - t_small).max(1e-9)).max(1e6);
-        let latency_s = (t_small - small as f64 / bytes_per_s).max(0.0);
-        Ok(LinkCost { latency_s, bytes_per_s })
-    })();
-    free_all(&inner.rt, &mut res);
-    if let Ok(c) = &out {
-        tracing::debug!(from = %inner.places[from].name, to = %inner.places[to].name, ?c, "measured route");
-    }
-    out
 }
