@@ -40,7 +40,7 @@ pub const FUNCTIONS: &[&str] = &[
     "zeDeviceCanAccessPeer",
     "zeDeviceGetGlobalTimestamps",
     // Contexts and memory
-    "zeContextCreate",
+    "zeContextCreateEx",
     "zeContextDestroy",
     "zeMemAllocDevice",
     "zeMemAllocHost",

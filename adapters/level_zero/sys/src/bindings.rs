@@ -1610,9 +1610,11 @@ pub struct ZeLoader {
         hostTimestamp: *mut u64,
         deviceTimestamp: *mut u64,
     ) -> ze_result_t,
-    pub zeContextCreate: unsafe extern "C" fn(
+    pub zeContextCreateEx: unsafe extern "C" fn(
         hDriver: ze_driver_handle_t,
         desc: *const ze_context_desc_t,
+        numDevices: u32,
+        phDevices: *mut ze_device_handle_t,
         phContext: *mut ze_context_handle_t,
     ) -> ze_result_t,
     pub zeContextDestroy: unsafe extern "C" fn(
@@ -1858,7 +1860,7 @@ impl ZeLoader {
             __library.get(b"zeDeviceGetGlobalTimestamps\0")
         }
             .map(|sym| *sym)?;
-        let zeContextCreate = unsafe { __library.get(b"zeContextCreate\0") }
+        let zeContextCreateEx = unsafe { __library.get(b"zeContextCreateEx\0") }
             .map(|sym| *sym)?;
         let zeContextDestroy = unsafe { __library.get(b"zeContextDestroy\0") }
             .map(|sym| *sym)?;
@@ -1973,7 +1975,7 @@ impl ZeLoader {
             zeDeviceGetMemoryAccessProperties,
             zeDeviceCanAccessPeer,
             zeDeviceGetGlobalTimestamps,
-            zeContextCreate,
+            zeContextCreateEx,
             zeContextDestroy,
             zeCommandListCreateImmediate,
             zeCommandListDestroy,
@@ -2140,13 +2142,17 @@ impl ZeLoader {
             (self.zeDeviceGetGlobalTimestamps)(hDevice, hostTimestamp, deviceTimestamp)
         }
     }
-    pub unsafe fn zeContextCreate(
+    pub unsafe fn zeContextCreateEx(
         &self,
         hDriver: ze_driver_handle_t,
         desc: *const ze_context_desc_t,
+        numDevices: u32,
+        phDevices: *mut ze_device_handle_t,
         phContext: *mut ze_context_handle_t,
     ) -> ze_result_t {
-        unsafe { (self.zeContextCreate)(hDriver, desc, phContext) }
+        unsafe {
+            (self.zeContextCreateEx)(hDriver, desc, numDevices, phDevices, phContext)
+        }
     }
     pub unsafe fn zeContextDestroy(&self, hContext: ze_context_handle_t) -> ze_result_t {
         unsafe { (self.zeContextDestroy)(hContext) }
