@@ -17,6 +17,15 @@
 //!   ordinary tests.
 //! - **Negative tests assert the exact typed error** ([`expect_err!`]), so a
 //!   check that moved or changed kind shows up as a failure.
+//! - **Any adapter can run the suite** without being in the registry:
+//!   [`harness::run_suite`] takes an adapter constructor and runs every case
+//!   under libtest-mimic, so an adapter crate's `tests/conformance.rs`
+//!   (with `harness = false`) is one call:
+//!   `ur_conformance::harness::run_suite(MyAdapter::new).exit()`. Depend on
+//!   this crate with `default-features = false` to leave the registry (the
+//!   `registry` feature: every in-tree backend, `ur-cts`, `ur-info`) out.
+//!   The registry-wide `cargo test -p ur-conformance` uses the same code
+//!   ([`harness::run_runtimes`]).
 //! - **Each test owns its objects**: [`DeviceEnv`] records what a test creates
 //!   and releases it afterwards (reverse order), so a failing test leaks nothing
 //!   into the next.
@@ -38,6 +47,7 @@
 
 pub mod env;
 pub mod expectations;
+pub mod harness;
 pub mod isolate;
 pub mod kernels;
 pub mod report;

@@ -89,6 +89,19 @@ impl DeviceSelector {
         included && !self.terms.iter().any(|t| t.negative && t.matches(backend, index, ty))
     }
 
+    /// The backend names the selector's terms spell out (not `*`), in
+    /// order, each once: for a front end to refuse names no adapter of
+    /// its runtime has.
+    pub fn backend_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for name in self.terms.iter().filter_map(|t| t.backend.as_deref()) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
     /// Does the selector name this backend in any positive term (or have none)?
     pub fn may_select_backend(&self, backend: Backend) -> bool {
         let mut positives = self.terms.iter().filter(|t| !t.negative).peekable();
@@ -209,6 +222,10 @@ mod tests {
         assert!(!s.selects(Backend::Other("vulkan"), 0, DeviceType::Gpu));
         assert!(s.selects(Backend::LevelZero, 0, DeviceType::Gpu));
         assert!(sel("ze:*").selects(Backend::LevelZero, 3, DeviceType::Gpu));
+        assert_eq!(
+            sel("ze:0;!template:*;cuda:1;ze:1").backend_names(),
+            ["level_zero", "template", "cuda"]
+        );
     }
 
     #[test]

@@ -122,7 +122,7 @@ mod tests {
     fn steps_run_in_the_documented_order_with_the_backend_env_on_tests() {
         let steps = steps();
         let names: Vec<&str> = steps.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["fmt", "clippy", "test", "doc"]);
+        assert_eq!(names, ["fmt", "clippy", "test", "example", "doc"]);
         let test = display(&steps[2].1);
         assert!(test.contains("test --workspace --no-fail-fast"), "{test}");
         for (key, _) in OPENCL_ENV {
@@ -130,7 +130,8 @@ mod tests {
             assert!(test.contains(key) || std::env::var_os(key).is_some(), "{test}");
         }
         assert!(display(&steps[1].1).ends_with("clippy --workspace --all-targets -- -D warnings"));
-        assert!(display(&steps[3].1).contains("RUSTDOCFLAGS="));
+        assert!(display(&steps[3].1).contains("--example pipeline"));
+        assert!(display(&steps[4].1).contains("RUSTDOCFLAGS="));
     }
 
     #[test]

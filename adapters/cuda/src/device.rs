@@ -71,13 +71,14 @@ const DRIVER_SYMBOLS: &[&str] = &[
 
 /// NVRTC entry points used to build CUDA C programs.
 const NVRTC_SYMBOLS: &[&str] = &[
-    "nvrtcVersion",
     "nvrtcCreateProgram",
     "nvrtcCompileProgram",
     "nvrtcGetProgramLogSize",
     "nvrtcGetProgramLog",
     "nvrtcGetCUBINSize",
     "nvrtcGetCUBIN",
+    "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
     "nvrtcDestroyProgram",
 ];
 

@@ -42,6 +42,30 @@ fn add<A: Adapter>(rt: &mut Runtime, reports: &mut Vec<AdapterReport>, backend: 
     reports.push(AdapterReport { backend, outcome });
 }
 
+/// The backends this registry can load (whether or not present here).
+pub const COMPILED_IN: &[Backend] = &[Backend::Native, Backend::Sim, Backend::OpenCl, Backend::Cuda];
+
+/// Refuses a selector that names a backend no adapter of this registry
+/// serves (a typo such as `opencI:*` would otherwise select nothing,
+/// silently).
+///
+/// ```
+/// let ok: ur_api::DeviceSelector = "native:*;!opencl:1".parse().unwrap();
+/// assert!(ur_adapters::check_selector(&ok).is_ok());
+/// let typo: ur_api::DeviceSelector = "vulkan:*".parse().unwrap();
+/// assert!(ur_adapters::check_selector(&typo).unwrap_err().contains("vulkan"));
+/// ```
+pub fn check_selector(selector: &DeviceSelector) -> Result<(), String> {
+    let known: Vec<&str> = COMPILED_IN.iter().map(|b| b.name()).collect();
+    match selector.backend_names().into_iter().find(|n| !known.contains(n)) {
+        Some(unknown) => Err(format!(
+            "the selector names backend `{unknown}`, which no adapter here serves (known: {})",
+            known.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Every present adapter, devices filtered by `selector`.
 pub fn discover(selector: &DeviceSelector) -> Runtime {
     discover_with(selector, &DiscoverOptions::default()).0

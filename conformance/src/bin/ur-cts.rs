@@ -83,6 +83,7 @@ fn run(args: &Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Some(s) if !s.is_empty() => s.parse()?,
         _ => DeviceSelector::all(),
     };
+    ur_adapters::check_selector(&selector)?;
     let options = DiscoverOptions { sim_for_tests: true };
     let (rt, reports) = ur_adapters::discover_with(&selector, &options);
     for r in &reports {

@@ -432,6 +432,10 @@ fn main() -> ExitCode {
             }
         },
     };
+    if let Err(e) = ur_adapters::check_selector(&selector) {
+        eprintln!("ur-info: {e}");
+        return ExitCode::from(2);
+    }
     let (rt, reports) = discover_with(&selector, &DiscoverOptions::default());
     let report = collect(&rt, &reports);
     let out = if cli.json {

@@ -259,9 +259,9 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()> {
         let c = self.context(&self.tables.lock(), context)?;
+        let end = check::host_range(mem.as_ptr(), mem.len())?;
         self.require_registration(&c)?;
         let start = mem.as_ptr() as usize;
-        let end = check::host_range(mem.as_ptr(), mem.len())?;
         let mut regs = c.registered.lock();
         if let Some((&s, &l)) = regs.range(..end).next_back().filter(|(&s, &l)| s + l > start) {
             return Err(Error::invalid(format!(
