@@ -43,7 +43,13 @@ fn add<A: Adapter>(rt: &mut Runtime, reports: &mut Vec<AdapterReport>, backend: 
 }
 
 /// The backends this registry can load (whether or not present here).
-pub const COMPILED_IN: &[Backend] = &[Backend::Native, Backend::Sim, Backend::OpenCl, Backend::Cuda];
+pub const COMPILED_IN: &[Backend] = &[
+    Backend::Native,
+    Backend::Sim,
+    Backend::OpenCl,
+    Backend::Cuda,
+    Backend::LevelZero,
+];
 
 /// Refuses a selector that names a backend no adapter of this registry
 /// serves (a typo such as `opencI:*` would otherwise select nothing,
