@@ -137,7 +137,31 @@ pub fn generate(include: &Path) -> Result<String> {
     let bindings = builder
         .generate()
         .map_err(|e| XtaskError::Other(format!("bindgen failed on {}: {e}", header.display())))?;
-    Ok(bindings.to_string())
+    Ok(document_unsafe_fns(&bindings.to_string()))
+}
+
+/// Gives every `pub unsafe fn` bindgen emits (the loader's constructors and
+/// its one method per entry point) a `# Safety` section, as the project's
+/// rules ask of every `unsafe fn`.
+pub fn document_unsafe_fns(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("pub unsafe fn ") {
+            let indent = &line[..line.len() - trimmed.len()];
+            let contract = if rest.starts_with("new") || rest.starts_with("from_library") {
+                "The library must be a Level Zero loader: its initialisers run, and its symbols are \
+                 called with the signatures of the headers."
+            } else {
+                "The arguments must meet the Level Zero specification of this entry point (live \
+                 handles of this loader, pointers valid for what the call reads and writes)."
+            };
+            out.push_str(&format!("{indent}/// # Safety\n{indent}///\n{indent}/// {contract}\n"));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The first line where two texts differ (1-based), with both lines.
@@ -201,6 +225,16 @@ mod tests {
             first_difference("a\n", "a\nx\n"),
             Some((2, "<end of file>".to_owned(), "x".to_owned()))
         );
+    }
+
+    #[test]
+    fn unsafe_fns_get_a_safety_section() {
+        let got = document_unsafe_fns("impl X {\n    pub unsafe fn zeInit(&self) {}\n}\n");
+        assert!(
+            got.contains("    /// # Safety\n    ///\n    /// The arguments"),
+            "{got}"
+        );
+        assert!(got.ends_with("    pub unsafe fn zeInit(&self) {}\n}\n"), "{got}");
     }
 
     #[test]

@@ -1803,6 +1803,9 @@ pub struct ZeLoader {
     ) -> ze_result_t,
 }
 impl ZeLoader {
+    /// # Safety
+    ///
+    /// The library must be a Level Zero loader: its initialisers run, and its symbols are called with the signatures of the headers.
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
     where
         P: AsRef<::std::ffi::OsStr>,
@@ -1810,6 +1813,9 @@ impl ZeLoader {
         let library = unsafe { ::libloading::Library::new(path) }?;
         unsafe { Self::from_library(library) }
     }
+    /// # Safety
+    ///
+    /// The library must be a Level Zero loader: its initialisers run, and its symbols are called with the signatures of the headers.
     pub unsafe fn from_library<L>(library: L) -> Result<Self, ::libloading::Error>
     where
         L: Into<::libloading::Library>,
@@ -2011,9 +2017,15 @@ impl ZeLoader {
             zeKernelSetGlobalOffsetExp,
         })
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeInit(&self, flags: ze_init_flags_t) -> ze_result_t {
         unsafe { (self.zeInit)(flags) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDriverGet(
         &self,
         pCount: *mut u32,
@@ -2021,6 +2033,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDriverGet)(pCount, phDrivers) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDriverGetApiVersion(
         &self,
         hDriver: ze_driver_handle_t,
@@ -2028,6 +2043,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDriverGetApiVersion)(hDriver, version) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDriverGetProperties(
         &self,
         hDriver: ze_driver_handle_t,
@@ -2035,6 +2053,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDriverGetProperties)(hDriver, pDriverProperties) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDriverGetExtensionProperties(
         &self,
         hDriver: ze_driver_handle_t,
@@ -2045,6 +2066,9 @@ impl ZeLoader {
             (self.zeDriverGetExtensionProperties)(hDriver, pCount, pExtensionProperties)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDriverGetExtensionFunctionAddress(
         &self,
         hDriver: ze_driver_handle_t,
@@ -2055,6 +2079,9 @@ impl ZeLoader {
             (self.zeDriverGetExtensionFunctionAddress)(hDriver, name, ppFunctionAddress)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGet(
         &self,
         hDriver: ze_driver_handle_t,
@@ -2063,6 +2090,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDeviceGet)(hDriver, pCount, phDevices) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetSubDevices(
         &self,
         hDevice: ze_device_handle_t,
@@ -2071,6 +2101,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDeviceGetSubDevices)(hDevice, pCount, phSubdevices) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetProperties(
         &self,
         hDevice: ze_device_handle_t,
@@ -2078,6 +2111,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDeviceGetProperties)(hDevice, pDeviceProperties) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetComputeProperties(
         &self,
         hDevice: ze_device_handle_t,
@@ -2085,6 +2121,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDeviceGetComputeProperties)(hDevice, pComputeProperties) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetModuleProperties(
         &self,
         hDevice: ze_device_handle_t,
@@ -2092,6 +2131,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDeviceGetModuleProperties)(hDevice, pModuleProperties) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetCommandQueueGroupProperties(
         &self,
         hDevice: ze_device_handle_t,
@@ -2107,6 +2149,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetMemoryProperties(
         &self,
         hDevice: ze_device_handle_t,
@@ -2115,6 +2160,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDeviceGetMemoryProperties)(hDevice, pCount, pMemProperties) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetMemoryAccessProperties(
         &self,
         hDevice: ze_device_handle_t,
@@ -2124,6 +2172,9 @@ impl ZeLoader {
             (self.zeDeviceGetMemoryAccessProperties)(hDevice, pMemAccessProperties)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceCanAccessPeer(
         &self,
         hDevice: ze_device_handle_t,
@@ -2132,6 +2183,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeDeviceCanAccessPeer)(hDevice, hPeerDevice, value) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeDeviceGetGlobalTimestamps(
         &self,
         hDevice: ze_device_handle_t,
@@ -2142,6 +2196,9 @@ impl ZeLoader {
             (self.zeDeviceGetGlobalTimestamps)(hDevice, hostTimestamp, deviceTimestamp)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeContextCreateEx(
         &self,
         hDriver: ze_driver_handle_t,
@@ -2154,9 +2211,15 @@ impl ZeLoader {
             (self.zeContextCreateEx)(hDriver, desc, numDevices, phDevices, phContext)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeContextDestroy(&self, hContext: ze_context_handle_t) -> ze_result_t {
         unsafe { (self.zeContextDestroy)(hContext) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListCreateImmediate(
         &self,
         hContext: ze_context_handle_t,
@@ -2169,12 +2232,18 @@ impl ZeLoader {
                 .zeCommandListCreateImmediate)(hContext, hDevice, altdesc, phCommandList)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListDestroy(
         &self,
         hCommandList: ze_command_list_handle_t,
     ) -> ze_result_t {
         unsafe { (self.zeCommandListDestroy)(hCommandList) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListAppendBarrier(
         &self,
         hCommandList: ze_command_list_handle_t,
@@ -2192,6 +2261,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListAppendMemoryCopy(
         &self,
         hCommandList: ze_command_list_handle_t,
@@ -2215,6 +2287,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListAppendMemoryFill(
         &self,
         hCommandList: ze_command_list_handle_t,
@@ -2240,6 +2315,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListAppendMemoryCopyRegion(
         &self,
         hCommandList: ze_command_list_handle_t,
@@ -2273,6 +2351,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListAppendMemoryPrefetch(
         &self,
         hCommandList: ze_command_list_handle_t,
@@ -2281,6 +2362,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeCommandListAppendMemoryPrefetch)(hCommandList, ptr, size) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListAppendMemAdvise(
         &self,
         hCommandList: ze_command_list_handle_t,
@@ -2293,6 +2377,9 @@ impl ZeLoader {
             (self.zeCommandListAppendMemAdvise)(hCommandList, hDevice, ptr, size, advice)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventPoolCreate(
         &self,
         hContext: ze_context_handle_t,
@@ -2305,12 +2392,18 @@ impl ZeLoader {
             (self.zeEventPoolCreate)(hContext, desc, numDevices, phDevices, phEventPool)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventPoolDestroy(
         &self,
         hEventPool: ze_event_pool_handle_t,
     ) -> ze_result_t {
         unsafe { (self.zeEventPoolDestroy)(hEventPool) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventCreate(
         &self,
         hEventPool: ze_event_pool_handle_t,
@@ -2319,9 +2412,15 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeEventCreate)(hEventPool, desc, phEvent) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventDestroy(&self, hEvent: ze_event_handle_t) -> ze_result_t {
         unsafe { (self.zeEventDestroy)(hEvent) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventHostSynchronize(
         &self,
         hEvent: ze_event_handle_t,
@@ -2329,12 +2428,21 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeEventHostSynchronize)(hEvent, timeout) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventQueryStatus(&self, hEvent: ze_event_handle_t) -> ze_result_t {
         unsafe { (self.zeEventQueryStatus)(hEvent) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventHostReset(&self, hEvent: ze_event_handle_t) -> ze_result_t {
         unsafe { (self.zeEventHostReset)(hEvent) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeEventQueryKernelTimestamp(
         &self,
         hEvent: ze_event_handle_t,
@@ -2342,6 +2450,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeEventQueryKernelTimestamp)(hEvent, dstptr) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeMemAllocShared(
         &self,
         hContext: ze_context_handle_t,
@@ -2365,6 +2476,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeMemAllocDevice(
         &self,
         hContext: ze_context_handle_t,
@@ -2379,6 +2493,9 @@ impl ZeLoader {
                 .zeMemAllocDevice)(hContext, device_desc, size, alignment, hDevice, pptr)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeMemAllocHost(
         &self,
         hContext: ze_context_handle_t,
@@ -2389,6 +2506,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeMemAllocHost)(hContext, host_desc, size, alignment, pptr) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeMemFree(
         &self,
         hContext: ze_context_handle_t,
@@ -2396,6 +2516,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeMemFree)(hContext, ptr) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeModuleCreate(
         &self,
         hContext: ze_context_handle_t,
@@ -2406,15 +2529,24 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeModuleCreate)(hContext, hDevice, desc, phModule, phBuildLog) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeModuleDestroy(&self, hModule: ze_module_handle_t) -> ze_result_t {
         unsafe { (self.zeModuleDestroy)(hModule) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeModuleBuildLogDestroy(
         &self,
         hModuleBuildLog: ze_module_build_log_handle_t,
     ) -> ze_result_t {
         unsafe { (self.zeModuleBuildLogDestroy)(hModuleBuildLog) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeModuleBuildLogGetString(
         &self,
         hModuleBuildLog: ze_module_build_log_handle_t,
@@ -2423,6 +2555,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeModuleBuildLogGetString)(hModuleBuildLog, pSize, pBuildLog) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeKernelCreate(
         &self,
         hModule: ze_module_handle_t,
@@ -2431,9 +2566,15 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeKernelCreate)(hModule, desc, phKernel) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeKernelDestroy(&self, hKernel: ze_kernel_handle_t) -> ze_result_t {
         unsafe { (self.zeKernelDestroy)(hKernel) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeKernelSetGroupSize(
         &self,
         hKernel: ze_kernel_handle_t,
@@ -2445,6 +2586,9 @@ impl ZeLoader {
             (self.zeKernelSetGroupSize)(hKernel, groupSizeX, groupSizeY, groupSizeZ)
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeKernelSuggestGroupSize(
         &self,
         hKernel: ze_kernel_handle_t,
@@ -2468,6 +2612,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeKernelSetArgumentValue(
         &self,
         hKernel: ze_kernel_handle_t,
@@ -2477,6 +2624,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeKernelSetArgumentValue)(hKernel, argIndex, argSize, pArgValue) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeKernelGetProperties(
         &self,
         hKernel: ze_kernel_handle_t,
@@ -2484,6 +2634,9 @@ impl ZeLoader {
     ) -> ze_result_t {
         unsafe { (self.zeKernelGetProperties)(hKernel, pKernelProperties) }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeCommandListAppendLaunchKernel(
         &self,
         hCommandList: ze_command_list_handle_t,
@@ -2505,6 +2658,9 @@ impl ZeLoader {
             )
         }
     }
+    /// # Safety
+    ///
+    /// The arguments must meet the Level Zero specification of this entry point (live handles of this loader, pointers valid for what the call reads and writes).
     pub unsafe fn zeKernelSetGlobalOffsetExp(
         &self,
         hKernel: ze_kernel_handle_t,
