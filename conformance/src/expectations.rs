@@ -33,6 +33,33 @@ impl KnownFailure {
 /// The known failures of the suite. Keep each entry's reason specific.
 pub const KNOWN_FAILURES: &[KnownFailure] = &[];
 
+/// A device that answers every command with success and moves no data:
+/// the API flow is tested on it, byte checks are skips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataLess {
+    /// The backend.
+    pub backend: Backend,
+    /// A substring of the device name.
+    pub device: &'static str,
+    /// Why the device moves no data.
+    pub reason: &'static str,
+}
+
+/// The devices that move no data.
+pub const DATA_LESS: &[DataLess] = &[DataLess {
+    backend: Backend::LevelZero,
+    device: "Null Device",
+    reason: "the Level Zero null driver (ZE_ENABLE_NULL_DRIVER=1) answers success and moves no data",
+}];
+
+/// Why this device moves no data, if it is declared in [`DATA_LESS`].
+pub fn data_less(backend: Backend, device_name: &str) -> Option<&'static str> {
+    DATA_LESS
+        .iter()
+        .find(|d| d.backend == backend && device_name.contains(d.device))
+        .map(|d| d.reason)
+}
+
 /// Expectations in force for one run.
 #[derive(Debug, Clone)]
 pub struct Expectations {

@@ -96,13 +96,17 @@ pub enum TestError {
     Skip(String),
     /// The test failed; the message says how.
     Fail(String),
+    /// Bytes read back differ from what the test wrote or expected
+    /// ([`check_bytes`]): a failure, except on a device declared to move
+    /// no data ([`expectations::DATA_LESS`]), where it is a skip.
+    DataMismatch(String),
 }
 
 impl fmt::Display for TestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TestError::Skip(r) => write!(f, "skipped: {r}"),
-            TestError::Fail(m) => write!(f, "failed: {m}"),
+            TestError::Fail(m) | TestError::DataMismatch(m) => write!(f, "failed: {m}"),
         }
     }
 }
@@ -173,7 +177,7 @@ pub fn check_bytes(what: &str, got: &[u8], want: &[u8]) -> TestResult {
     }
     match got.iter().zip(want).position(|(a, b)| a != b) {
         None => Ok(()),
-        Some(i) => Err(fail(format!(
+        Some(i) => Err(TestError::DataMismatch(format!(
             "{what}: byte {i} is {:#04x}, expected {:#04x} ({} of {} bytes differ)",
             got[i],
             want[i],
@@ -256,7 +260,7 @@ mod unit {
     fn check_bytes_names_first_difference() {
         assert!(check_bytes("x", &[1, 2, 3], &[1, 2, 3]).is_ok());
         let e = check_bytes("x", &[1, 9, 3], &[1, 2, 3]).unwrap_err();
-        assert!(matches!(e, TestError::Fail(m) if m.contains("byte 1")));
+        assert!(matches!(e, TestError::DataMismatch(m) if m.contains("byte 1")));
         assert!(check_bytes("x", &[1], &[1, 2]).is_err());
     }
 

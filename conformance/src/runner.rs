@@ -80,7 +80,17 @@ pub fn run_body(rt: &Runtime, target: &DeviceTarget, case: &TestCase) -> TestRes
 
 /// Combines a body's outcome with the expectation covering it.
 pub fn classify(result: &TestResult, known: Option<&str>) -> (Status, Option<String>) {
+    classify_on(result, known, None)
+}
+
+/// [`classify`] on a device that may move no data (`data_less`: why).
+pub fn classify_on(result: &TestResult, known: Option<&str>, data_less: Option<&str>) -> (Status, Option<String>) {
     match (result, known) {
+        (Err(TestError::DataMismatch(m)), _) if data_less.is_some() => {
+            (Status::Skip, Some(format!("{} ({m})", data_less.unwrap_or_default())))
+        }
+        (Err(TestError::DataMismatch(m)), None) => (Status::Fail, Some(m.clone())),
+        (Err(TestError::DataMismatch(m)), Some(why)) => (Status::Xfail, Some(format!("known failure ({why}): {m}"))),
         (Ok(()), None) => (Status::Pass, None),
         (Ok(()), Some(why)) => (
             Status::Fail,
@@ -102,7 +112,8 @@ pub fn run_case(rt: &Runtime, target: &DeviceTarget, case: &TestCase, expectatio
     let known = expectations
         .lookup(target.backend, &target.info.name, &case.id())
         .map(|k| k.reason);
-    let (status, reason) = classify(&result, known);
+    let data_less = crate::expectations::data_less(target.backend, &target.info.name);
+    let (status, reason) = classify_on(&result, known, data_less);
     tracing::debug!(test = %full_name(target, case), status = status.as_str(), "finished");
     TestRecord {
         test: full_name(target, case),

@@ -177,7 +177,10 @@ fn a_context_the_manager_uses_is_not_released_under_it() {
     let mm = ur_memory_manager::MemoryManager::new(rt.clone(), &[at]).unwrap();
     let buf = mm.create_buffer(4096).unwrap();
     mm.write(buf, 0, &[0x5A; 4096]).unwrap();
-    assert!(mm.stats().pinned_host_stores > 0, "the host store is a USM host allocation of the context");
+    assert!(
+        mm.stats().pinned_host_stores > 0,
+        "the host store is a USM host allocation of the context"
+    );
     let refused = rt.release_context(ctx);
     assert!(matches!(refused, Err(ur_api::Error::InUse { .. })), "{refused:?}");
     let mut back = vec![0u8; 4096];

@@ -26,6 +26,17 @@ fn steps() -> Vec<(&'static str, Command)> {
         // `setup` ran first: an OpenCL runtime missing here is a failure, not a skip.
         test.env(REQUIRE_OPENCL_ENV, "1");
     }
+    // The committed Level Zero bindings are what codegen makes of the headers.
+    let mut bindings = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
+    bindings.args(["codegen", "--check"]);
+    // The suite again on the Level Zero loader's null driver (built by
+    // `setup`): every API-flow and negative test, data checks as skips.
+    let mut null_driver = cargo();
+    with_backend_env(null_driver.args(["test", "-p", "ur-conformance", "--test", "conformance"]));
+    null_driver
+        .env("ZE_ENABLE_NULL_DRIVER", "1")
+        .env("UR_DEVICE_SELECTOR", "level_zero:*")
+        .env("LD_LIBRARY_PATH", null_driver_path());
     // The runtime-style example (documentation that must keep running).
     let mut example = cargo();
     with_backend_env(example.args(["run", "-p", "ur-examples", "--example", "pipeline"]));
@@ -35,13 +46,44 @@ fn steps() -> Vec<(&'static str, Command)> {
     vec![
         ("fmt", fmt),
         ("clippy", clippy),
+        ("codegen", bindings),
         ("test", test),
+        ("ze-null", null_driver),
         ("example", example),
         ("doc", doc),
     ]
 }
 
-/// fmt, clippy, tests (unit, conformance, doctests), the pipeline example, docs.
+/// Whether the null driver `setup` builds is there. Missing, it is a skip
+/// with the reason outside CI and a failure in CI (where setup ran first).
+fn null_driver_built() -> Result<bool> {
+    let lib = crate::setup::ze_null_lib(&crate::workspace_root());
+    if lib.join("libze_null.so.1").is_file() {
+        return Ok(true);
+    }
+    let why = format!(
+        "no Level Zero null driver in {} (`cargo xtask setup` builds it)",
+        lib.display()
+    );
+    if in_ci() {
+        return Err(XtaskError::Other(why));
+    }
+    eprintln!("xtask: skipping step `ze-null`: {why}");
+    Ok(false)
+}
+
+/// `LD_LIBRARY_PATH` with the null driver's folder first.
+fn null_driver_path() -> std::ffi::OsString {
+    let lib = crate::setup::ze_null_lib(&crate::workspace_root());
+    let mut paths = vec![lib];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    std::env::join_paths(paths).unwrap_or_default()
+}
+
+/// fmt, clippy, the bindings check, tests (unit, conformance, doctests),
+/// the suite on the Level Zero null driver, the pipeline example, docs.
 pub fn ci() -> Result<()> {
     let start = Instant::now();
     let limit = step_timeout()?;
@@ -60,6 +102,9 @@ pub fn ci() -> Result<()> {
     }
     let mut done: Vec<(&str, Duration, bool)> = Vec::new();
     for (name, mut cmd) in steps() {
+        if name == "ze-null" && !null_driver_built()? {
+            continue;
+        }
         let t = Instant::now();
         let outcome = step(name, || run_limited(&mut cmd, limit));
         done.push((name, t.elapsed(), outcome.is_ok()));
@@ -122,16 +167,22 @@ mod tests {
     fn steps_run_in_the_documented_order_with_the_backend_env_on_tests() {
         let steps = steps();
         let names: Vec<&str> = steps.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["fmt", "clippy", "test", "example", "doc"]);
-        let test = display(&steps[2].1);
+        assert_eq!(names, ["fmt", "clippy", "codegen", "test", "ze-null", "example", "doc"]);
+        let test = display(&steps[3].1);
         assert!(test.contains("test --workspace --no-fail-fast"), "{test}");
         for (key, _) in OPENCL_ENV {
             // Set by us, or left to the caller's environment.
             assert!(test.contains(key) || std::env::var_os(key).is_some(), "{test}");
         }
         assert!(display(&steps[1].1).ends_with("clippy --workspace --all-targets -- -D warnings"));
-        assert!(display(&steps[3].1).contains("--example pipeline"));
-        assert!(display(&steps[4].1).contains("RUSTDOCFLAGS="));
+        assert!(display(&steps[2].1).ends_with("codegen --check"));
+        let null = display(&steps[4].1);
+        assert!(
+            null.contains("ZE_ENABLE_NULL_DRIVER=1") && null.contains("level_zero:*"),
+            "{null}"
+        );
+        assert!(display(&steps[5].1).contains("--example pipeline"));
+        assert!(display(&steps[6].1).contains("RUSTDOCFLAGS="));
     }
 
     #[test]

@@ -4,12 +4,15 @@
 //! - `cargo xtask setup`: installs the system packages the real backends need
 //!   and unpacks Intel's runtimes from their wheels (`wheels.rs`).
 //! - `cargo xtask ci`: the checks CI runs (fmt, clippy, tests, docs).
+//! - `cargo xtask codegen [--check]`: regenerates (or checks) the committed
+//!   Level Zero bindings of `level-zero-sys` with bindgen.
 //! - `cargo xtask bench [--filter NAME]`: runs the benchmarks and collects
 //!   their `BENCH_ROW` lines into `target/bench/report.json`.
 
 mod bench;
 mod ci;
 mod cmd;
+mod codegen;
 mod setup;
 mod wheels;
 
@@ -20,7 +23,7 @@ use clap::{Parser, Subcommand};
 
 /// The project's tasks.
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", about = "Project tasks: setup, ci, bench")]
+#[command(name = "cargo xtask", about = "Project tasks: setup, ci, bench, codegen")]
 struct Cli {
     #[command(subcommand)]
     task: Task,
@@ -36,6 +39,12 @@ enum Task {
     },
     /// Run the CI checks: fmt, clippy, tests (with the conformance suite), docs.
     Ci,
+    /// Regenerate the Level Zero bindings of level-zero-sys from the headers (bindgen).
+    Codegen {
+        /// Only check that the committed bindings match what codegen makes.
+        #[arg(long)]
+        check: bool,
+    },
     /// Run `cargo bench --workspace` and write target/bench/report.json.
     Bench {
         /// Only keep rows (and run benchmarks) whose name contains this text.
@@ -58,6 +67,7 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Setup { dry_run } => setup::setup(dry_run),
         Task::Ci => ci::ci(),
+        Task::Codegen { check } => codegen::codegen(check),
         Task::Bench { filter, package } => bench::bench(filter.as_deref(), &package),
     };
     match result {

@@ -3,8 +3,14 @@
 //! Idempotent: packages already installed are left alone, and `apt-get
 //! update` runs only when something is missing. Works as root with no
 //! terminal (CI); as another user it goes through `sudo`.
+//!
+//! It also builds the Level Zero loader's null driver (`libze_null.so.1`,
+//! which Debian does not ship) from the Debian source package of
+//! `level-zero` into [`ZE_NULL_DIR`]; see [`ze_null`].
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use crate::cmd::{run, with_backend_env, Result, XtaskError};
 
@@ -18,7 +24,7 @@ pub struct Group {
 }
 
 /// Everything `setup` installs.
-pub const GROUPS: [Group; 4] = [
+pub const GROUPS: [Group; 5] = [
     Group {
         purpose: "OpenCL: ICD loader, PoCL (CPU) and Mesa rusticl platforms, clinfo",
         packages: &["pocl-opencl-icd", "mesa-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
@@ -32,10 +38,145 @@ pub const GROUPS: [Group; 4] = [
         packages: &["libclang-dev"],
     },
     Group {
+        purpose: "building the Level Zero null driver",
+        packages: &["cmake", "g++", "make"],
+    },
+    Group {
         purpose: "unzip, to unpack Intel's runtimes from their wheels",
         packages: &["unzip"],
     },
 ];
+
+/// Where the null driver is built, relative to the workspace root; its
+/// `lib/` goes on `LD_LIBRARY_PATH` with `ZE_ENABLE_NULL_DRIVER=1`.
+pub const ZE_NULL_DIR: &str = "target/ze-null";
+
+/// The source package version the null driver is built from (the one
+/// whose loader `libze1` installs).
+pub const ZE_SOURCE: &str = "level-zero=1.8.12-1";
+
+/// The null driver's library directory under `root`.
+pub fn ze_null_lib(root: &Path) -> PathBuf {
+    root.join(ZE_NULL_DIR).join("lib")
+}
+
+/// The private apt configuration that reaches Debian's source index without
+/// touching the machine's sources (the machines have no deb-src entry).
+fn private_apt(dir: &Path) -> Vec<String> {
+    vec![
+        "-o".into(),
+        format!("Dir::Etc::SourceList={}", dir.join("sources.list").display()),
+        "-o".into(),
+        "Dir::Etc::SourceParts=/dev/null".into(),
+        "-o".into(),
+        format!("Dir::State::Lists={}", dir.join("lists").display()),
+        "-o".into(),
+        "APT::Sandbox::User=root".into(),
+        "-q".into(),
+    ]
+}
+
+/// A command run quietly: its output is shown only when it fails.
+fn quiet(cmd: &mut Command) -> Result<()> {
+    let shown = crate::cmd::display(cmd);
+    let out = cmd.output().map_err(|source| XtaskError::Spawn {
+        cmd: shown.clone(),
+        source,
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    Err(XtaskError::Failed {
+        cmd: shown,
+        status: out.status.to_string(),
+    })
+}
+
+/// Builds `libze_null.so.1` into [`ZE_NULL_DIR`] unless it is there:
+/// `apt-get source --download-only` of [`ZE_SOURCE`] through a private
+/// sources list, the upstream tarball unpacked, cmake's `ze_null` target
+/// (upstream always defines it). Prints the time it took.
+pub fn ze_null(root: &Path) -> Result<()> {
+    let lib = ze_null_lib(root);
+    if lib.join("libze_null.so.1").exists() {
+        eprintln!(
+            "setup: present: {}/libze_null.so.1 (Level Zero null driver)",
+            lib.display()
+        );
+        return Ok(());
+    }
+    let started = Instant::now();
+    let base = root.join(ZE_NULL_DIR);
+    let work = base.join("work");
+    let apt = work.join("apt");
+    let io = |what: String| move |source| XtaskError::Io { what, source };
+    std::fs::create_dir_all(apt.join("lists/partial")).map_err(io(format!("creating {}", apt.display())))?;
+    std::fs::write(
+        apt.join("sources.list"),
+        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main\n",
+    )
+    .map_err(io("writing the private sources list".into()))?;
+    quiet(Command::new("apt-get").args(private_apt(&apt)).arg("update"))?;
+    quiet(
+        Command::new("apt-get")
+            .current_dir(&work)
+            .args(private_apt(&apt))
+            .args(["source", "--download-only", ZE_SOURCE]),
+    )?;
+    let tarball = std::fs::read_dir(&work)
+        .map_err(io(format!("listing {}", work.display())))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".orig.tar.gz"))
+        .ok_or_else(|| XtaskError::Other("apt-get source fetched no .orig.tar.gz".into()))?;
+    let src = work.join("src");
+    let _ = std::fs::remove_dir_all(&src);
+    std::fs::create_dir_all(&src).map_err(io(format!("creating {}", src.display())))?;
+    quiet(
+        Command::new("tar")
+            .arg("xzf")
+            .arg(&tarball)
+            .arg("--strip-components=1")
+            .arg("-C")
+            .arg(&src),
+    )?;
+    let build = work.join("build");
+    quiet(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(&src)
+            .arg("-B")
+            .arg(&build)
+            .arg("-DCMAKE_BUILD_TYPE=Release"),
+    )?;
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()).to_string();
+    quiet(
+        Command::new("cmake")
+            .arg("--build")
+            .arg(&build)
+            .args(["--target", "ze_null", "-j", &jobs]),
+    )?;
+    std::fs::create_dir_all(&lib).map_err(io(format!("creating {}", lib.display())))?;
+    for entry in std::fs::read_dir(build.join("lib"))
+        .map_err(io("listing the build's lib/".into()))?
+        .flatten()
+    {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("libze_null.so") {
+            // `copy` follows the soname links, so each name is a real file.
+            std::fs::copy(entry.path(), lib.join(&name)).map_err(io(format!("copying {name:?}")))?;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    eprintln!(
+        "setup: built the Level Zero null driver into {} in {}",
+        lib.display(),
+        crate::cmd::human(started.elapsed())
+    );
+    Ok(())
+}
 
 /// Is this `dpkg-query` status (`${db:Status-Abbrev}`) an installed package?
 pub fn is_installed_status(status: &str) -> bool {
@@ -115,6 +256,9 @@ pub fn setup(dry_run: bool) -> Result<()> {
             }
         }
         eprintln!("setup: installed {}", missing.join(" "));
+    }
+    if !dry_run {
+        ze_null(&crate::workspace_root())?;
     }
     crate::wheels::ensure(dry_run)?;
     show_opencl();

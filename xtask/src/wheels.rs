@@ -109,7 +109,8 @@ pub fn ensure(dry_run: bool) -> Result<()> {
     for w in missing {
         let started = std::time::Instant::now();
         let spec = format!("{}=={}", w.name, w.version);
-        run(pip().args(["download", "--no-deps", "--only-binary=:all:", "--quiet", "--dest"])
+        run(pip()
+            .args(["download", "--no-deps", "--only-binary=:all:", "--quiet", "--dest"])
             .arg(&downloads)
             .arg(&spec))?;
         let file = find_wheel(&downloads, w)?;

@@ -215,8 +215,9 @@ pub(crate) fn create_kernel(p: &CudaProgram, name: &str) -> Result<CudaKernel> {
     // A kernel whose parameter layout is unknown could not be launched
     // soundly (see `device_info`): refuse it here rather than launch blind.
     let params = match funcs.first() {
-        Some(&(_, f)) => param_sizes(f)
-            .ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?,
+        Some(&(_, f)) => {
+            param_sizes(f).ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?
+        }
         None => Vec::new(),
     };
     Ok(CudaKernel {

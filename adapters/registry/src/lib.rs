@@ -43,7 +43,13 @@ fn add<A: Adapter>(rt: &mut Runtime, reports: &mut Vec<AdapterReport>, backend: 
 }
 
 /// The backends this registry can load (whether or not present here).
-pub const COMPILED_IN: &[Backend] = &[Backend::Native, Backend::Sim, Backend::OpenCl, Backend::Cuda];
+pub const COMPILED_IN: &[Backend] = &[
+    Backend::Native,
+    Backend::Sim,
+    Backend::OpenCl,
+    Backend::Cuda,
+    Backend::LevelZero,
+];
 
 /// Refuses a selector that names a backend no adapter of this registry
 /// serves (a typo such as `opencI:*` would otherwise select nothing,
@@ -115,7 +121,16 @@ pub fn discover_with(selector: &DeviceSelector, options: &DiscoverOptions) -> (R
         // No libcuda, no GPU or a driver too old is zero platforms, never a panic.
         add(&mut rt, &mut reports, Backend::Cuda, Ok(ur_cuda::CudaAdapter::new()));
     }
-    // Further backends (sim, opencl, cuda, level_zero) register here, each
+    if selector.may_select_backend(Backend::LevelZero) {
+        // No libze1, or no driver (zeInit fails), is zero platforms with
+        // the reason in the report, never a panic.
+        let made = match ur_level_zero::LevelZeroAdapter::unavailable_reason() {
+            Some(why) => Err(why),
+            None => Ok(ur_level_zero::LevelZeroAdapter::new()),
+        };
+        add(&mut rt, &mut reports, Backend::LevelZero, made);
+    }
+    // Further backends register here, each
     // guarded by `selector.may_select_backend(..)`.
     (rt, reports)
 }

@@ -65,7 +65,10 @@ pub(crate) fn enqueue_after(
         }
     }
     if !foreign.is_empty() {
-        tracing::trace!(events = foreign.len(), "wait-list events of other contexts; waiting on the host");
+        tracing::trace!(
+            events = foreign.len(),
+            "wait-list events of other contexts; waiting on the host"
+        );
         rt.wait(&foreign)?;
     }
     op(&mine)

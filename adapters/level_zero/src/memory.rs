@@ -1,0 +1,214 @@
+//! Allocations: buffers on device allocations, USM of the three kinds, and
+//! host registration through the driver's import extension.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use level_zero_sys::result::{check, Described};
+use level_zero_sys::sys;
+use ur_api::{BufferDesc, Error, HostPtr, MemFlags, Result, UsmDesc, UsmKind, UsmPtr};
+
+use crate::conv;
+use crate::device::{ContextInner, LevelZeroContext, LevelZeroDevice, Raw};
+
+/// Alignment of sub-buffer offsets (a cache line; Level Zero pointers may be
+/// offset freely, this keeps kernel accesses aligned).
+pub const SUB_BUFFER_ALIGN: usize = 64;
+
+/// Default USM alignment when the caller asks for none.
+const DEFAULT_ALIGN: usize = 64;
+
+/// One `zeMemAlloc*` allocation, freed when the last holder (buffer,
+/// sub-buffer, USM object, command in flight) lets go.
+#[derive(Debug)]
+pub(crate) struct Alloc {
+    pub ctx: Arc<ContextInner>,
+    pub ptr: Raw<*mut c_void>,
+}
+
+impl Drop for Alloc {
+    fn drop(&mut self) {
+        // SAFETY: our allocation of this context; every command that used
+        // it held this Alloc until it completed.
+        if let Err(e) = check(unsafe { self.ctx.driver.ze.zeMemFree(self.ctx.handle.0, self.ptr.0) }) {
+            tracing::warn!(error = %e, "zeMemFree failed");
+        }
+    }
+}
+
+impl Alloc {
+    /// The address `offset` bytes in.
+    pub(crate) fn at(&self, offset: usize) -> *mut c_void {
+        self.ptr.0.cast::<u8>().wrapping_add(offset).cast()
+    }
+}
+
+/// A buffer (or sub-buffer): a range of a device allocation.
+#[derive(Debug)]
+pub struct LevelZeroBuffer {
+    pub(crate) mem: Arc<Alloc>,
+    pub(crate) offset: usize,
+}
+
+impl LevelZeroBuffer {
+    /// The device address `offset` bytes into the buffer.
+    pub(crate) fn at(&self, offset: usize) -> *mut c_void {
+        self.mem.at(self.offset + offset)
+    }
+}
+
+/// A USM allocation.
+#[derive(Debug)]
+pub struct LevelZeroUsm {
+    pub(crate) mem: Arc<Alloc>,
+    pub(crate) kind: UsmKind,
+}
+
+fn alloc(
+    ctx: &Arc<ContextInner>,
+    kind: UsmKind,
+    size: usize,
+    align: usize,
+    device: Option<&LevelZeroDevice>,
+) -> Result<Alloc> {
+    let ze = ctx.driver.ze;
+    let dev_desc = sys::ze_device_mem_alloc_desc_t::described();
+    let host_desc = sys::ze_host_mem_alloc_desc_t::described();
+    let dev = device.map_or(std::ptr::null_mut(), |d| d.handle.0);
+    let mut ptr = std::ptr::null_mut();
+    let r = match kind {
+        // SAFETY: a live context, described descriptors, a device of the
+        // context (or null where the kind allows), an out pointer.
+        UsmKind::Device => unsafe { ze.zeMemAllocDevice(ctx.handle.0, &dev_desc, size, align, dev, &mut ptr) },
+        // SAFETY: as above.
+        UsmKind::Host => unsafe { ze.zeMemAllocHost(ctx.handle.0, &host_desc, size, align, &mut ptr) },
+        // SAFETY: as above.
+        UsmKind::Shared => unsafe {
+            ze.zeMemAllocShared(ctx.handle.0, &dev_desc, &host_desc, size, align, dev, &mut ptr)
+        },
+    };
+    check(r).map_err(conv::error)?;
+    if ptr.is_null() {
+        return Err(Error::OutOfDeviceMemory);
+    }
+    Ok(Alloc {
+        ctx: ctx.clone(),
+        ptr: Raw(ptr),
+    })
+}
+
+/// A buffer on the hinted device; with `COPY_HOST_PTR`, filled from `init`
+/// by a synchronous copy before this returns.
+///
+/// # Safety
+///
+/// As [`ur_api::Adapter::create_buffer`].
+pub(crate) unsafe fn create_buffer(
+    ctx: &LevelZeroContext,
+    desc: &BufferDesc<&LevelZeroDevice>,
+    init: Option<HostPtr>,
+) -> Result<LevelZeroBuffer> {
+    let device = desc
+        .device_hint
+        .ok_or_else(|| Error::invalid("a buffer needs a device hint"))?;
+    let mem = alloc(&ctx.0, UsmKind::Device, desc.size, SUB_BUFFER_ALIGN, Some(device))?;
+    if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
+        // SAFETY: `src` is readable for `size` bytes during this call (the
+        // caller's contract) and the allocation is `size` bytes.
+        unsafe { copy_now(&ctx.0, device, mem.ptr.0, src.as_ptr().cast(), desc.size)? };
+    }
+    Ok(LevelZeroBuffer {
+        mem: Arc::new(mem),
+        offset: 0,
+    })
+}
+
+/// Copies `size` bytes on the device's synchronous init list, returning
+/// when the copy is done.
+///
+/// # Safety
+///
+/// Both ranges are valid for `size` bytes and usable on `device`.
+unsafe fn copy_now(
+    ctx: &ContextInner,
+    device: &LevelZeroDevice,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+) -> Result<()> {
+    let ze = ctx.driver.ze;
+    let mut lists = ctx.init_lists.lock();
+    let list = match lists.iter().find(|(d, _)| *d == device.handle) {
+        Some((_, l)) => *l,
+        None => {
+            let desc = sys::ze_command_queue_desc_t {
+                ordinal: device.compute_ordinal,
+                mode: sys::ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS,
+                ..sys::ze_command_queue_desc_t::described()
+            };
+            let mut list = std::ptr::null_mut();
+            // SAFETY: a live context and device, a described desc, an out pointer.
+            check(unsafe { ze.zeCommandListCreateImmediate(ctx.handle.0, device.handle.0, &desc, &mut list) })
+                .map_err(conv::error)?;
+            lists.push((device.handle, Raw(list)));
+            Raw(list)
+        }
+    };
+    // SAFETY: the caller's ranges; the list is synchronous (the append
+    // returns when the copy is done) and used under the lock.
+    check(unsafe {
+        ze.zeCommandListAppendMemoryCopy(list.0, dst, src, size, std::ptr::null_mut(), 0, std::ptr::null_mut())
+    })
+    .map_err(conv::error)
+}
+
+pub(crate) fn sub_buffer(parent: &LevelZeroBuffer, offset: usize) -> LevelZeroBuffer {
+    LevelZeroBuffer {
+        mem: parent.mem.clone(),
+        offset: parent.offset + offset,
+    }
+}
+
+pub(crate) fn usm_alloc(ctx: &LevelZeroContext, desc: &UsmDesc<&LevelZeroDevice>) -> Result<(LevelZeroUsm, UsmPtr)> {
+    let align = if desc.align == 0 { DEFAULT_ALIGN } else { desc.align };
+    // Host allocations belong to no device; device and shared ones go to the
+    // named device (the dyn layer requires one for device allocations).
+    let device = match desc.kind {
+        UsmKind::Host => None,
+        _ => desc.device,
+    };
+    let mem = alloc(&ctx.0, desc.kind, desc.size, align, device)?;
+    let base = UsmPtr(mem.ptr.0 as u64);
+    Ok((
+        LevelZeroUsm {
+            mem: Arc::new(mem),
+            kind: desc.kind,
+        },
+        base,
+    ))
+}
+
+/// Imports host memory into the driver (`zexDriverImportExternalPointer`).
+///
+/// # Safety
+///
+/// As [`ur_api::Adapter::host_register`].
+pub(crate) unsafe fn host_register(ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
+    let d = &ctx.0.driver;
+    let import = d.import.ok_or_else(|| Error::unsupported("host pointer import"))?;
+    // SAFETY: the driver gave this entry point; the range is valid until
+    // unregistered (the caller's contract).
+    check(unsafe { (import.import)(d.handle.0, mem.as_ptr().cast(), mem.len()) }).map_err(conv::error)
+}
+
+/// Undoes [`host_register`].
+///
+/// # Safety
+///
+/// As [`ur_api::Adapter::host_unregister`].
+pub(crate) unsafe fn host_unregister(ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
+    let d = &ctx.0.driver;
+    let import = d.import.ok_or_else(|| Error::unsupported("host pointer import"))?;
+    // SAFETY: `mem` was imported with this driver (the caller's contract).
+    check(unsafe { (import.release)(d.handle.0, mem.as_ptr().cast()) }).map_err(conv::error)
+}
