@@ -94,7 +94,13 @@ pub fn ensure(dry_run: bool) -> Result<()> {
         .filter(|w| !unpacked(&cache, w).join(DONE).is_file())
         .collect();
     if missing.is_empty() {
-        eprintln!("setup: present: {} wheels in {}", WHEELS.len(), cache.display());
+        eprintln!(
+            "setup: present: {} wheels in {} ({} library and {} header folders)",
+            WHEELS.len(),
+            cache.display(),
+            lib_dirs().len(),
+            include_dirs().len()
+        );
         return Ok(());
     }
     for w in &missing {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ur_api::{EventId, EventStatus, Handle, QueueId, Runtime};
+use ur_api::{EventId, EventStatus, QueueId, Runtime};
 
 /// An event the manager owns: released when the last reference goes.
 /// Recorded on every allocation the operation uses (`Slot::busy`), so one
