@@ -19,6 +19,9 @@ pub struct BufferSet {
     dist: Distribution,
     count: usize,
     buffers: BTreeMap<usize, Vec<LogicalBuffer>>,
+    /// Ranks held whose local memory is empty (no slice, no offset): no
+    /// logical buffer (the manager refuses size 0).
+    empty: Vec<usize>,
 }
 
 impl BufferSet {
@@ -38,8 +41,13 @@ impl BufferSet {
         }
         let ranks = ranks.unwrap_or(dist.ranks());
         let mut buffers = BTreeMap::new();
+        let mut empty = Vec::new();
         for &r in ranks {
             let size = dist.local_bytes(r)?;
+            if size == 0 {
+                empty.push(r);
+                continue;
+            }
             let mut spec = BufferSpec::new(size);
             if let Some(p) = place(r) {
                 spec = spec.hint(p);
@@ -55,11 +63,13 @@ impl BufferSet {
             dist: dist.clone(),
             count,
             buffers,
+            empty,
         })
     }
 
     /// Wraps existing logical buffers (per rank, `count` each); refuses
-    /// ranks outside the group, uneven counts and buffers of the wrong size.
+    /// ranks outside the group, uneven counts and buffers of the wrong size
+    /// (ranks with an empty local memory take no buffer).
     pub fn from_buffers(
         mm: &MemoryManager,
         dist: &Distribution,
@@ -89,6 +99,7 @@ impl BufferSet {
             dist: dist.clone(),
             count,
             buffers,
+            empty: Vec::new(),
         })
     }
 
@@ -104,7 +115,7 @@ impl BufferSet {
 
     /// The ranks held.
     pub fn ranks(&self) -> impl Iterator<Item = usize> + '_ {
-        self.buffers.keys().copied()
+        self.buffers.keys().chain(&self.empty).copied()
     }
 
     /// The manager.
@@ -112,7 +123,7 @@ impl BufferSet {
         &self.mm
     }
 
-    /// Buffer `index` of `rank`.
+    /// Buffer `index` of `rank` (none for a rank whose local memory is empty).
     pub fn buffer(&self, rank: usize, index: usize) -> Result<LogicalBuffer> {
         self.buffers
             .get(&rank)
@@ -125,6 +136,9 @@ impl BufferSet {
     /// local memory), made current for `access`; slices are reached from
     /// it with [`Distribution::view`] and friends.
     pub fn with_host<R>(&self, rank: usize, index: usize, access: Access, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        if self.empty.contains(&rank) && index < self.count {
+            return Ok(f(&mut []));
+        }
         let b = self.buffer(rank, index)?;
         let size = self.mm.size(b)?;
         Ok(self.mm.with_host(b, access, 0..size, f)?)
@@ -155,9 +169,9 @@ impl ReorgPlan {
             return Err(ReorgError::PlanMismatch { side: "destination" });
         }
         for &d in self.to().ranks() {
-            let db = dst.buffer(d, dst_index)?;
+            let Ok(db) = dst.buffer(d, dst_index) else { continue };
             for &s in self.from().ranks() {
-                if src.buffer(s, src_index)? == db {
+                if src.buffer(s, src_index).ok() == Some(db) {
                     return Err(ReorgError::SameBuffer { rank: d });
                 }
             }
