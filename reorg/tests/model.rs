@@ -121,13 +121,13 @@ fn slices_of_block_cyclic_with_overlaps_and_truncation() {
     )
     .unwrap();
     // Blocks 0..2, 2..4, 4..6, 6..7: rank 4 holds blocks 0 and 2, rank 9 blocks 1 and 3.
-    let s: Vec<(Vec<std::ops::Range<usize>>, Vec<std::ops::Range<isize>>, usize)> = dist
+    let s: Vec<(std::ops::Range<usize>, std::ops::Range<isize>, usize)> = dist
         .slices(9)
         .unwrap()
         .into_iter()
-        .map(|s| (s.owned, s.extended, s.offset))
+        .map(|s| (s.owned[0].clone(), s.extended[0].clone(), s.offset))
         .collect();
-    assert_eq!(s, vec![(vec![2..4], vec![1..6], 3), (vec![6..7], vec![5..7], 8)]);
+    assert_eq!(s, [(2..4, 1..6, 3), (6..7, 5..7, 8)]);
     assert_eq!(dist.slice(4, 0).unwrap().origin(), vec![0]);
     assert_eq!(dist.local_elements(9).unwrap(), 3 + 2 * 5);
     let (rank, slice, local) = dist.locate(&[6]).unwrap();
