@@ -1,0 +1,305 @@
+//! Running a plan over host memory: box copies as runs of contiguous
+//! copies or tiled transposes (never a per-element loop where a block copy
+//! will do), then the edge fills.
+
+use bytemuck::Pod;
+
+use crate::dist::Distribution;
+use crate::error::{ReorgError, Result};
+use crate::plan::{BoxCopy, Fill, ReorgPlan};
+
+/// Edge of the square tiles of the transposing copy, in elements.
+const TILE: usize = 16;
+
+/// Where a box lies in one plane of a rank's local memory, in units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoxGeometry {
+    /// Offset in units (elements, or parts of split complex) of the box's
+    /// first element in each plane.
+    pub plane_offsets: Vec<usize>,
+    /// Strides in units per global dimension.
+    pub strides: Vec<usize>,
+    /// Extent per global dimension.
+    pub extent: Vec<usize>,
+    /// Bytes of one unit.
+    pub unit: usize,
+}
+
+fn geometry(dist: &Distribution, rank: usize, slice: usize, start: &[usize], extent: &[usize]) -> Result<BoxGeometry> {
+    let s = dist.slice(rank, slice)?;
+    let ty = dist.data().element_type();
+    let plane = dist.local_elements(rank)?;
+    let first = s.element_offset(start);
+    Ok(BoxGeometry {
+        plane_offsets: (0..ty.planes()).map(|p| p * plane + first).collect(),
+        strides: s.strides,
+        extent: extent.to_vec(),
+        unit: ty.unit_bytes(),
+    })
+}
+
+impl ReorgPlan {
+    /// Where a copy reads, in its source rank's local memory.
+    pub fn src_geometry(&self, c: &BoxCopy) -> Result<BoxGeometry> {
+        geometry(self.from(), c.src_rank, c.src_slice, &c.src_start, &c.extent)
+    }
+
+    /// Where a copy writes, in its destination rank's local memory.
+    pub fn dst_geometry(&self, c: &BoxCopy) -> Result<BoxGeometry> {
+        geometry(self.to(), c.dst_rank, c.dst_slice, &c.dst_start, &c.extent)
+    }
+
+    /// Runs the copies from `src_rank`'s local memory into `dst_rank`'s
+    /// (host byte slices of exactly the local sizes).
+    pub fn copy_between(&self, src_rank: usize, src: &[u8], dst_rank: usize, dst: &mut [u8]) -> Result<()> {
+        check_len(src.len(), self.from().local_bytes(src_rank)?)?;
+        check_len(dst.len(), self.to().local_bytes(dst_rank)?)?;
+        for c in self
+            .copies
+            .iter()
+            .filter(|c| c.src_rank == src_rank && c.dst_rank == dst_rank)
+        {
+            let (s, d) = (self.src_geometry(c)?, self.dst_geometry(c)?);
+            for (so, doff) in s.plane_offsets.iter().zip(&d.plane_offsets) {
+                let op = CopyBox {
+                    so: *so,
+                    ss: &s.strides,
+                    doff: *doff,
+                    ds: &d.strides,
+                    ext: &c.extent,
+                };
+                with_units(src, dst, s.unit, &op);
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `rank`'s overlaps past the global edges (zero, replicate);
+    /// runs after every copy into the rank.
+    pub fn fill_overlaps(&self, rank: usize, dst: &mut [u8]) -> Result<()> {
+        let to = self.to();
+        check_len(dst.len(), to.local_bytes(rank)?)?;
+        let ty = to.data().element_type();
+        let plane = to.local_elements(rank)?;
+        for f in &self.fills {
+            let (Fill::Zero {
+                rank: r,
+                slice,
+                dim,
+                range,
+            }
+            | Fill::Replicate {
+                rank: r,
+                slice,
+                dim,
+                range,
+                ..
+            }) = f;
+            if *r != rank {
+                continue;
+            }
+            let s = to.slice(rank, *slice)?;
+            let from = match f {
+                Fill::Replicate { from, .. } => Some(*from),
+                Fill::Zero { .. } => None,
+            };
+            for p in 0..ty.planes() {
+                let base = p * plane + s.offset;
+                let op = FillOp {
+                    base,
+                    strides: &s.strides,
+                    shape: &s.shape,
+                    dim: *dim,
+                    range: range.clone(),
+                    from,
+                };
+                with_units(&[], dst, ty.unit_bytes(), &op);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the whole plan over host memory: `src[i]` is the local memory
+    /// of the source group's `i`-th rank, `dst[i]` the destination's.
+    pub fn execute_host(&self, src: &[&[u8]], dst: &mut [&mut [u8]]) -> Result<()> {
+        let (sr, dr) = (self.from().ranks(), self.to().ranks());
+        if src.len() != sr.len() || dst.len() != dr.len() {
+            return Err(ReorgError::DimensionCount {
+                what: "host memories",
+                got: src.len().min(dst.len()),
+                dims: 0,
+            });
+        }
+        for (d, mem) in dr.iter().zip(dst.iter_mut()) {
+            for (s, smem) in sr.iter().zip(src) {
+                self.copy_between(*s, smem, *d, mem)?;
+            }
+            self.fill_overlaps(*d, mem)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_len(got: usize, need: usize) -> Result<()> {
+    if got == need {
+        Ok(())
+    } else {
+        Err(ReorgError::WrongHostLength { got, need })
+    }
+}
+
+/// An operation over typed units.
+trait UnitOp {
+    fn run<T: Pod>(&self, src: &[T], dst: &mut [T]);
+}
+
+/// Runs `op` over the bytes seen as units of `unit` bytes: machine words
+/// where aligned, byte arrays otherwise (one monomorphic path per size).
+fn with_units(src: &[u8], dst: &mut [u8], unit: usize, op: &impl UnitOp) {
+    fn aligned<W>(b: &[u8]) -> bool {
+        b.as_ptr().align_offset(std::mem::align_of::<W>()) == 0
+    }
+    macro_rules! go {
+        ($t:ty, $a:ty) => {{
+            if (src.is_empty() || aligned::<$t>(src)) && aligned::<$t>(dst) {
+                let s: &[$t] = if src.is_empty() { &[] } else { bytemuck::cast_slice(src) };
+                op.run(s, bytemuck::cast_slice_mut::<u8, $t>(dst))
+            } else {
+                let s: &[$a] = if src.is_empty() { &[] } else { bytemuck::cast_slice(src) };
+                op.run(s, bytemuck::cast_slice_mut::<u8, $a>(dst))
+            }
+        }};
+    }
+    match unit {
+        2 => go!(u16, [u8; 2]),
+        4 => go!(u32, [u8; 4]),
+        8 => go!(u64, [u8; 8]),
+        16 => go!(u128, [u8; 16]),
+        _ => op.run(src, dst),
+    }
+}
+
+/// Calls `f(src offset, dst offset)` for every index of the dimensions
+/// `dims` (the first varies fastest).
+fn odometer(
+    dims: &[usize],
+    ext: &[usize],
+    ss: &[usize],
+    ds: &[usize],
+    so: usize,
+    doff: usize,
+    mut f: impl FnMut(usize, usize),
+) {
+    let mut idx = vec![0usize; dims.len()];
+    let (mut s, mut d) = (so, doff);
+    loop {
+        f(s, d);
+        let mut k = 0;
+        loop {
+            let Some(&dim) = dims.get(k) else { return };
+            idx[k] += 1;
+            s += ss[dim];
+            d += ds[dim];
+            if idx[k] < ext[dim] {
+                break;
+            }
+            s -= ss[dim] * ext[dim];
+            d -= ds[dim] * ext[dim];
+            idx[k] = 0;
+            k += 1;
+        }
+    }
+}
+
+struct CopyBox<'a> {
+    so: usize,
+    ss: &'a [usize],
+    doff: usize,
+    ds: &'a [usize],
+    ext: &'a [usize],
+}
+
+impl UnitOp for CopyBox<'_> {
+    fn run<T: Pod>(&self, src: &[T], dst: &mut [T]) {
+        let CopyBox { so, ss, doff, ds, ext } = *self;
+        if ext.contains(&0) {
+            return;
+        }
+        // The destination's memory order, fastest first; unit extents drop out.
+        let mut dims: Vec<usize> = (0..ext.len()).filter(|&d| ext[d] > 1).collect();
+        dims.sort_by_key(|&d| ds[d]);
+        let Some((&inner, outer)) = dims.split_first() else {
+            dst[doff] = src[so];
+            return;
+        };
+        let n = ext[inner];
+        if ds[inner] == 1 && ss[inner] == 1 {
+            // Contiguous on both sides: one block copy per run.
+            odometer(outer, ext, ss, ds, so, doff, |s, d| {
+                dst[d..d + n].copy_from_slice(&src[s..s + n])
+            });
+        } else if let Some(&a) = outer.iter().find(|&&d| ss[d] == 1).filter(|_| ds[inner] == 1) {
+            // The source is contiguous along another dimension: tiled transpose.
+            let rest: Vec<usize> = outer.iter().copied().filter(|&d| d != a).collect();
+            odometer(&rest, ext, ss, ds, so, doff, |s, d| {
+                transpose(src, s, ss[inner], dst, d, ds[a], n, ext[a])
+            });
+        } else {
+            let (si, di) = (ss[inner], ds[inner]);
+            odometer(outer, ext, ss, ds, so, doff, |s, d| {
+                for i in 0..n {
+                    dst[d + i * di] = src[s + i * si];
+                }
+            });
+        }
+    }
+}
+
+/// `dst[d + a * da + i] = src[s + i * si + a]` for `i < ni`, `a < na`,
+/// in square tiles so both sides stay in cache.
+fn transpose<T: Copy>(src: &[T], s: usize, si: usize, dst: &mut [T], d: usize, da: usize, ni: usize, na: usize) {
+    for a0 in (0..na).step_by(TILE) {
+        let a1 = (a0 + TILE).min(na);
+        for i0 in (0..ni).step_by(TILE) {
+            let i1 = (i0 + TILE).min(ni);
+            for a in a0..a1 {
+                let row = &mut dst[d + a * da + i0..d + a * da + i1];
+                for (k, x) in row.iter_mut().enumerate() {
+                    *x = src[s + (i0 + k) * si + a];
+                }
+            }
+        }
+    }
+}
+
+struct FillOp<'a> {
+    base: usize,
+    strides: &'a [usize],
+    shape: &'a [usize],
+    dim: usize,
+    range: std::ops::Range<usize>,
+    from: Option<usize>,
+}
+
+impl UnitOp for FillOp<'_> {
+    fn run<T: Pod>(&self, _: &[T], dst: &mut [T]) {
+        let st = self.strides[self.dim];
+        let others: Vec<usize> = (0..self.shape.len()).filter(|&d| d != self.dim).collect();
+        odometer(
+            &others,
+            self.shape,
+            self.strides,
+            self.strides,
+            self.base,
+            self.base,
+            |o, _| {
+                for i in self.range.clone() {
+                    dst[o + i * st] = match self.from {
+                        Some(f) => dst[o + f * st],
+                        None => T::zeroed(),
+                    };
+                }
+            },
+        );
+    }
+}
