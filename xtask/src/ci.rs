@@ -37,6 +37,13 @@ fn steps() -> Vec<(&'static str, Command)> {
         .env("ZE_ENABLE_NULL_DRIVER", "1")
         .env("UR_DEVICE_SELECTOR", "level_zero:*")
         .env("LD_LIBRARY_PATH", null_driver_path());
+    // Data reorganisation across processes: DRI's example #1 (5 senders,
+    // 5 receivers, every element checked) and random distributions over 4
+    // ranks against a global model. Root may run mpirun only when told.
+    let mut mpi_examples = cargo();
+    mpi_examples.args(["build", "-p", "ur-reorg-mpi", "--examples"]);
+    let dri = mpirun(10, "dri_example1", &[]);
+    let prop = mpirun(4, "mpi_prop", &["60"]);
     // The runtime-style example (documentation that must keep running).
     let mut example = cargo();
     with_backend_env(example.args(["run", "-p", "ur-examples", "--example", "pipeline"]));
@@ -49,6 +56,9 @@ fn steps() -> Vec<(&'static str, Command)> {
         ("codegen", bindings),
         ("test", test),
         ("ze-null", null_driver),
+        ("mpi-build", mpi_examples),
+        ("mpi-dri", dri),
+        ("mpi-prop", prop),
         ("example", example),
         ("doc", doc),
     ]
@@ -72,6 +82,19 @@ fn null_driver_built() -> Result<bool> {
     Ok(false)
 }
 
+/// `mpirun -n <ranks> --oversubscribe` of an example of `ur-reorg-mpi`
+/// (built by the `mpi-build` step), allowed to run as root.
+fn mpirun(ranks: usize, example: &str, args: &[&str]) -> Command {
+    let exe = crate::workspace_root().join("target/debug/examples").join(example);
+    let mut c = Command::new("mpirun");
+    c.args(["-n", &ranks.to_string(), "--oversubscribe"])
+        .arg(exe)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
 /// `LD_LIBRARY_PATH` with the null driver's folder first.
 fn null_driver_path() -> std::ffi::OsString {
     let lib = crate::setup::ze_null_lib(&crate::workspace_root());
@@ -83,7 +106,8 @@ fn null_driver_path() -> std::ffi::OsString {
 }
 
 /// fmt, clippy, the bindings check, tests (unit, conformance, doctests),
-/// the suite on the Level Zero null driver, the pipeline example, docs.
+/// the suite on the Level Zero null driver, the MPI examples, the pipeline
+/// example, docs.
 pub fn ci() -> Result<()> {
     let start = Instant::now();
     let limit = step_timeout()?;
@@ -167,7 +191,21 @@ mod tests {
     fn steps_run_in_the_documented_order_with_the_backend_env_on_tests() {
         let steps = steps();
         let names: Vec<&str> = steps.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["fmt", "clippy", "codegen", "test", "ze-null", "example", "doc"]);
+        assert_eq!(
+            names,
+            [
+                "fmt",
+                "clippy",
+                "codegen",
+                "test",
+                "ze-null",
+                "mpi-build",
+                "mpi-dri",
+                "mpi-prop",
+                "example",
+                "doc"
+            ]
+        );
         let test = display(&steps[3].1);
         assert!(test.contains("test --workspace --no-fail-fast"), "{test}");
         for (key, _) in OPENCL_ENV {
@@ -181,8 +219,9 @@ mod tests {
             null.contains("ZE_ENABLE_NULL_DRIVER=1") && null.contains("level_zero:*"),
             "{null}"
         );
-        assert!(display(&steps[5].1).contains("--example pipeline"));
-        assert!(display(&steps[6].1).contains("RUSTDOCFLAGS="));
+        assert!(display(&steps[6].1).contains("mpirun -n 10 --oversubscribe"));
+        assert!(display(&steps[8].1).contains("--example pipeline"));
+        assert!(display(&steps[9].1).contains("RUSTDOCFLAGS="));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub struct Group {
 }
 
 /// Everything `setup` installs.
-pub const GROUPS: [Group; 5] = [
+pub const GROUPS: [Group; 6] = [
     Group {
         purpose: "OpenCL: ICD loader, PoCL (CPU) and Mesa rusticl platforms, clinfo",
         packages: &["pocl-opencl-icd", "mesa-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
@@ -40,6 +40,10 @@ pub const GROUPS: [Group; 5] = [
     Group {
         purpose: "building the Level Zero null driver",
         packages: &["cmake", "g++", "make"],
+    },
+    Group {
+        purpose: "OpenMPI, for data reorganisation across processes (ur-reorg-mpi)",
+        packages: &["libopenmpi-dev", "openmpi-bin"],
     },
     Group {
         purpose: "unzip, to unpack Intel's runtimes from their wheels",
