@@ -3,7 +3,7 @@
 //!
 //! A SYCL-like runtime that compiles kernels to host code registers them in a
 //! [`HostKernelLibrary`] and builds a program from it with
-//! [`ProgramSource::Host`](crate::ProgramSource::Host).
+//! [`ProgramSource::Host`].
 //!
 //! ```
 //! use ur_api::host_kernel::{HostKernelLibrary, HostArgs};

@@ -21,7 +21,7 @@
 //! - **One worker thread per queue.** Enqueueing boxes the command, sends it
 //!   down a channel and returns an event at once; the worker runs commands
 //!   in order, each after its wait list. A failed dependency fails the
-//!   command with [`Error::CommandFailed`] naming the cause; a panicking
+//!   command with [`ur_api::Error::CommandFailed`] naming the cause; a panicking
 //!   kernel fails its event, not the worker. `flush` has nothing to do
 //!   (submission is immediate); dropping a queue lets pending work finish
 //!   and joins the worker.
