@@ -38,14 +38,14 @@ impl Backend for Direct {
             HostVisible::No(r) => return refuse(r.clone()),
         };
         let op = match p.dir {
-            Direction::Read => "pread",
-            Direction::Write => "pwrite",
+            Direction::Read => "pread straight into",
+            Direction::Write => "pwrite straight from",
         };
         if !p.o_direct {
             return Score::offer(
                 BackendKind::Direct,
                 SCORE_BUFFERED,
-                format!("buffered {op} straight into {into} (no bounce)"),
+                format!("buffered {op} {into} (no bounce)"),
             );
         }
         let (oa, ma) = (p.offset_align, p.mem_align);
@@ -61,7 +61,7 @@ impl Backend for Direct {
             Some(_) => Score::offer(
                 BackendKind::Direct,
                 SCORE_O_DIRECT,
-                format!("O_DIRECT {op} straight into {into}: offset, size and address {oa}/{ma}-aligned"),
+                format!("O_DIRECT {op} {into}: offset, size and address {oa}/{ma}-aligned"),
             ),
         }
     }
