@@ -165,7 +165,13 @@ fn big(dev: &Dev, choice: BackendChoice) -> Result<(), Failed> {
     let io = FileIo::with_settings(runtime(), Settings::default())?;
     let dir = tempfile::tempdir()?;
     let size = (256 << 20) + 5;
-    match roundtrip(&io, dev, choice, DirectIo::Auto, size, (3, 3), dir.path())? {
+    // Plain buffers' mappings are rarely 512-aligned, so on an O_DIRECT file
+    // the forced fastpath would be refused whole: force it on a buffered file.
+    let mode = match choice {
+        BackendChoice::Only(BackendKind::Direct) => DirectIo::Off,
+        _ => DirectIo::Auto,
+    };
+    match roundtrip(&io, dev, choice, mode, size, (3, 3), dir.path())? {
         true => Ok(()),
         false => Err("refused".into()),
     }
