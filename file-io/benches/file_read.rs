@@ -1,0 +1,257 @@
+//! File -> device read throughput, 256 MiB, on a PoCL CPU device, the
+//! compared paths interleaved in one run, medians of `UR_FILEIO_BENCH_REPS`
+//! (default 5) repetitions.
+//!
+//! Rows (BENCH_ROW lines):
+//! - `file.read_bounce_over_pread`: the bounce fallback into a PoCL buffer
+//!   over plain parallel `pread` of the same file into host memory (same
+//!   threads, same 4 MiB tasks), warm page cache. Target >= 0.8.
+//! - `file.read_direct_over_bounce`: the direct fastpath (pread into the
+//!   mapping of a `USE_HOST_PTR` buffer over page-aligned memory) over the
+//!   bounce fallback into the same buffer, buffered file, warm cache.
+//!   Target >= 1.3.
+//! - `file.read_direct_over_bounce.odirect`: the same with `O_DIRECT` on
+//!   both paths, the file dropped from the page cache before each read.
+//!   Target >= 1.5. `...odirect.cpu_s_per_gib` gives the process CPU
+//!   seconds per GiB of each path (value: direct, baseline: bounce).
+//! - `file.read_cufile_or_bounce_over_pread_pinned` needs a CUDA device:
+//!   not measured without one (said on stderr).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ur_api::{BufferDesc, DeviceId, HostPtr, MemFlags, QueueProps, Runtime};
+use ur_file_io::{BackendChoice, BackendKind, DeviceMem, DirectIo, FileIo, IoFile, OpenOptions, Request, Settings};
+
+const SIZE: usize = 256 << 20;
+const GIB: f64 = (1u64 << 30) as f64;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn row(name: &str, value: f64, unit: &str, baseline_name: &str, baseline: f64) {
+    println!(
+        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.4},\"unit\":\"{unit}\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.4},\"ratio\":{:.4}}}",
+        value / baseline
+    );
+}
+
+/// Process CPU seconds (user + system, all threads).
+fn cpu_seconds() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the struct it is given.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) };
+    assert_eq!(r, 0);
+    // SAFETY: initialised by the successful call.
+    let u = unsafe { u.assume_init() };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// Page-aligned host memory.
+struct Aligned(*mut u8, std::alloc::Layout);
+
+impl Aligned {
+    fn new(len: usize) -> Self {
+        let layout = std::alloc::Layout::from_size_align(len, 4096).unwrap();
+        // SAFETY: non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!p.is_null());
+        Aligned(p, layout)
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.0, self.1) }
+    }
+}
+
+/// Plain parallel pread of the whole file into host memory: `threads`
+/// threads, 4 MiB tasks striped over them.
+fn pread_all(path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).unwrap();
+    let base = dst.0 as usize;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let f = &f;
+            s.spawn(move || {
+                let task = 4 << 20;
+                let mut i = t;
+                while i * task < SIZE {
+                    // SAFETY: the tasks of the threads are disjoint ranges of `dst`.
+                    let buf = unsafe { std::slice::from_raw_parts_mut((base + i * task) as *mut u8, task) };
+                    f.read_exact_at(buf, (i * task) as u64).unwrap();
+                    i += threads;
+                }
+            });
+        }
+    });
+    SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+}
+
+/// One timed read of the whole file; returns (GiB/s, CPU s/GiB).
+fn timed(io: &FileIo, f: &IoFile, target: DeviceMem, choice: BackendKind, cold: bool) -> (f64, f64) {
+    if cold {
+        f.drop_page_cache().unwrap();
+    }
+    let req = Request::read(target, 0, SIZE).with_backend(BackendChoice::Only(choice));
+    let (c0, t0) = (cpu_seconds(), Instant::now());
+    let rep = io.run(f, &req).unwrap();
+    let secs = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - c0;
+    assert_eq!(rep.bytes, SIZE);
+    assert_eq!(rep.bytes_by(choice), SIZE as u64, "the forced path moved every byte");
+    let gib = SIZE as f64 / GIB;
+    (gib / secs, cpu / gib)
+}
+
+fn pocl_device(rt: &Runtime) -> Option<DeviceId> {
+    rt.all_devices().into_iter().find(|&d| {
+        rt.platform_info(rt.device_platform(d).unwrap())
+            .map(|p| p.name.contains("Portable"))
+            .unwrap_or(false)
+    })
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    for (k, v) in [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")] {
+        if std::env::var_os(k).is_none() {
+            // Edition 2021: safe; before any thread exists.
+            std::env::set_var(k, v);
+        }
+    }
+    let reps: usize = std::env::var("UR_FILEIO_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    eprintln!("file.read_cufile_or_bounce_over_pread_pinned: not measured: no CUDA device here");
+    let mut rt = Runtime::new();
+    rt.add(ur_opencl::OpenClAdapter::new())?;
+    let Some(dev) = pocl_device(&rt) else {
+        eprintln!("file benches skipped: no PoCL device");
+        return Ok(());
+    };
+    let ctx = rt.create_context(&[dev])?;
+    let q = rt.create_queue(ctx, dev, &QueueProps::default())?;
+    let plain = rt.create_buffer(ctx, &BufferDesc::new(SIZE).on(dev), None)?;
+    let host = Aligned::new(SIZE);
+    // SAFETY: `host` outlives the buffer (released below, before `host` drops).
+    let hp = unsafe { HostPtr::new(host.0, SIZE) };
+    let uhp = rt.create_buffer(
+        ctx,
+        &BufferDesc::new(SIZE)
+            .on(dev)
+            .with_flags(MemFlags::READ_WRITE | MemFlags::USE_HOST_PTR),
+        Some(hp),
+    )?;
+    let rt = Arc::new(rt);
+    let base = Settings::from_env()?;
+    let buffered = FileIo::with_settings(
+        rt.clone(),
+        Settings {
+            direct_io: DirectIo::Off,
+            ..base
+        },
+    )?;
+    let direct = FileIo::with_settings(
+        rt.clone(),
+        Settings {
+            direct_io: DirectIo::On,
+            ..base
+        },
+    )?;
+
+    let dir = tempfile::Builder::new()
+        .prefix("ur-file-io-bench")
+        .tempdir_in(std::env::temp_dir())?;
+    let path = dir.path().join("data.bin");
+    let data: Vec<u8> = (0..SIZE).map(|i| (i.wrapping_mul(31) ^ (i >> 12)) as u8).collect();
+    std::fs::write(&path, &data)?;
+    drop(data);
+    let fb = buffered.open(&path, OpenOptions::read())?;
+    let fd = direct.open(&path, OpenOptions::read())?;
+    eprintln!(
+        "256 MiB, {} threads, task {} KiB, bounce {} KiB; O_DIRECT file: {}",
+        base.threads,
+        base.task_size >> 10,
+        base.task_size.min(base.bounce_size) >> 10,
+        fd.mode()
+    );
+    let t_plain = |m| DeviceMem::Buffer {
+        queue: q,
+        buffer: m,
+        offset: 0,
+    };
+    let pread_dst = Aligned::new(SIZE);
+    // Warm-up: page cache, bounce buffers, first mappings.
+    pread_all(&path, &pread_dst, base.threads);
+    timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false);
+    timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false);
+
+    let (mut pread, mut bounce_plain, mut direct_warm, mut bounce_warm) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..reps {
+        pread.push(pread_all(&path, &pread_dst, base.threads));
+        bounce_plain.push(timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false).0);
+        direct_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false).0);
+        bounce_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Bounce, false).0);
+    }
+    let (mut dc, mut bc, mut dcpu, mut bcpu) = (vec![], vec![], vec![], vec![]);
+    // The VM's disk has its own cache below ours: alternate which path reads
+    // first, so neither always follows the other.
+    for rep in 0..reps {
+        for k in [rep % 2, 1 - rep % 2] {
+            if k == 0 {
+                let (g, c) = timed(&direct, &fd, t_plain(uhp), BackendKind::Direct, true);
+                dc.push(g);
+                dcpu.push(c);
+            } else {
+                let (g, c) = timed(&direct, &fd, t_plain(uhp), BackendKind::Bounce, true);
+                bc.push(g);
+                bcpu.push(c);
+            }
+        }
+    }
+    eprintln!("samples GiB/s: pread {pread:.2?} bounce {bounce_plain:.2?}");
+    eprintln!("  warm direct {direct_warm:.2?} bounce {bounce_warm:.2?}");
+    eprintln!("  O_DIRECT cold direct {dc:.2?} bounce {bc:.2?}");
+    row(
+        "file.read_bounce_over_pread",
+        median(bounce_plain),
+        "GiB/s",
+        "pread_host",
+        median(pread),
+    );
+    row(
+        "file.read_direct_over_bounce",
+        median(direct_warm),
+        "GiB/s",
+        "bounce",
+        median(bounce_warm),
+    );
+    row(
+        "file.read_direct_over_bounce.odirect",
+        median(dc),
+        "GiB/s",
+        "bounce_odirect",
+        median(bc),
+    );
+    row(
+        "file.read_direct_over_bounce.odirect.cpu_s_per_gib",
+        median(dcpu),
+        "cpu_s/GiB",
+        "bounce_odirect",
+        median(bcpu),
+    );
+    direct.release_bounce_buffers();
+    buffered.release_bounce_buffers();
+    rt.release_buffer(uhp)?;
+    rt.release_buffer(plain)?;
+    drop(host);
+    Ok(())
+}

@@ -1,0 +1,349 @@
+//! The bounce fallback, always offered: page-aligned pinned bounce buffers
+//! (USM host allocations of the target's context where the device offers
+//! them, page-aligned host memory otherwise), pooled across requests. Each
+//! thread holds two, so reading task k+1 from the file overlaps the device
+//! copy of task k (and, for writes, the device read of task k+1 overlaps
+//! the `pwrite` of task k). Aligned pieces of an `O_DIRECT` file use
+//! `O_DIRECT` (the buffers are page-aligned); unaligned ones the buffered
+//! descriptor.
+
+use std::alloc::Layout;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_api::{ContextId, EventId, HostPtr, MemRef, Runtime, UsmDesc, UsmKind, UsmPtr};
+
+use super::{Backend, Failed, Job};
+use crate::error::{FileIoError, Result};
+use crate::plan::{BackendKind, Direction, PieceView, Score};
+use crate::pool::TaskSet;
+use crate::target::DeviceMem;
+
+const PAGE: usize = 4096;
+
+/// One bounce buffer.
+#[derive(Debug)]
+pub(crate) struct Block {
+    addr: usize,
+    len: usize,
+    usm: Option<(ContextId, UsmPtr)>,
+}
+
+/// Bounce buffers kept between requests.
+#[derive(Debug)]
+pub(crate) struct BouncePool {
+    rt: Arc<Runtime>,
+    chunk: usize,
+    free: Mutex<Vec<Block>>,
+    pub(crate) pinned: AtomicU64,
+    pub(crate) plain: AtomicU64,
+}
+
+impl BouncePool {
+    pub(crate) fn new(rt: Arc<Runtime>, chunk: usize) -> Self {
+        BouncePool {
+            rt,
+            chunk,
+            free: Mutex::new(Vec::new()),
+            pinned: AtomicU64::new(0),
+            plain: AtomicU64::new(0),
+        }
+    }
+
+    /// A free block usable with `ctx` (its own USM host memory, or plain
+    /// memory), or a new one.
+    fn take(&self, ctx: ContextId, usm_host: bool) -> Result<Block> {
+        {
+            let mut free = self.free.lock();
+            let want = |b: &Block| match b.usm {
+                Some((c, _)) => c == ctx,
+                None => !usm_host,
+            };
+            if let Some(i) = free.iter().position(want) {
+                return Ok(free.swap_remove(i));
+            }
+        }
+        if usm_host {
+            let desc = UsmDesc::new(UsmKind::Host, self.chunk).aligned(PAGE);
+            match self.rt.usm_alloc(ctx, &desc) {
+                Ok(p) => {
+                    self.pinned.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Block {
+                        addr: p.0 as usize,
+                        len: self.chunk,
+                        usm: Some((ctx, p)),
+                    });
+                }
+                Err(e) => tracing::debug!(error = %e, "no USM host bounce buffer; using plain memory"),
+            }
+        }
+        let layout = Layout::from_size_align(self.chunk, PAGE).expect("chunk is a non-zero multiple of 4096");
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc(layout) };
+        if p.is_null() {
+            return Err(FileIoError::Runtime(ur_api::Error::OutOfHostMemory));
+        }
+        self.plain.fetch_add(1, Ordering::Relaxed);
+        Ok(Block {
+            addr: p as usize,
+            len: self.chunk,
+            usm: None,
+        })
+    }
+
+    fn give(&self, b: Block) {
+        self.free.lock().push(b);
+    }
+
+    /// Frees every pooled block (a context with USM bounce buffers cannot
+    /// be released while they live).
+    pub(crate) fn trim(&self) {
+        for b in self.free.lock().drain(..) {
+            match b.usm {
+                Some((ctx, p)) => {
+                    if let Err(e) = self.rt.usm_free(ctx, p) {
+                        tracing::warn!(error = %e, "freeing a bounce buffer failed");
+                    }
+                }
+                None => {
+                    let layout = Layout::from_size_align(b.len, PAGE).expect("as allocated");
+                    // SAFETY: allocated in `take` with this layout, freed once.
+                    unsafe { std::alloc::dealloc(b.addr as *mut u8, layout) };
+                }
+            }
+        }
+    }
+}
+
+impl Drop for BouncePool {
+    fn drop(&mut self) {
+        self.trim();
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Bounce;
+
+impl Backend for Bounce {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Bounce
+    }
+
+    fn score(&self, _: &Job, p: &PieceView) -> Score {
+        let how = if p.file_aligned() { "O_DIRECT" } else { "buffered" };
+        let op = match p.dir {
+            Direction::Read => "pread into pinned bounce buffers, device writes overlapped",
+            Direction::Write => "device reads into pinned bounce buffers, pwrite overlapped",
+        };
+        Score::offer(BackendKind::Bounce, 0, format!("always offered: {how} {op}"))
+    }
+
+    fn run(&self, job: &Arc<Job>, file_offset: u64, len: usize) -> Result<Vec<Failed>> {
+        let eng = &job.engine;
+        let chunk = eng.settings.bounce_chunk();
+        let tasks = TaskSet::new(len.div_ceil(chunk));
+        let error: Arc<Mutex<Option<FileIoError>>> = Arc::new(Mutex::new(None));
+        let (j, e) = (job.clone(), error.clone());
+        eng.pool.run(
+            &tasks,
+            eng.settings.threads - 1,
+            Arc::new(move |ts: &TaskSet| {
+                if let Err(err) = Worker::new(&j, ts, file_offset, len, chunk).run() {
+                    ts.stop();
+                    e.lock().get_or_insert(err);
+                }
+            }),
+        );
+        let err = error.lock().take();
+        match err {
+            Some(e) => Err(e),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// A task in flight on one of a worker's two blocks.
+#[derive(Debug)]
+struct Pending {
+    event: EventId,
+    pos: u64,
+    len: usize,
+    od: bool,
+}
+
+/// One thread's share of a piece: claims tasks, two blocks in turn.
+struct Worker<'a> {
+    job: &'a Job,
+    ts: &'a TaskSet,
+    file_offset: u64,
+    len: usize,
+    chunk: usize,
+    blocks: [Option<Block>; 2],
+    pending: [Option<Pending>; 2],
+}
+
+impl<'a> Worker<'a> {
+    fn new(job: &'a Job, ts: &'a TaskSet, file_offset: u64, len: usize, chunk: usize) -> Self {
+        Worker {
+            job,
+            ts,
+            file_offset,
+            len,
+            chunk,
+            blocks: [None, None],
+            pending: [None, None],
+        }
+    }
+
+    fn run(&mut self) -> Result<()> {
+        let r = self.pipeline();
+        // Every claimed task ends, errors included; blocks go back only
+        // once no command uses them.
+        for s in 0..2 {
+            if let Some(p) = self.pending[s].take() {
+                let _ = self.job.engine.rt.complete(p.event);
+                self.ts.done();
+            }
+        }
+        let pool = &self.job.engine.bounce;
+        for b in self.blocks.iter_mut().filter_map(Option::take) {
+            pool.give(b);
+        }
+        r
+    }
+
+    fn block(&mut self, slot: usize) -> Result<(usize, usize)> {
+        if self.blocks[slot].is_none() {
+            let t = &self.job.target;
+            self.blocks[slot] = Some(self.job.engine.bounce.take(t.context, t.usm_host())?);
+        }
+        let b = self.blocks[slot].as_ref().expect("just set");
+        Ok((b.addr, b.len))
+    }
+
+    fn pipeline(&mut self) -> Result<()> {
+        let mut k = 0usize;
+        while let Some(i) = self.ts.claim() {
+            let slot = k % 2;
+            k += 1;
+            let o = i * self.chunk;
+            let l = self.chunk.min(self.len - o);
+            let pos = self.file_offset + o as u64;
+            let delta = (pos - self.job.file_offset) as usize;
+            match self.job.dir {
+                Direction::Read => {
+                    if let Err(e) = self.finish(slot) {
+                        self.ts.done();
+                        return Err(e);
+                    }
+                    let (addr, cap) = match self.block(slot) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            self.ts.done();
+                            return Err(e);
+                        }
+                    };
+                    let od = self.job.o_direct_for(pos, l, addr);
+                    // SAFETY: the block is ours (its last command completed
+                    // in `finish`), `cap >= l` bytes long.
+                    let buf = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, l.min(cap)) };
+                    let n = match self.job.fds.read_full(od, buf, pos) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            self.ts.done();
+                            return Err(e);
+                        }
+                    };
+                    if n < l {
+                        self.job.note_short(pos + n as u64);
+                    }
+                    if n == 0 {
+                        self.ts.done();
+                        continue;
+                    }
+                    match self.enqueue(Direction::Read, addr, n, delta) {
+                        Ok(event) => self.pending[slot] = Some(Pending { event, pos, len: n, od }),
+                        Err(e) => {
+                            self.ts.done();
+                            return Err(e);
+                        }
+                    }
+                }
+                Direction::Write => {
+                    let (addr, _) = match self.block(slot) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            self.ts.done();
+                            return Err(e);
+                        }
+                    };
+                    let od = self.job.o_direct_for(pos, l, addr);
+                    match self.enqueue(Direction::Write, addr, l, delta) {
+                        Ok(event) => self.pending[slot] = Some(Pending { event, pos, len: l, od }),
+                        Err(e) => {
+                            self.ts.done();
+                            return Err(e);
+                        }
+                    }
+                    // While that device read runs, write out the other block.
+                    self.finish(1 - slot)?;
+                }
+            }
+        }
+        self.finish(0)?;
+        self.finish(1)
+    }
+
+    /// Completes the command pending on `slot` (for writes, then `pwrite`s
+    /// its bytes) and ends its task.
+    fn finish(&mut self, slot: usize) -> Result<()> {
+        let Some(p) = self.pending[slot].take() else {
+            return Ok(());
+        };
+        let r = self
+            .job
+            .engine
+            .rt
+            .complete(p.event)
+            .map_err(FileIoError::from)
+            .and_then(|()| {
+                if self.job.dir == Direction::Write {
+                    let addr = self.blocks[slot].as_ref().expect("a pending slot has a block").addr;
+                    // SAFETY: the device read into the block completed; the
+                    // block is ours and at least `p.len` bytes long.
+                    let buf = unsafe { std::slice::from_raw_parts(addr as *const u8, p.len) };
+                    self.job.fds.write_full(p.od, buf, p.pos)?;
+                }
+                Ok(())
+            });
+        self.ts.done();
+        r
+    }
+
+    /// Enqueues the device side of a task: host block -> device (reads of
+    /// the file) or device -> host block (writes), and flushes.
+    fn enqueue(&self, dir: Direction, addr: usize, len: usize, delta: usize) -> Result<EventId> {
+        let rt = &self.job.engine.rt;
+        // SAFETY: the block stays ours, untouched, until the event completes
+        // (`finish` or `run` waits for it before reuse or return).
+        let host = unsafe { HostPtr::new(addr as *mut u8, len) };
+        let mem = self.job.target.mem;
+        let ev = match (mem, dir) {
+            (DeviceMem::Buffer { queue, buffer, offset }, Direction::Read) => {
+                rt.enqueue_write(queue, buffer, offset + delta, host, &[])?
+            }
+            (DeviceMem::Buffer { queue, buffer, offset }, Direction::Write) => {
+                rt.enqueue_read(queue, buffer, offset + delta, host, &[])?
+            }
+            (DeviceMem::Usm { queue, ptr }, Direction::Read) => {
+                rt.enqueue_usm_copy(queue, MemRef::Usm(ptr.offset(delta)), MemRef::Host(host), len, &[])?
+            }
+            (DeviceMem::Usm { queue, ptr }, Direction::Write) => {
+                rt.enqueue_usm_copy(queue, MemRef::Host(host), MemRef::Usm(ptr.offset(delta)), len, &[])?
+            }
+        };
+        rt.flush(mem.queue())?;
+        Ok(ev)
+    }
+}

@@ -1,0 +1,219 @@
+//! [`Settings`]: every knob in one place, with environment overrides.
+
+use crate::error::{FileIoError, Result};
+
+/// Task size (bytes, multiple of 4 KiB): the unit of work handed to one thread.
+pub const TASK_SIZE_ENV: &str = "UR_FILEIO_TASK_SIZE";
+/// Bounce buffer size (bytes, multiple of 4 KiB): one pinned buffer; each
+/// thread holds two so reading one overlaps the device copy of the other.
+pub const BOUNCE_SIZE_ENV: &str = "UR_FILEIO_BOUNCE_SIZE";
+/// Threads running the tasks of one request (the calling thread included).
+pub const THREADS_ENV: &str = "UR_FILEIO_THREADS";
+/// `1`/`true`: only the bounce fallback is offered.
+pub const FALLBACK_ONLY_ENV: &str = "UR_FILEIO_FALLBACK_ONLY";
+/// `auto` (O_DIRECT where the file system allows it), `on` (required) or `off`.
+pub const DIRECT_IO_ENV: &str = "UR_FILEIO_DIRECT_IO";
+
+/// Whether files are opened with `O_DIRECT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DirectIo {
+    /// `O_DIRECT` where the file system accepts it, buffered otherwise.
+    #[default]
+    Auto,
+    /// `O_DIRECT` or an error at open.
+    On,
+    /// Buffered (page cache) only.
+    Off,
+}
+
+impl std::str::FromStr for DirectIo {
+    type Err = &'static str;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(DirectIo::Auto),
+            "on" | "1" | "true" => Ok(DirectIo::On),
+            "off" | "0" | "false" => Ok(DirectIo::Off),
+            _ => Err("expected auto, on or off"),
+        }
+    }
+}
+
+/// The engine's settings. [`Settings::default`] are the documented
+/// defaults; [`Settings::from_env`] applies the `UR_FILEIO_*` overrides.
+///
+/// | field | default | environment |
+/// |---|---|---|
+/// | `task_size` | 4 MiB | `UR_FILEIO_TASK_SIZE` |
+/// | `bounce_size` | 4 MiB | `UR_FILEIO_BOUNCE_SIZE` |
+/// | `threads` | available cores, at most 8 | `UR_FILEIO_THREADS` |
+/// | `fallback_only` | false | `UR_FILEIO_FALLBACK_ONLY` |
+/// | `direct_io` | auto | `UR_FILEIO_DIRECT_IO` |
+///
+/// Sizes accept a `K`, `M` or `G` suffix (powers of 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Bytes per task (a multiple of 4096).
+    pub task_size: usize,
+    /// Bytes per bounce buffer (a multiple of 4096); bounce tasks are
+    /// `min(task_size, bounce_size)`.
+    pub bounce_size: usize,
+    /// Threads per request, the calling thread included (at least 1).
+    pub threads: usize,
+    /// Offer only the bounce fallback.
+    pub fallback_only: bool,
+    /// How files are opened by [`crate::FileIo::open`].
+    pub direct_io: DirectIo,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Settings {
+            task_size: 4 << 20,
+            bounce_size: 4 << 20,
+            threads: cores.clamp(1, 8),
+            fallback_only: false,
+            direct_io: DirectIo::Auto,
+        }
+    }
+}
+
+fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, shift) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 10),
+        'm' | 'M' => (&s[..s.len() - 1], 20),
+        'g' | 'G' => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    digits.trim().parse::<usize>().ok()?.checked_mul(1 << shift)
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+impl Settings {
+    /// The defaults with the `UR_FILEIO_*` environment overrides applied.
+    pub fn from_env() -> Result<Self> {
+        Self::default().with_overrides(|k| std::env::var(k).ok())
+    }
+
+    /// Applies overrides read through `get` (the environment, or a map in
+    /// tests), then validates.
+    pub fn with_overrides(mut self, get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let bad = |name, value: &str, reason| FileIoError::Setting {
+            name,
+            value: value.to_string(),
+            reason,
+        };
+        if let Some(v) = get(TASK_SIZE_ENV) {
+            self.task_size = parse_size(&v).ok_or_else(|| bad(TASK_SIZE_ENV, &v, "expected a size like 4M"))?;
+        }
+        if let Some(v) = get(BOUNCE_SIZE_ENV) {
+            self.bounce_size = parse_size(&v).ok_or_else(|| bad(BOUNCE_SIZE_ENV, &v, "expected a size like 16M"))?;
+        }
+        if let Some(v) = get(THREADS_ENV) {
+            self.threads = v
+                .trim()
+                .parse()
+                .map_err(|_| bad(THREADS_ENV, &v, "expected a number"))?;
+        }
+        if let Some(v) = get(FALLBACK_ONLY_ENV) {
+            self.fallback_only = parse_bool(&v).ok_or_else(|| bad(FALLBACK_ONLY_ENV, &v, "expected 0 or 1"))?;
+        }
+        if let Some(v) = get(DIRECT_IO_ENV) {
+            self.direct_io = v.parse().map_err(|r| bad(DIRECT_IO_ENV, &v, r))?;
+        }
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Checks the invariants: sizes non-zero multiples of 4096, at least one thread.
+    pub fn validate(&self) -> Result<()> {
+        let size_ok = |s: usize| s > 0 && s % 4096 == 0;
+        if !size_ok(self.task_size) {
+            return Err(FileIoError::Setting {
+                name: TASK_SIZE_ENV,
+                value: self.task_size.to_string(),
+                reason: "must be a non-zero multiple of 4096",
+            });
+        }
+        if !size_ok(self.bounce_size) {
+            return Err(FileIoError::Setting {
+                name: BOUNCE_SIZE_ENV,
+                value: self.bounce_size.to_string(),
+                reason: "must be a non-zero multiple of 4096",
+            });
+        }
+        if self.threads == 0 || self.threads > 256 {
+            return Err(FileIoError::Setting {
+                name: THREADS_ENV,
+                value: self.threads.to_string(),
+                reason: "must be 1 to 256",
+            });
+        }
+        Ok(())
+    }
+
+    /// Bytes per bounce task.
+    pub(crate) fn bounce_chunk(&self) -> usize {
+        self.task_size.min(self.bounce_size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<Settings> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::default().with_overrides(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn overrides_parse_sizes_and_flags() {
+        let s = with(&[
+            (TASK_SIZE_ENV, "8M"),
+            (BOUNCE_SIZE_ENV, "64k"),
+            (THREADS_ENV, "3"),
+            (FALLBACK_ONLY_ENV, "1"),
+            (DIRECT_IO_ENV, "off"),
+        ])
+        .unwrap();
+        assert_eq!(s.task_size, 8 << 20);
+        assert_eq!(s.bounce_size, 64 << 10);
+        assert_eq!(s.bounce_chunk(), 64 << 10);
+        assert_eq!(s.threads, 3);
+        assert!(s.fallback_only);
+        assert_eq!(s.direct_io, DirectIo::Off);
+    }
+
+    #[test]
+    fn bad_values_are_typed_errors() {
+        for (k, v) in [
+            (TASK_SIZE_ENV, "4097"),
+            (TASK_SIZE_ENV, "lots"),
+            (BOUNCE_SIZE_ENV, "0"),
+            (THREADS_ENV, "0"),
+            (FALLBACK_ONLY_ENV, "maybe"),
+            (DIRECT_IO_ENV, "sometimes"),
+        ] {
+            match with(&[(k, v)]) {
+                Err(FileIoError::Setting { name, .. }) => assert_eq!(name, k),
+                other => panic!("{k}={v}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        Settings::default().validate().unwrap();
+        assert_eq!(Settings::default().task_size, 4 << 20);
+    }
+}
