@@ -1,16 +1,24 @@
 //! `cargo xtask codegen [--check]`: regenerates the committed raw bindings
-//! of `level-zero-sys` from the Level Zero headers (Debian's `libze-dev`)
-//! with bindgen, or checks that the committed file is what codegen makes.
+//! with bindgen, or checks that the committed files are what codegen makes:
 //!
-//! Only the entry points the adapter uses are bound (an allowlist), plus the
-//! enums whose constants it names; bindgen also emits the loader struct
-//! (`ZeLoader`) that opens `libze_loader.so.1` with libloading, so nothing
-//! links the loader. libclang is loaded when this runs (bindgen's `runtime`
-//! feature): building xtask needs neither libclang nor the headers.
+//! - `level-zero-sys` from the Level Zero headers (Debian's `libze-dev`).
+//!   Only the entry points the adapter uses are bound (an allowlist), plus
+//!   the enums whose constants it names; bindgen also emits the loader
+//!   struct (`ZeLoader`) that opens `libze_loader.so.1` with libloading, so
+//!   nothing links the loader.
+//! - `ur-capi` from the Unified Runtime C headers (`ur_api.h`, `ur_ddi.h` of
+//!   the `intel-sycl-rt` wheel, see `wheels.rs`): types only (the crate
+//!   *implements* the entry points), allowlisted by the DDI tables it fills
+//!   and the descriptors and enums it reads ([`ur`]).
+//!
+//! libclang is loaded when this runs (bindgen's `runtime` feature): building
+//! xtask needs neither libclang nor the headers.
 
 use std::path::{Path, PathBuf};
 
 use crate::cmd::{Result, XtaskError};
+
+pub mod ur;
 
 /// Where the generated bindings live, relative to the workspace root.
 pub const OUTPUT: &str = "adapters/level_zero/sys/src/bindings.rs";
@@ -180,11 +188,16 @@ pub fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
     None
 }
 
-/// Writes the bindings, or with `check` compares them with the committed file.
+/// Writes every target's bindings, or with `check` compares them with the
+/// committed files.
 pub fn codegen(check: bool) -> Result<()> {
+    write_or_check(OUTPUT, generate(&include_dir())?, check, FUNCTIONS.len())?;
+    write_or_check(ur::OUTPUT, ur::generate(&ur::include_dir()?)?, check, ur::TYPES.len())
+}
+
+fn write_or_check(output: &'static str, generated: String, check: bool, items: usize) -> Result<()> {
     let started = std::time::Instant::now();
-    let generated = generate(&include_dir())?;
-    let path = crate::workspace_root().join(OUTPUT);
+    let path = crate::workspace_root().join(output);
     let io = |what: &str| {
         let what = format!("{what} {}", path.display());
         move |source| XtaskError::Io { what, source }
@@ -193,19 +206,18 @@ pub fn codegen(check: bool) -> Result<()> {
         let committed = std::fs::read_to_string(&path).map_err(io("reading"))?;
         return match first_difference(&committed, &generated) {
             None => {
-                eprintln!("codegen: {OUTPUT} matches the headers ({:.1}s)", started.elapsed().as_secs_f64());
+                eprintln!("codegen: {output} matches the headers ({:.1}s)", started.elapsed().as_secs_f64());
                 Ok(())
             }
             Some((line, ours, theirs)) => Err(XtaskError::Other(format!(
-                "{OUTPUT} is stale: line {line} is\n  {ours}\nbut codegen makes\n  {theirs}\nrun `cargo xtask codegen` and commit"
+                "{output} is stale: line {line} is\n  {ours}\nbut codegen makes\n  {theirs}\nrun `cargo xtask codegen` and commit"
             ))),
         };
     }
     std::fs::write(&path, &generated).map_err(io("writing"))?;
     eprintln!(
-        "codegen: wrote {OUTPUT} ({} lines, {} functions)",
+        "codegen: wrote {output} ({} lines, {items} allowlist entries)",
         generated.lines().count(),
-        FUNCTIONS.len()
     );
     Ok(())
 }

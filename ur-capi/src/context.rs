@@ -1,0 +1,107 @@
+//! Context entry points.
+//!
+//! # Safety (all entry points of this module)
+//!
+//! As in [`crate::platform`]: pointer arguments are null or valid for what
+//! the UR specification says each is for; handles are looked up, never read.
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_api::DeviceId;
+
+use crate::conv::CapiError;
+use crate::handles::{self, ref_count, register};
+use crate::info::{entry, put_required, Out};
+use crate::objects::{get, Context, Kind, Object};
+use crate::state::state;
+use crate::sys::*;
+
+/// `urContextCreate`: one runtime context over devices of one platform.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urContextCreate(
+    n: u32,
+    devices: *const ur_device_handle_t,
+    _props: *const ur_context_properties_t,
+    out: *mut ur_context_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        if devices.is_null() || out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if n == 0 {
+            return Err(CapiError::InvalidSize);
+        }
+        // SAFETY: `devices` holds `n` handles (module contract).
+        let hs = unsafe { std::slice::from_raw_parts(devices, n as usize) };
+        let ids = hs
+            .iter()
+            .map(|h| get::<DeviceId, _>(*h))
+            .collect::<Result<Vec<_>, _>>()?;
+        let id = state().rt.create_context(&ids)?;
+        let h = register(Object::Context(Arc::new(Context {
+            id,
+            devices: hs.to_vec(),
+        })));
+        // SAFETY: checked non-null above; writable by the module contract.
+        unsafe { put_required(out, h) }
+    })
+}
+
+/// `urContextRetain`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urContextRetain(c: ur_context_handle_t) -> ur_result_t {
+    entry(|| handles::retain(c, Kind::Context))
+}
+
+/// `urContextRelease`: the last release releases the runtime's context.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urContextRelease(c: ur_context_handle_t) -> ur_result_t {
+    entry(|| {
+        if let Some(Object::Context(ctx)) = handles::release(c, Kind::Context)? {
+            if let Err(e) = state().rt.release_context(ctx.id) {
+                // UR lets a context go while objects made in it live on; the
+                // runtime keeps it until they are released.
+                tracing::debug!(error = %e, "context released with live objects");
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `urContextGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urContextGetInfo(
+    c: ur_context_handle_t,
+    prop: ur_context_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        match prop {
+            UR_CONTEXT_INFO_NUM_DEVICES => out.value(ctx.devices.len() as u32),
+            UR_CONTEXT_INFO_DEVICES => out.array(&ctx.devices),
+            UR_CONTEXT_INFO_REFERENCE_COUNT => out.value(ref_count(c, Kind::Context)?),
+            UR_CONTEXT_INFO_USM_MEMCPY2D_SUPPORT | UR_CONTEXT_INFO_USM_FILL2D_SUPPORT => out.boolean(false),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}

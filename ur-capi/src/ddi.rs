@@ -1,0 +1,158 @@
+//! The dispatch tables: one `ur_dditable_t` holding every entry point we
+//! implement (each handle's header points at it), and the
+//! `urGet*ProcAddrTable` exports the UR loader calls to fill its own copy.
+//! Entries we leave null are reported by the loader as
+//! `UR_RESULT_ERROR_UNINITIALIZED`; the crate docs list them.
+
+use std::sync::LazyLock;
+
+use crate::sys::*;
+use crate::{context, device, enqueue, memory, platform, queue, usm};
+
+struct Ddi(ur_dditable_t);
+
+// SAFETY: the table holds only function pointers and is never written after
+// it is built.
+unsafe impl Sync for Ddi {}
+// SAFETY: as above.
+unsafe impl Send for Ddi {}
+
+static DDI: LazyLock<Box<Ddi>> = LazyLock::new(|| Box::new(Ddi(build())));
+
+/// The address every handle header carries.
+pub fn table() -> *const ur_dditable_t {
+    &DDI.0
+}
+
+fn build() -> ur_dditable_t {
+    let mut t = ur_dditable_t::default();
+    let a = &mut t.Adapter;
+    a.pfnGet = Some(platform::urAdapterGet);
+    a.pfnRetain = Some(platform::urAdapterRetain);
+    a.pfnRelease = Some(platform::urAdapterRelease);
+    a.pfnGetLastError = Some(platform::urAdapterGetLastError);
+    a.pfnGetInfo = Some(platform::urAdapterGetInfo);
+    a.pfnSetLoggerCallback = Some(platform::urAdapterSetLoggerCallback);
+    a.pfnSetLoggerCallbackLevel = Some(platform::urAdapterSetLoggerCallbackLevel);
+    let p = &mut t.Platform;
+    p.pfnGet = Some(platform::urPlatformGet);
+    p.pfnGetInfo = Some(platform::urPlatformGetInfo);
+    p.pfnGetApiVersion = Some(platform::urPlatformGetApiVersion);
+    p.pfnGetBackendOption = Some(platform::urPlatformGetBackendOption);
+    let d = &mut t.Device;
+    d.pfnGet = Some(device::urDeviceGet);
+    d.pfnGetInfo = Some(device::urDeviceGetInfo);
+    d.pfnRetain = Some(device::urDeviceRetain);
+    d.pfnRelease = Some(device::urDeviceRelease);
+    d.pfnGetGlobalTimestamps = Some(device::urDeviceGetGlobalTimestamps);
+    let c = &mut t.Context;
+    c.pfnCreate = Some(context::urContextCreate);
+    c.pfnRetain = Some(context::urContextRetain);
+    c.pfnRelease = Some(context::urContextRelease);
+    c.pfnGetInfo = Some(context::urContextGetInfo);
+    let m = &mut t.Mem;
+    m.pfnBufferCreate = Some(memory::urMemBufferCreate);
+    m.pfnBufferPartition = Some(memory::urMemBufferPartition);
+    m.pfnRetain = Some(memory::urMemRetain);
+    m.pfnRelease = Some(memory::urMemRelease);
+    m.pfnGetInfo = Some(memory::urMemGetInfo);
+    let u = &mut t.USM;
+    u.pfnHostAlloc = Some(usm::urUSMHostAlloc);
+    u.pfnDeviceAlloc = Some(usm::urUSMDeviceAlloc);
+    u.pfnSharedAlloc = Some(usm::urUSMSharedAlloc);
+    u.pfnFree = Some(usm::urUSMFree);
+    u.pfnGetMemAllocInfo = Some(usm::urUSMGetMemAllocInfo);
+    u.pfnPoolCreate = Some(usm::urUSMPoolCreate);
+    u.pfnPoolRetain = Some(usm::urUSMPoolRetain);
+    u.pfnPoolRelease = Some(usm::urUSMPoolRelease);
+    u.pfnPoolGetInfo = Some(usm::urUSMPoolGetInfo);
+    let q = &mut t.Queue;
+    q.pfnCreate = Some(queue::urQueueCreate);
+    q.pfnRetain = Some(queue::urQueueRetain);
+    q.pfnRelease = Some(queue::urQueueRelease);
+    q.pfnGetInfo = Some(queue::urQueueGetInfo);
+    q.pfnFinish = Some(queue::urQueueFinish);
+    q.pfnFlush = Some(queue::urQueueFlush);
+    let e = &mut t.Event;
+    e.pfnWait = Some(queue::urEventWait);
+    e.pfnRetain = Some(queue::urEventRetain);
+    e.pfnRelease = Some(queue::urEventRelease);
+    e.pfnGetInfo = Some(queue::urEventGetInfo);
+    e.pfnGetProfilingInfo = Some(queue::urEventGetProfilingInfo);
+    let n = &mut t.Enqueue;
+    n.pfnMemBufferRead = Some(enqueue::urEnqueueMemBufferRead);
+    n.pfnMemBufferWrite = Some(enqueue::urEnqueueMemBufferWrite);
+    n.pfnMemBufferReadRect = Some(enqueue::urEnqueueMemBufferReadRect);
+    n.pfnMemBufferWriteRect = Some(enqueue::urEnqueueMemBufferWriteRect);
+    n.pfnMemBufferCopy = Some(enqueue::urEnqueueMemBufferCopy);
+    n.pfnMemBufferCopyRect = Some(enqueue::urEnqueueMemBufferCopyRect);
+    n.pfnMemBufferFill = Some(enqueue::urEnqueueMemBufferFill);
+    n.pfnMemBufferMap = Some(enqueue::urEnqueueMemBufferMap);
+    n.pfnMemUnmap = Some(enqueue::urEnqueueMemUnmap);
+    n.pfnUSMMemcpy = Some(enqueue::urEnqueueUSMMemcpy);
+    n.pfnUSMFill = Some(enqueue::urEnqueueUSMFill);
+    n.pfnUSMPrefetch = Some(enqueue::urEnqueueUSMPrefetch);
+    n.pfnUSMAdvise = Some(enqueue::urEnqueueUSMAdvise);
+    n.pfnEventsWait = Some(enqueue::urEnqueueEventsWait);
+    n.pfnEventsWaitWithBarrier = Some(enqueue::urEnqueueEventsWaitWithBarrier);
+    n.pfnEventsWaitWithBarrierExt = Some(enqueue::urEnqueueEventsWaitWithBarrierExt);
+    t
+}
+
+/// Is `version` one this library serves (UR 0.x, x >= 12)?
+fn version_ok(version: ur_api_version_t) -> bool {
+    version >> 16 == 0 && (version & 0xffff) >= 12
+}
+
+macro_rules! exports {
+    ($($name:ident => $field:ident : $ty:ty;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: fills the loader's `", stringify!($ty), "` with our entry points.")]
+        ///
+        /// # Safety
+        ///
+        /// `table` is null or valid for a write of the table.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(version: ur_api_version_t, table: *mut $ty) -> ur_result_t {
+            crate::info::entry(|| {
+                if table.is_null() {
+                    return Err(crate::conv::CapiError::NullPointer);
+                }
+                if !version_ok(version) {
+                    return Err(crate::conv::CapiError::Api(ur_api::Error::unsupported("this UR API version")));
+                }
+                // SAFETY: non-null and writable by the caller's promise.
+                unsafe { table.write(DDI.0.$field) };
+                Ok(())
+            })
+        }
+    )*};
+}
+
+exports! {
+    urGetAdapterProcAddrTable => Adapter: ur_adapter_dditable_t;
+    urGetPlatformProcAddrTable => Platform: ur_platform_dditable_t;
+    urGetContextProcAddrTable => Context: ur_context_dditable_t;
+    urGetEventProcAddrTable => Event: ur_event_dditable_t;
+    urGetEventExpProcAddrTable => EventExp: ur_event_exp_dditable_t;
+    urGetProgramProcAddrTable => Program: ur_program_dditable_t;
+    urGetProgramExpProcAddrTable => ProgramExp: ur_program_exp_dditable_t;
+    urGetKernelProcAddrTable => Kernel: ur_kernel_dditable_t;
+    urGetQueueProcAddrTable => Queue: ur_queue_dditable_t;
+    urGetQueueExpProcAddrTable => QueueExp: ur_queue_exp_dditable_t;
+    urGetSamplerProcAddrTable => Sampler: ur_sampler_dditable_t;
+    urGetMemProcAddrTable => Mem: ur_mem_dditable_t;
+    urGetPhysicalMemProcAddrTable => PhysicalMem: ur_physical_mem_dditable_t;
+    urGetEnqueueProcAddrTable => Enqueue: ur_enqueue_dditable_t;
+    urGetEnqueueExpProcAddrTable => EnqueueExp: ur_enqueue_exp_dditable_t;
+    urGetUSMProcAddrTable => USM: ur_usm_dditable_t;
+    urGetUSMExpProcAddrTable => USMExp: ur_usm_exp_dditable_t;
+    urGetBindlessImagesExpProcAddrTable => BindlessImagesExp: ur_bindless_images_exp_dditable_t;
+    urGetCommandBufferExpProcAddrTable => CommandBufferExp: ur_command_buffer_exp_dditable_t;
+    urGetGraphExpProcAddrTable => GraphExp: ur_graph_exp_dditable_t;
+    urGetIPCExpProcAddrTable => IPCExp: ur_ipc_exp_dditable_t;
+    urGetMemoryExportExpProcAddrTable => MemoryExportExp: ur_memory_export_exp_dditable_t;
+    urGetUsmP2PExpProcAddrTable => UsmP2PExp: ur_usm_p2p_exp_dditable_t;
+    urGetVirtualMemProcAddrTable => VirtualMem: ur_virtual_mem_dditable_t;
+    urGetDeviceProcAddrTable => Device: ur_device_dditable_t;
+    urGetDeviceExpProcAddrTable => DeviceExp: ur_device_exp_dditable_t;
+}

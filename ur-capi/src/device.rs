@@ -1,0 +1,284 @@
+//! Device entry points: enumeration, the properties libsycl asks for,
+//! reference counts and timestamps.
+//!
+//! # Safety (all entry points of this module)
+//!
+//! As in [`crate::platform`]: pointer arguments are null or valid for what
+//! the UR specification says each is for; handles are looked up, never read.
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::ffi::c_void;
+use std::time::Instant;
+
+use ur_api::{DeviceCaps, DeviceId, DeviceInfo, UsmCaps};
+
+use crate::conv::{device_type, type_selects, CapiError};
+use crate::handles::{self, ref_count};
+use crate::info::{entry, put, Out};
+use crate::objects::{get, Kind};
+use crate::state::{platform_of, state};
+use crate::sys::*;
+
+/// `urDeviceGet`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceGet(
+    p: ur_platform_handle_t,
+    ty: ur_device_type_t,
+    n: u32,
+    out: *mut ur_device_handle_t,
+    count: *mut u32,
+) -> ur_result_t {
+    entry(|| {
+        let id = get::<ur_api::PlatformId, _>(p)?;
+        if out.is_null() && count.is_null() || !out.is_null() && n == 0 {
+            return Err(CapiError::InvalidSize);
+        }
+        if ty == 0 || ty > UR_DEVICE_TYPE_VPU {
+            return Err(CapiError::InvalidValue);
+        }
+        let plat = platform_of(id).ok_or(CapiError::Invalid(Kind::Platform))?;
+        let rt = &state().rt;
+        let picked: Vec<usize> = plat
+            .devices
+            .iter()
+            .filter(|(_, d)| rt.device_info(*d).is_ok_and(|i| type_selects(ty, i.device_type)))
+            .map(|(h, _)| *h)
+            .collect();
+        if !out.is_null() {
+            for (i, h) in picked.iter().take(n as usize).enumerate() {
+                handles::retain(*h as ur_device_handle_t, Kind::Device)?;
+                // SAFETY: `out` holds `n` handles (module contract), i < n.
+                unsafe { out.add(i).write(*h as ur_device_handle_t) };
+            }
+        }
+        // SAFETY: null or writable (module contract).
+        unsafe { put(count, picked.len() as u32) };
+        Ok(())
+    })
+}
+
+/// `urDeviceRetain`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceRetain(d: ur_device_handle_t) -> ur_result_t {
+    entry(|| handles::retain(d, Kind::Device))
+}
+
+/// `urDeviceRelease`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceRelease(d: ur_device_handle_t) -> ur_result_t {
+    entry(|| handles::release(d, Kind::Device).map(drop))
+}
+
+fn usm_access(info: &DeviceInfo, kind: UsmCaps) -> ur_device_usm_access_capability_flags_t {
+    if info.usm.contains(kind) {
+        UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_ACCESS | UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_CONCURRENT_ACCESS
+    } else {
+        0
+    }
+}
+
+fn queue_flags(info: &DeviceInfo) -> ur_queue_flags_t {
+    if info.caps.contains(DeviceCaps::PROFILING) {
+        UR_QUEUE_FLAG_PROFILING_ENABLE
+    } else {
+        0
+    }
+}
+
+/// Answers one device property. Properties the project has no truthful
+/// answer for are `UNSUPPORTED_ENUMERATION` (libsycl treats that as "not
+/// available").
+fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out: &Out) -> Result<(), CapiError> {
+    let st = state();
+    let info = st.rt.device_info(id)?;
+    let wg = info.max_work_group_size;
+    let kernels = info.caps.contains(DeviceCaps::KERNELS);
+    match prop {
+        UR_DEVICE_INFO_TYPE => out.value(device_type(info.device_type)),
+        UR_DEVICE_INFO_VENDOR_ID | UR_DEVICE_INFO_DEVICE_ID => out.value(0u32),
+        UR_DEVICE_INFO_MAX_COMPUTE_UNITS | UR_DEVICE_INFO_NUM_COMPUTE_UNITS => out.value(info.max_compute_units),
+        UR_DEVICE_INFO_MAX_WORK_ITEM_DIMENSIONS => out.value(3u32),
+        UR_DEVICE_INFO_MAX_WORK_ITEM_SIZES | UR_DEVICE_INFO_MAX_WORK_GROUPS_3D => out.array(&[wg, wg, wg]),
+        UR_DEVICE_INFO_MAX_WORK_GROUP_SIZE => out.value(wg),
+        UR_DEVICE_INFO_SINGLE_FP_CONFIG | UR_DEVICE_INFO_HALF_FP_CONFIG | UR_DEVICE_INFO_DOUBLE_FP_CONFIG => {
+            out.value::<u32>(0)
+        }
+        UR_DEVICE_INFO_QUEUE_PROPERTIES | UR_DEVICE_INFO_QUEUE_ON_HOST_PROPERTIES => out.value(queue_flags(&info)),
+        UR_DEVICE_INFO_QUEUE_ON_DEVICE_PROPERTIES => out.value::<ur_queue_flags_t>(0),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_CHAR..=UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF => out.value(1u32),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_LONG_LONG | UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG_LONG => {
+            out.value(1u32)
+        }
+        UR_DEVICE_INFO_MAX_CLOCK_FREQUENCY => out.value(0u32),
+        UR_DEVICE_INFO_ADDRESS_BITS => out.value(64u32),
+        UR_DEVICE_INFO_MAX_MEM_ALLOC_SIZE => out.value(info.max_alloc_size),
+        UR_DEVICE_INFO_GLOBAL_MEM_SIZE => out.value(info.global_mem_size),
+        UR_DEVICE_INFO_IMAGE_SUPPORT => out.boolean(false),
+        UR_DEVICE_INFO_MAX_READ_IMAGE_ARGS
+        | UR_DEVICE_INFO_MAX_WRITE_IMAGE_ARGS
+        | UR_DEVICE_INFO_MAX_READ_WRITE_IMAGE_ARGS
+        | UR_DEVICE_INFO_MAX_SAMPLERS => out.value(0u32),
+        UR_DEVICE_INFO_IMAGE2D_MAX_WIDTH..=UR_DEVICE_INFO_IMAGE_MAX_ARRAY_SIZE => out.value(0usize),
+        UR_DEVICE_INFO_MAX_PARAMETER_SIZE => out.value(1024usize),
+        UR_DEVICE_INFO_MEM_BASE_ADDR_ALIGN => out.value((info.sub_buffer_align.max(1) * 8) as u32),
+        UR_DEVICE_INFO_GLOBAL_MEM_CACHE_TYPE => out.value(UR_DEVICE_MEM_CACHE_TYPE_NONE),
+        UR_DEVICE_INFO_GLOBAL_MEM_CACHELINE_SIZE => out.value(0u32),
+        UR_DEVICE_INFO_GLOBAL_MEM_CACHE_SIZE => out.value(0u64),
+        UR_DEVICE_INFO_MAX_CONSTANT_BUFFER_SIZE => out.value(0u64),
+        UR_DEVICE_INFO_MAX_CONSTANT_ARGS => out.value(0u32),
+        UR_DEVICE_INFO_LOCAL_MEM_TYPE => out.value(if info.caps.contains(DeviceCaps::LOCAL_MEMORY_ARGS) {
+            UR_DEVICE_LOCAL_MEM_TYPE_LOCAL
+        } else {
+            UR_DEVICE_LOCAL_MEM_TYPE_NONE
+        }),
+        UR_DEVICE_INFO_LOCAL_MEM_SIZE => out.value(0u64),
+        UR_DEVICE_INFO_HOST_UNIFIED_MEMORY => out.boolean(info.host_unified_memory),
+        UR_DEVICE_INFO_PROFILING_TIMER_RESOLUTION => out.value(1usize),
+        UR_DEVICE_INFO_ENDIAN_LITTLE | UR_DEVICE_INFO_AVAILABLE | UR_DEVICE_INFO_PREFERRED_INTEROP_USER_SYNC => {
+            out.boolean(true)
+        }
+        // No device compiler is exposed through this library (see the crate docs).
+        UR_DEVICE_INFO_COMPILER_AVAILABLE | UR_DEVICE_INFO_LINKER_AVAILABLE => out.boolean(false),
+        UR_DEVICE_INFO_EXECUTION_CAPABILITIES => out.value::<u32>(if kernels {
+            UR_DEVICE_EXEC_CAPABILITY_FLAG_KERNEL
+        } else {
+            0
+        }),
+        UR_DEVICE_INFO_BUILT_IN_KERNELS | UR_DEVICE_INFO_IL_VERSION | UR_DEVICE_INFO_EXTENSIONS => out.string(""),
+        UR_DEVICE_INFO_PLATFORM => {
+            let p = st.rt.device_platform(id)?;
+            out.value(platform_of(p).map_or(0, |p| p.handle) as ur_platform_handle_t)
+        }
+        UR_DEVICE_INFO_REFERENCE_COUNT => out.value(ref_count(d, Kind::Device)?),
+        UR_DEVICE_INFO_NAME => out.string(&info.name),
+        UR_DEVICE_INFO_VENDOR => out.string(&info.vendor),
+        UR_DEVICE_INFO_DRIVER_VERSION => out.string(&info.driver_version),
+        UR_DEVICE_INFO_PROFILE => out.string("FULL_PROFILE"),
+        UR_DEVICE_INFO_VERSION | UR_DEVICE_INFO_BACKEND_RUNTIME_VERSION => out.string(&info.backend_version),
+        UR_DEVICE_INFO_PRINTF_BUFFER_SIZE => out.value(0usize),
+        UR_DEVICE_INFO_PARENT_DEVICE | UR_DEVICE_INFO_COMPOSITE_DEVICE => {
+            out.value::<ur_device_handle_t>(std::ptr::null_mut())
+        }
+        UR_DEVICE_INFO_SUPPORTED_PARTITIONS | UR_DEVICE_INFO_PARTITION_TYPE | UR_DEVICE_INFO_COMPONENT_DEVICES => {
+            out.bytes(&[])
+        }
+        UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES | UR_DEVICE_INFO_MAX_NUM_SUB_GROUPS => out.value(0u32),
+        UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value::<ur_device_affinity_domain_flags_t>(0),
+        UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL => out.array(&[1u32]),
+        UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(&info, UsmCaps::HOST)),
+        UR_DEVICE_INFO_USM_DEVICE_SUPPORT => out.value(usm_access(&info, UsmCaps::DEVICE)),
+        UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => out.value(usm_access(&info, UsmCaps::SHARED)),
+        UR_DEVICE_INFO_USM_CROSS_SHARED_SUPPORT | UR_DEVICE_INFO_USM_SYSTEM_SHARED_SUPPORT => {
+            out.value::<ur_device_usm_access_capability_flags_t>(0)
+        }
+        UR_DEVICE_INFO_ATOMIC_MEMORY_ORDER_CAPABILITIES | UR_DEVICE_INFO_ATOMIC_FENCE_ORDER_CAPABILITIES => {
+            out.value::<u32>(UR_MEMORY_ORDER_CAPABILITY_FLAG_RELAXED)
+        }
+        UR_DEVICE_INFO_ATOMIC_MEMORY_SCOPE_CAPABILITIES | UR_DEVICE_INFO_ATOMIC_FENCE_SCOPE_CAPABILITIES => {
+            out.value::<u32>(UR_MEMORY_SCOPE_CAPABILITY_FLAG_WORK_ITEM)
+        }
+        UR_DEVICE_INFO_MAX_COMPUTE_QUEUE_INDICES => out.value(1u32),
+        UR_DEVICE_INFO_USM_POOL_SUPPORT => out.boolean(!info.usm.is_empty()),
+        // Features this library does not offer: a truthful "no".
+        UR_DEVICE_INFO_ERROR_CORRECTION_SUPPORT
+        | UR_DEVICE_INFO_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS
+        | UR_DEVICE_INFO_IMAGE_SRGB
+        | UR_DEVICE_INFO_BUILD_ON_SUBDEVICE
+        | UR_DEVICE_INFO_ATOMIC_64
+        | UR_DEVICE_INFO_BFLOAT16
+        | UR_DEVICE_INFO_BFLOAT16_CONVERSIONS_NATIVE
+        | UR_DEVICE_INFO_KERNEL_SET_SPECIALIZATION_CONSTANTS
+        | UR_DEVICE_INFO_PROGRAM_SET_SPECIALIZATION_CONSTANTS
+        | UR_DEVICE_INFO_ASYNC_BARRIER
+        | UR_DEVICE_INFO_MEM_CHANNEL_SUPPORT
+        | UR_DEVICE_INFO_HOST_PIPE_READ_WRITE_SUPPORT
+        | UR_DEVICE_INFO_VIRTUAL_MEMORY_SUPPORT
+        | UR_DEVICE_INFO_ESIMD_SUPPORT
+        | UR_DEVICE_INFO_GLOBAL_VARIABLE_SUPPORT
+        | UR_DEVICE_INFO_USE_NATIVE_ASSERT
+        | UR_DEVICE_INFO_IS_INTEGRATED_GPU
+        | UR_DEVICE_INFO_COMMAND_BUFFER_SUPPORT_EXP
+        | UR_DEVICE_INFO_COMMAND_BUFFER_EVENT_SUPPORT_EXP
+        | UR_DEVICE_INFO_COMMAND_BUFFER_SUBGRAPH_SUPPORT_EXP
+        | UR_DEVICE_INFO_BINDLESS_IMAGES_SUPPORT_EXP
+        | UR_DEVICE_INFO_TIMESTAMP_RECORDING_SUPPORT_EXP
+        | UR_DEVICE_INFO_ENQUEUE_NATIVE_COMMAND_SUPPORT_EXP
+        | UR_DEVICE_INFO_LOW_POWER_EVENTS_SUPPORT_EXP
+        | UR_DEVICE_INFO_IPC_MEMORY_SUPPORT_EXP
+        | UR_DEVICE_INFO_IPC_PHYSICAL_MEMORY_SUPPORT_EXP
+        | UR_DEVICE_INFO_REUSABLE_EVENTS_SUPPORT_EXP
+        | UR_DEVICE_INFO_IPC_EVENT_SUPPORT_EXP
+        | UR_DEVICE_INFO_ASYNC_USM_ALLOCATIONS_SUPPORT_EXP
+        | UR_DEVICE_INFO_GRAPH_RECORD_AND_REPLAY_SUPPORT_EXP
+        | UR_DEVICE_INFO_USM_HOST_ALLOC_REGISTER_SUPPORT_EXP
+        | UR_DEVICE_INFO_USM_P2P_SUPPORT_EXP
+        | UR_DEVICE_INFO_MULTI_DEVICE_COMPILE_SUPPORT_EXP
+        | UR_DEVICE_INFO_DEVICE_WAIT_SUPPORT_EXP
+        | UR_DEVICE_INFO_DYNAMIC_LINK_SUPPORT_EXP
+        | UR_DEVICE_INFO_USM_CONTEXT_MEMCPY_SUPPORT_EXP
+        | UR_DEVICE_INFO_ENQUEUE_HOST_TASK_SUPPORT_EXP
+        | UR_DEVICE_INFO_CLOCK_SUB_GROUP_SUPPORT_EXP
+        | UR_DEVICE_INFO_CLOCK_WORK_GROUP_SUPPORT_EXP
+        | UR_DEVICE_INFO_CLOCK_DEVICE_SUPPORT_EXP => out.boolean(false),
+        UR_DEVICE_INFO_PER_EVENT_PROFILING_SUPPORT_EXP => out.boolean(info.caps.contains(DeviceCaps::PROFILING)),
+        _ => Err(CapiError::UnsupportedEnumeration),
+    }
+}
+
+/// `urDeviceGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceGetInfo(
+    d: ur_device_handle_t,
+    prop: ur_device_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let id = get::<DeviceId, _>(d)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        device_info(d, id, prop, &out)
+    })
+}
+
+/// The host clock every timestamp of this library is on (nanoseconds since
+/// the first call).
+pub fn now_ns() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// `urDeviceGetGlobalTimestamps`: device and host times on one host clock.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceGetGlobalTimestamps(
+    d: ur_device_handle_t,
+    device_ts: *mut u64,
+    host_ts: *mut u64,
+) -> ur_result_t {
+    entry(|| {
+        get::<DeviceId, _>(d)?;
+        let t = now_ns();
+        // SAFETY: null or writable (module contract).
+        unsafe { put(device_ts, t) };
+        // SAFETY: as above.
+        unsafe { put(host_ts, t) };
+        Ok(())
+    })
+}

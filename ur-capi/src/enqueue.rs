@@ -1,0 +1,552 @@
+//! Enqueue entry points: buffer reads, writes, copies, fills, rects and
+//! maps; USM copies, fills, prefetches and advice; waits and barriers.
+//!
+//! # Safety (all entry points of this module)
+//!
+//! As in [`crate::platform`], and UR's command contract: host memory named
+//! by a command (`pDst`, `pSrc`, patterns) is valid for the bytes the
+//! command touches until its event completes (for a blocking command,
+//! until the call returns), and nothing else accesses it meanwhile.
+//! Handles are looked up, never read; USM pointers are resolved against
+//! the runtime's allocation books.
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+use ur_api::{HostPtr, MapFlags, MemRef, RectCopy, RectSide, UsmAdvice, UsmPtr};
+
+use crate::conv::CapiError;
+use crate::info::entry;
+use crate::objects::{get, Mem, Queue};
+use crate::queue::{deps, done};
+use crate::state::state;
+use crate::sys::*;
+
+/// Live mappings: mapped address to its length (`urEnqueueMemUnmap` names
+/// only the address).
+static MAPS: LazyLock<Mutex<HashMap<usize, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn queue(q: ur_queue_handle_t) -> Result<Arc<Queue>, CapiError> {
+    get::<Arc<Queue>, _>(q)
+}
+
+fn mem(m: ur_mem_handle_t) -> Result<Arc<Mem>, CapiError> {
+    get::<Arc<Mem>, _>(m)
+}
+
+/// Host memory of a command.
+///
+/// # Safety
+///
+/// The module's command contract for `p` and `len`.
+unsafe fn host(p: *const c_void, len: usize) -> Result<HostPtr, CapiError> {
+    if p.is_null() {
+        return Err(CapiError::NullPointer);
+    }
+    // SAFETY: forwarded command contract.
+    Ok(unsafe { HostPtr::new(p.cast_mut().cast(), len) })
+}
+
+/// A USM allocation of the queue's context, or plain host memory.
+///
+/// # Safety
+///
+/// When `p` is not a USM allocation, the command contract for host memory.
+unsafe fn mem_ref(q: &Queue, p: *const c_void, len: usize) -> Result<MemRef, CapiError> {
+    if state().rt.usm_pointer_info(q.context.1.id, UsmPtr(p as u64)).is_ok() {
+        return Ok(MemRef::Usm(UsmPtr(p as u64)));
+    }
+    // SAFETY: forwarded command contract.
+    Ok(MemRef::Host(unsafe { host(p, len) }?))
+}
+
+/// `urEnqueueMemBufferRead`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferRead(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    blocking: bool,
+    offset: usize,
+    size: usize,
+    dst: *mut c_void,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, b) = (queue(qh)?, mem(b)?);
+        // SAFETY: module contract.
+        let (d, w) = unsafe { (host(dst, size)?, deps(&q, n, wl)?) };
+        let id = state().rt.enqueue_read(q.id, b.id, offset, d, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ, blocking, ev) }
+    })
+}
+
+/// `urEnqueueMemBufferWrite`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferWrite(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    blocking: bool,
+    offset: usize,
+    size: usize,
+    src: *const c_void,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, b) = (queue(qh)?, mem(b)?);
+        // SAFETY: module contract.
+        let (s, w) = unsafe { (host(src, size)?, deps(&q, n, wl)?) };
+        let id = state().rt.enqueue_write(q.id, b.id, offset, s, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_WRITE, blocking, ev) }
+    })
+}
+
+/// `urEnqueueMemBufferCopy`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferCopy(
+    qh: ur_queue_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, s, d) = (queue(qh)?, mem(src)?, mem(dst)?);
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let id = state()
+            .rt
+            .enqueue_copy(q.id, s.id, src_offset, d.id, dst_offset, size, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY, false, ev) }
+    })
+}
+
+/// `urEnqueueMemBufferFill`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferFill(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    pattern: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, b) = (queue(qh)?, mem(b)?);
+        if pattern.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        // SAFETY: the pattern is readable for `pattern_size` bytes during the call (module contract).
+        let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let id = state().rt.enqueue_fill(q.id, b.id, offset, size, pat, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_FILL, false, ev) }
+    })
+}
+
+fn side(o: ur_rect_offset_t, row: usize, slice: usize) -> RectSide {
+    RectSide {
+        origin: [o.x as usize, o.y as usize, o.z as usize],
+        row_pitch: row,
+        slice_pitch: slice,
+    }
+}
+
+/// A rect copy, and the host span its host side covers.
+fn rect(
+    buf: ur_rect_offset_t,
+    host_o: ur_rect_offset_t,
+    r: ur_rect_region_t,
+    pitches: [usize; 4],
+    buffer_is_src: bool,
+) -> Result<(RectCopy, usize), CapiError> {
+    let extent = [r.width as usize, r.height as usize, r.depth as usize];
+    if extent.contains(&0) {
+        return Err(CapiError::InvalidSize);
+    }
+    let [brow, bslice, hrow, hslice] = pitches;
+    let hrow = if hrow == 0 { extent[0] } else { hrow };
+    let hslice = if hslice == 0 { hrow * extent[1] } else { hslice };
+    let hs = side(host_o, hrow, hslice);
+    let bs = side(buf, brow, bslice);
+    let span = hs.end(extent);
+    let (src, dst) = if buffer_is_src { (bs, hs) } else { (hs, bs) };
+    Ok((RectCopy { src, dst, extent }, span))
+}
+
+/// `urEnqueueMemBufferReadRect`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferReadRect(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    blocking: bool,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    dst: *mut c_void,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, b) = (queue(qh)?, mem(b)?);
+        let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
+        let (r, span) = rect(buffer_origin, host_origin, region, pitches, true)?;
+        // SAFETY: module contract: the host box lies inside `dst`'s memory.
+        let (d, w) = unsafe { (host(dst, span)?, deps(&q, n, wl)?) };
+        let id = state().rt.enqueue_read_rect(q.id, b.id, &r, d, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ_RECT, blocking, ev) }
+    })
+}
+
+/// `urEnqueueMemBufferWriteRect`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferWriteRect(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    blocking: bool,
+    buffer_origin: ur_rect_offset_t,
+    host_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    src: *mut c_void,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, b) = (queue(qh)?, mem(b)?);
+        let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
+        let (r, span) = rect(buffer_origin, host_origin, region, pitches, false)?;
+        // SAFETY: module contract: the host box lies inside `src`'s memory.
+        let (s, w) = unsafe { (host(src, span)?, deps(&q, n, wl)?) };
+        let id = state().rt.enqueue_write_rect(q.id, b.id, &r, s, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_WRITE_RECT, blocking, ev) }
+    })
+}
+
+/// `urEnqueueMemBufferCopyRect`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferCopyRect(
+    qh: ur_queue_handle_t,
+    src: ur_mem_handle_t,
+    dst: ur_mem_handle_t,
+    src_origin: ur_rect_offset_t,
+    dst_origin: ur_rect_offset_t,
+    region: ur_rect_region_t,
+    src_row_pitch: usize,
+    src_slice_pitch: usize,
+    dst_row_pitch: usize,
+    dst_slice_pitch: usize,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, s, d) = (queue(qh)?, mem(src)?, mem(dst)?);
+        let extent = [region.width as usize, region.height as usize, region.depth as usize];
+        let r = RectCopy {
+            src: side(src_origin, src_row_pitch, src_slice_pitch),
+            dst: side(dst_origin, dst_row_pitch, dst_slice_pitch),
+            extent,
+        };
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let id = state().rt.enqueue_copy_rect(q.id, s.id, d.id, &r, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY_RECT, false, ev) }
+    })
+}
+
+/// `urEnqueueMemBufferMap`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemBufferMap(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    blocking: bool,
+    flags: ur_map_flags_t,
+    offset: usize,
+    size: usize,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+    out: *mut *mut c_void,
+) -> ur_result_t {
+    entry(|| {
+        let (q, b) = (queue(qh)?, mem(b)?);
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        let mut f = MapFlags::empty();
+        if flags & UR_MAP_FLAG_READ != 0 {
+            f |= MapFlags::READ;
+        }
+        if flags & UR_MAP_FLAG_WRITE != 0 {
+            f |= MapFlags::WRITE;
+        }
+        if flags & UR_MAP_FLAG_WRITE_INVALIDATE_REGION != 0 {
+            f |= MapFlags::WRITE_INVALIDATE;
+        }
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let (id, p) = state().rt.enqueue_map(q.id, b.id, f, offset, size, &w)?;
+        MAPS.lock().insert(p.as_ptr() as usize, p.len());
+        // SAFETY: checked non-null; writable by the module contract.
+        unsafe { out.write(p.as_ptr().cast()) };
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_MAP, blocking, ev) }
+    })
+}
+
+/// `urEnqueueMemUnmap`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueMemUnmap(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    mapped: *mut c_void,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let (q, b) = (queue(qh)?, mem(b)?);
+        let len = MAPS
+            .lock()
+            .get(&(mapped as usize))
+            .copied()
+            .ok_or(CapiError::InvalidValue)?;
+        // SAFETY: the address and length are a live mapping the runtime made.
+        let p = unsafe { HostPtr::new(mapped.cast(), len) };
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let id = state().rt.enqueue_unmap(q.id, b.id, p, &w)?;
+        MAPS.lock().remove(&(mapped as usize));
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_MEM_UNMAP, false, ev) }
+    })
+}
+
+/// `urEnqueueUSMMemcpy`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueUSMMemcpy(
+    qh: ur_queue_handle_t,
+    blocking: bool,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let q = queue(qh)?;
+        if dst.is_null() || src.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        // SAFETY: module contract.
+        let (d, s, w) = unsafe { (mem_ref(&q, dst, size)?, mem_ref(&q, src, size)?, deps(&q, n, wl)?) };
+        let id = state().rt.enqueue_usm_copy(q.id, d, s, size, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_USM_MEMCPY, blocking, ev) }
+    })
+}
+
+/// `urEnqueueUSMFill`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueUSMFill(
+    qh: ur_queue_handle_t,
+    ptr: *mut c_void,
+    pattern_size: usize,
+    pattern: *const c_void,
+    size: usize,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let q = queue(qh)?;
+        if ptr.is_null() || pattern.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        // SAFETY: the pattern is readable for `pattern_size` bytes during the call (module contract).
+        let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let id = state().rt.enqueue_usm_fill(q.id, UsmPtr(ptr as u64), size, pat, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_USM_FILL, false, ev) }
+    })
+}
+
+/// `urEnqueueUSMPrefetch`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueUSMPrefetch(
+    qh: ur_queue_handle_t,
+    ptr: *const c_void,
+    size: usize,
+    _flags: ur_usm_migration_flags_t,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let q = queue(qh)?;
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let id = state().rt.enqueue_usm_prefetch(q.id, UsmPtr(ptr as u64), size, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_USM_PREFETCH, false, ev) }
+    })
+}
+
+/// `urEnqueueUSMAdvise`: the advice, then a barrier for the event.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueUSMAdvise(
+    qh: ur_queue_handle_t,
+    ptr: *const c_void,
+    size: usize,
+    advice: ur_usm_advice_flags_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let q = queue(qh)?;
+        let mut a = UsmAdvice::empty();
+        if advice & UR_USM_ADVICE_FLAG_SET_READ_MOSTLY != 0 {
+            a |= UsmAdvice::READ_MOSTLY;
+        }
+        if advice & UR_USM_ADVICE_FLAG_SET_PREFERRED_LOCATION != 0 {
+            a |= UsmAdvice::PREFER_DEVICE;
+        }
+        if advice & UR_USM_ADVICE_FLAG_SET_PREFERRED_LOCATION_HOST != 0 {
+            a |= UsmAdvice::PREFER_HOST;
+        }
+        if advice & UR_USM_ADVICE_FLAG_SET_ACCESSED_BY_HOST != 0 {
+            a |= UsmAdvice::ACCESSED_BY_HOST;
+        }
+        let rt = &state().rt;
+        rt.usm_advise(q.id, UsmPtr(ptr as u64), size, a)?;
+        let id = rt.enqueue_barrier(q.id, &[])?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_USM_ADVISE, false, ev) }
+    })
+}
+
+/// `urEnqueueEventsWait`: a barrier (queues are in order).
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueEventsWait(
+    qh: ur_queue_handle_t,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let q = queue(qh)?;
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let id = state().rt.enqueue_barrier(q.id, &w)?;
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, UR_COMMAND_EVENTS_WAIT, false, ev) }
+    })
+}
+
+/// `urEnqueueEventsWaitWithBarrier`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueEventsWaitWithBarrier(
+    qh: ur_queue_handle_t,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    // SAFETY: same contract.
+    unsafe { urEnqueueEventsWait(qh, n, wl, ev) }
+}
+
+/// `urEnqueueEventsWaitWithBarrierExt`: the properties (low-power events)
+/// change nothing here.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEnqueueEventsWaitWithBarrierExt(
+    qh: ur_queue_handle_t,
+    _props: *const ur_exp_enqueue_ext_properties_t,
+    n: u32,
+    wl: *const ur_event_handle_t,
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    // SAFETY: same contract.
+    unsafe { urEnqueueEventsWait(qh, n, wl, ev) }
+}

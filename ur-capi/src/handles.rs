@@ -1,0 +1,141 @@
+//! Handles crossing the ABI: boxed headers registered in one table.
+//!
+//! Every UR handle we hand out points at a [`Header`] whose first field is
+//! a pointer to our [`ur_dditable_t`]: UR 0.12's loader reads the dispatch
+//! table at offset 0 of any handle to route a call, without wrapping
+//! handles. We never read through a handle ourselves: an incoming handle is
+//! only an address, looked up in [`TABLE`]; only a registered address of the
+//! expected kind reaches its object, so a released, stale, foreign or
+//! mistyped handle is an `INVALID_*` result, never a dereference.
+//!
+//! Reference counts (`urXRetain` / `urXRelease`) live here, per handle.
+//! A header's memory is never returned to the allocator while a caller may
+//! still hold the address (the loader dereferences it): released headers
+//! wait in a quarantine of [`QUARANTINE`] entries before they are reused, so
+//! a stale handle stays a readable header pointing at the table (the loader
+//! routes it to us, and we answer `INVALID_*`) and is only confused with a
+//! new object after that many further releases.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::LazyLock;
+
+use crate::conv::CapiError;
+use crate::objects::{Kind, Object};
+use crate::sys::ur_dditable_t;
+use parking_lot::Mutex;
+
+/// Released headers kept before reuse.
+pub const QUARANTINE: usize = 1 << 16;
+
+/// What every handle points at.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Header {
+    /// Read by the UR loader to route calls on this handle.
+    ddi: *const ur_dditable_t,
+}
+
+/// A live object and its reference count.
+#[derive(Debug)]
+struct Entry {
+    refs: u32,
+    obj: Object,
+}
+
+/// Registered handles, and released headers waiting for reuse.
+#[derive(Debug, Default)]
+struct Table {
+    live: HashMap<usize, Entry>,
+    free: VecDeque<usize>,
+}
+
+// SAFETY: the table only stores addresses of headers it owns; `Header`'s
+// raw pointer names a `'static` table that is never written after creation.
+unsafe impl Send for Table {}
+
+static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| Mutex::new(Table::default()));
+
+/// Registers `obj` under a new handle with one reference.
+pub fn register<H>(obj: Object) -> *mut H {
+    let mut t = TABLE.lock();
+    let addr = if t.free.len() > QUARANTINE {
+        t.free.pop_front().unwrap_or_else(new_header)
+    } else {
+        new_header()
+    };
+    t.live.insert(addr, Entry { refs: 1, obj });
+    addr as *mut H
+}
+
+fn new_header() -> usize {
+    let header = Box::new(Header {
+        ddi: crate::ddi::table(),
+    });
+    Box::into_raw(header) as usize
+}
+
+/// The object of a handle, cloned out of the table.
+pub fn lookup<H>(handle: *mut H, kind: Kind) -> Result<Object, CapiError> {
+    if handle.is_null() {
+        return Err(CapiError::NullHandle);
+    }
+    let t = TABLE.lock();
+    let e = t.live.get(&(handle as usize)).ok_or(CapiError::Invalid(kind))?;
+    if e.obj.kind() != kind {
+        return Err(CapiError::Invalid(kind));
+    }
+    Ok(e.obj.clone())
+}
+
+/// Adds a reference.
+pub fn retain<H>(handle: *mut H, kind: Kind) -> Result<(), CapiError> {
+    if handle.is_null() {
+        return Err(CapiError::NullHandle);
+    }
+    let mut t = TABLE.lock();
+    match t.live.get_mut(&(handle as usize)) {
+        Some(e) if e.obj.kind() == kind => {
+            e.refs = e.refs.saturating_add(1);
+            Ok(())
+        }
+        _ => Err(CapiError::Invalid(kind)),
+    }
+}
+
+/// Drops a reference; returns the object when that was the last one (the
+/// handle is then unregistered and its header quarantined). `permanent`
+/// handles (adapter, platforms, root devices) never go away.
+pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiError> {
+    if handle.is_null() {
+        return Err(CapiError::NullHandle);
+    }
+    let addr = handle as usize;
+    let mut t = TABLE.lock();
+    let e = match t.live.get_mut(&addr) {
+        Some(e) if e.obj.kind() == kind => e,
+        _ => return Err(CapiError::Invalid(kind)),
+    };
+    if e.obj.permanent() {
+        e.refs = e.refs.saturating_sub(1);
+        return Ok(None);
+    }
+    e.refs -= 1;
+    if e.refs > 0 {
+        return Ok(None);
+    }
+    let obj = t.live.remove(&addr).map(|e| e.obj);
+    t.free.push_back(addr);
+    Ok(obj)
+}
+
+/// The reference count of a handle.
+pub fn ref_count<H>(handle: *mut H, kind: Kind) -> Result<u32, CapiError> {
+    if handle.is_null() {
+        return Err(CapiError::NullHandle);
+    }
+    let t = TABLE.lock();
+    match t.live.get(&(handle as usize)) {
+        Some(e) if e.obj.kind() == kind => Ok(e.refs),
+        _ => Err(CapiError::Invalid(kind)),
+    }
+}

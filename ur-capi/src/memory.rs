@@ -1,0 +1,206 @@
+//! Buffer and sub-buffer entry points.
+//!
+//! # Safety (all entry points of this module)
+//!
+//! As in [`crate::platform`]: pointer arguments are null or valid for what
+//! the UR specification says each is for; handles are looked up, never
+//! read. A `USE_HOST_PTR` or `COPY_HOST_PTR` host pointer is valid for
+//! `size` bytes (for `USE_HOST_PTR`, for the buffer's whole life).
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_api::{BufferDesc, HostPtr, MemFlags};
+
+use crate::conv::CapiError;
+use crate::handles::{self, ref_count, register};
+use crate::info::{entry, put_required, Out};
+use crate::objects::{get, Context, Kind, Mem, Object};
+use crate::state::state;
+use crate::sys::*;
+
+fn mem_flags(flags: ur_mem_flags_t) -> MemFlags {
+    let mut f = MemFlags::empty();
+    for (ur, ours) in [
+        (UR_MEM_FLAG_READ_WRITE, MemFlags::READ_WRITE),
+        (UR_MEM_FLAG_READ_ONLY, MemFlags::READ_ONLY),
+        (UR_MEM_FLAG_WRITE_ONLY, MemFlags::WRITE_ONLY),
+        (UR_MEM_FLAG_USE_HOST_POINTER, MemFlags::USE_HOST_PTR),
+        (UR_MEM_FLAG_ALLOC_HOST_POINTER, MemFlags::ALLOC_HOST_PTR),
+        (UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER, MemFlags::COPY_HOST_PTR),
+    ] {
+        if flags & ur != 0 {
+            f |= ours;
+        }
+    }
+    if f.intersection(MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)
+        .is_empty()
+    {
+        f |= MemFlags::READ_WRITE;
+    }
+    f
+}
+
+/// `urMemBufferCreate`. A `USE_HOST_PTR` buffer on a device without
+/// `DeviceCaps::USE_HOST_PTR` becomes a copy of the host memory at creation
+/// (libsycl writes back through map/read, as the UR spec allows).
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urMemBufferCreate(
+    c: ur_context_handle_t,
+    flags: ur_mem_flags_t,
+    size: usize,
+    props: *const ur_buffer_properties_t,
+    out: *mut ur_mem_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if size == 0 {
+            return Err(CapiError::Api(ur_api::Error::InvalidSize { what: "buffer", size }));
+        }
+        // SAFETY: null or a valid properties struct (module contract).
+        let host = unsafe { props.as_ref() }.map_or(std::ptr::null_mut(), |p| p.pHost);
+        let wants_host = flags & (UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER) != 0;
+        if wants_host && host.is_null() {
+            return Err(CapiError::Api(ur_api::Error::invalid(
+                "host pointer required by the flags",
+            )));
+        }
+        let rt = &state().rt;
+        let mut f = mem_flags(flags);
+        let device = rt.context_devices(ctx.id)?.first().copied();
+        let native_use = device.is_some_and(|d| {
+            rt.device_info(d)
+                .is_ok_and(|i| i.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR))
+        });
+        if f.contains(MemFlags::USE_HOST_PTR) && !native_use {
+            f = (f - MemFlags::USE_HOST_PTR) | MemFlags::COPY_HOST_PTR;
+        }
+        // SAFETY: the host memory is valid for `size` bytes for as long as
+        // the flags need it (module contract).
+        let init = wants_host.then(|| unsafe { HostPtr::new(host.cast(), size) });
+        let id = rt.create_buffer(ctx.id, &BufferDesc::new(size).with_flags(f), init)?;
+        let mem = Mem {
+            id,
+            context: (c, ctx),
+            size,
+            flags,
+            host_ptr: if flags & UR_MEM_FLAG_USE_HOST_POINTER != 0 {
+                host as usize
+            } else {
+                0
+            },
+            parent: None,
+        };
+        let h = register(Object::Mem(Arc::new(mem)));
+        // SAFETY: checked non-null above.
+        unsafe { put_required(out, h) }
+    })
+}
+
+/// `urMemBufferPartition`: a sub-buffer (regions only).
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urMemBufferPartition(
+    b: ur_mem_handle_t,
+    flags: ur_mem_flags_t,
+    ty: ur_buffer_create_type_t,
+    region: *const ur_buffer_region_t,
+    out: *mut ur_mem_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let parent = get::<Arc<Mem>, _>(b)?;
+        if ty != UR_BUFFER_CREATE_TYPE_REGION {
+            return Err(CapiError::InvalidValue);
+        }
+        // SAFETY: null or a valid region (module contract).
+        let r = unsafe { region.as_ref() }.ok_or(CapiError::NullPointer)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if parent.parent.is_some() {
+            return Err(CapiError::Api(ur_api::Error::invalid("a sub-buffer of a sub-buffer")));
+        }
+        let id = state().rt.create_sub_buffer(parent.id, r.origin, r.size)?;
+        let mem = Mem {
+            id,
+            context: parent.context.clone(),
+            size: r.size,
+            flags: if flags == 0 { parent.flags } else { flags },
+            host_ptr: if parent.host_ptr == 0 {
+                0
+            } else {
+                parent.host_ptr + r.origin
+            },
+            parent: Some((b, r.origin)),
+        };
+        handles::retain(b, Kind::Mem)?;
+        let h = register(Object::Mem(Arc::new(mem)));
+        // SAFETY: checked non-null above.
+        unsafe { put_required(out, h) }
+    })
+}
+
+/// `urMemRetain`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urMemRetain(m: ur_mem_handle_t) -> ur_result_t {
+    entry(|| handles::retain(m, Kind::Mem))
+}
+
+/// `urMemRelease`: the last release releases the runtime's buffer (its
+/// in-flight commands keep the memory alive) and a sub-buffer's hold on
+/// its parent.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urMemRelease(m: ur_mem_handle_t) -> ur_result_t {
+    entry(|| release_mem(m))
+}
+
+fn release_mem(m: ur_mem_handle_t) -> Result<(), CapiError> {
+    if let Some(Object::Mem(mem)) = handles::release(m, Kind::Mem)? {
+        state().rt.release_buffer(mem.id)?;
+        if let Some((parent, _)) = mem.parent {
+            release_mem(parent)?;
+        }
+    }
+    Ok(())
+}
+
+/// `urMemGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urMemGetInfo(
+    m: ur_mem_handle_t,
+    prop: ur_mem_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let mem = get::<Arc<Mem>, _>(m)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        match prop {
+            UR_MEM_INFO_SIZE => out.value(mem.size),
+            UR_MEM_INFO_CONTEXT => out.value(mem.context.0),
+            UR_MEM_INFO_REFERENCE_COUNT => out.value(ref_count(m, Kind::Mem)?),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}

@@ -1,0 +1,239 @@
+//! Adapter and platform entry points.
+//!
+//! # Safety (all entry points of this module)
+//!
+//! The caller keeps UR's pointer contract: every pointer argument is null
+//! or valid for the reads and writes the UR specification describes for
+//! that argument (arrays of the given counts, info outputs of `propSize`
+//! bytes). Handles need no promise: they are looked up, never read.
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::ffi::c_void;
+
+use ur_api::Backend;
+
+use crate::conv::CapiError;
+use crate::handles::{self, ref_count};
+use crate::info::{entry, put, Out};
+use crate::objects::{get, Kind};
+use crate::state::{platform_of, state};
+use crate::sys::*;
+
+/// The `ur_backend_t` our platforms report: libsycl only drives backends it
+/// knows, and "native CPU" is the one whose semantics (a host-only runtime,
+/// no native handles) match an adapter that is not OpenCL, CUDA or Level
+/// Zero itself, whichever of the project's backends serves the device.
+pub const BACKEND: ur_backend_t = UR_BACKEND_NATIVE_CPU;
+
+/// `urAdapterGet`: our one adapter.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urAdapterGet(n: u32, out: *mut ur_adapter_handle_t, count: *mut u32) -> ur_result_t {
+    entry(|| {
+        if out.is_null() && count.is_null() || !out.is_null() && n == 0 {
+            return Err(CapiError::InvalidSize);
+        }
+        let a = state().adapter as ur_adapter_handle_t;
+        if !out.is_null() {
+            handles::retain(a, Kind::Adapter)?;
+            // SAFETY: `out` holds at least `n >= 1` handles (module contract).
+            unsafe { out.write(a) };
+        }
+        // SAFETY: null or writable (module contract).
+        unsafe { put(count, 1) };
+        Ok(())
+    })
+}
+
+/// `urAdapterRetain`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urAdapterRetain(a: ur_adapter_handle_t) -> ur_result_t {
+    entry(|| handles::retain(a, Kind::Adapter))
+}
+
+/// `urAdapterRelease`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urAdapterRelease(a: ur_adapter_handle_t) -> ur_result_t {
+    entry(|| handles::release(a, Kind::Adapter).map(drop))
+}
+
+/// `urAdapterGetLastError`: we have no adapter-specific errors.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urAdapterGetLastError(
+    a: ur_adapter_handle_t,
+    message: *mut *const std::os::raw::c_char,
+    error: *mut i32,
+) -> ur_result_t {
+    entry(|| {
+        handles::lookup(a, Kind::Adapter)?;
+        // SAFETY: null or writable (module contract).
+        unsafe { put(message, c"no adapter-specific error".as_ptr()) };
+        // SAFETY: as above.
+        unsafe { put(error, 0) };
+        Ok(())
+    })
+}
+
+/// `urAdapterGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urAdapterGetInfo(
+    a: ur_adapter_handle_t,
+    prop: ur_adapter_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        handles::lookup(a, Kind::Adapter)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        match prop {
+            UR_ADAPTER_INFO_BACKEND => out.value(BACKEND),
+            UR_ADAPTER_INFO_REFERENCE_COUNT => out.value(ref_count(a, Kind::Adapter)?),
+            UR_ADAPTER_INFO_VERSION => out.value(1u32),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}
+
+/// `urAdapterSetLoggerCallback`: accepted; we log through `tracing`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urAdapterSetLoggerCallback(
+    a: ur_adapter_handle_t,
+    _cb: ur_logger_callback_t,
+    _user: *mut c_void,
+    _level: ur_logger_level_t,
+) -> ur_result_t {
+    entry(|| handles::lookup(a, Kind::Adapter).map(drop))
+}
+
+/// `urAdapterSetLoggerCallbackLevel`: accepted, as above.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urAdapterSetLoggerCallbackLevel(
+    a: ur_adapter_handle_t,
+    _level: ur_logger_level_t,
+) -> ur_result_t {
+    entry(|| handles::lookup(a, Kind::Adapter).map(drop))
+}
+
+/// `urPlatformGet`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urPlatformGet(
+    a: ur_adapter_handle_t,
+    n: u32,
+    out: *mut ur_platform_handle_t,
+    count: *mut u32,
+) -> ur_result_t {
+    entry(|| {
+        handles::lookup(a, Kind::Adapter)?;
+        if out.is_null() && count.is_null() || !out.is_null() && n == 0 {
+            return Err(CapiError::InvalidSize);
+        }
+        let ps = &state().platforms;
+        if !out.is_null() {
+            for (i, p) in ps.iter().take(n as usize).enumerate() {
+                // SAFETY: `out` holds `n` handles (module contract), i < n.
+                unsafe { out.add(i).write(p.handle as ur_platform_handle_t) };
+            }
+        }
+        // SAFETY: null or writable (module contract).
+        unsafe { put(count, ps.len() as u32) };
+        Ok(())
+    })
+}
+
+/// `urPlatformGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urPlatformGetInfo(
+    p: ur_platform_handle_t,
+    prop: ur_platform_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let id = get::<ur_api::PlatformId, _>(p)?;
+        let info = state().rt.platform_info(id)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        match prop {
+            UR_PLATFORM_INFO_NAME => out.string(&info.name),
+            UR_PLATFORM_INFO_VENDOR_NAME => out.string(&info.vendor),
+            UR_PLATFORM_INFO_VERSION => out.string(&info.version),
+            UR_PLATFORM_INFO_EXTENSIONS => out.string(""),
+            UR_PLATFORM_INFO_PROFILE => out.string("FULL_PROFILE"),
+            UR_PLATFORM_INFO_BACKEND => out.value(BACKEND),
+            UR_PLATFORM_INFO_ADAPTER => out.value(state().adapter as ur_adapter_handle_t),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}
+
+/// `urPlatformGetApiVersion`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urPlatformGetApiVersion(
+    p: ur_platform_handle_t,
+    version: *mut ur_api_version_t,
+) -> ur_result_t {
+    entry(|| {
+        get::<ur_api::PlatformId, _>(p)?;
+        // SAFETY: as the module contract says.
+        unsafe { crate::info::put_required(version, UR_API_VERSION_CURRENT) }
+    })
+}
+
+/// `urPlatformGetBackendOption`: no backend options are meaningful for a
+/// host-only runtime; every frontend option maps to the empty string.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urPlatformGetBackendOption(
+    p: ur_platform_handle_t,
+    frontend: *const std::os::raw::c_char,
+    backend: *mut *const std::os::raw::c_char,
+) -> ur_result_t {
+    entry(|| {
+        get::<ur_api::PlatformId, _>(p)?;
+        if frontend.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        // SAFETY: as the module contract says.
+        unsafe { crate::info::put_required(backend, c"".as_ptr()) }
+    })
+}
+
+/// The project backend serving a platform, for messages.
+pub fn backend_of(id: ur_api::PlatformId) -> Option<Backend> {
+    platform_of(id).and_then(|p| state().rt.backend_of(p.id).ok())
+}

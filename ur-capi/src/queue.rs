@@ -1,0 +1,297 @@
+//! Queue and event entry points, and the plumbing every enqueue shares
+//! (wait lists, the returned event, blocking).
+//!
+//! # Safety (all entry points of this module)
+//!
+//! As in [`crate::platform`]: pointer arguments are null or valid for what
+//! the UR specification says each is for; handles are looked up, never read.
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_api::{DeviceId, EventId, EventStatus, QueueProps};
+
+use crate::conv::CapiError;
+use crate::handles::{self, ref_count, register};
+use crate::info::{entry, put_required, wait_list, Out};
+use crate::objects::{get, Context, Event, Kind, Object, Queue};
+use crate::state::state;
+use crate::sys::*;
+
+/// The events of a wait list, for a command on `q`: events of the queue's
+/// context are handed to the command; any other (another context or
+/// adapter) is waited for on the host first, which is what UR requires of
+/// cross-context dependencies.
+///
+/// # Safety
+///
+/// `list` is null or valid for reads of `n` handles.
+pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<Vec<EventId>, CapiError> {
+    // SAFETY: forwarded contract.
+    let hs = unsafe { wait_list(n, list) }?;
+    let mut mine = Vec::with_capacity(hs.len());
+    for h in hs {
+        let e = get::<Arc<Event>, _>(*h)?;
+        if e.context.1.id == q.context.1.id {
+            mine.push(e.id);
+        } else {
+            state().rt.wait(&[e.id])?;
+        }
+    }
+    Ok(mine)
+}
+
+/// Hands a command's event back: registered in `out`, or released at once
+/// when the caller wants none; waited for first when `blocking`.
+///
+/// # Safety
+///
+/// `out` is null or valid for a write of one handle.
+pub unsafe fn done(
+    qh: ur_queue_handle_t,
+    q: &Queue,
+    id: EventId,
+    command: ur_command_t,
+    blocking: bool,
+    out: *mut ur_event_handle_t,
+) -> Result<(), CapiError> {
+    let rt = &state().rt;
+    if blocking {
+        if let Err(e) = rt.wait(&[id]) {
+            let _ = rt.release_event(id);
+            return Err(e.into());
+        }
+    }
+    if out.is_null() {
+        rt.release_event(id)?;
+        return Ok(());
+    }
+    let h = register(Object::Event(Arc::new(Event {
+        id,
+        context: q.context.clone(),
+        queue: qh,
+        command,
+    })));
+    // SAFETY: non-null and writable by the caller's promise.
+    unsafe { out.write(h) };
+    Ok(())
+}
+
+/// `urQueueCreate`: every queue is in order (a valid schedule for an
+/// out-of-order request too); `PROFILING_ENABLE` is honoured.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueCreate(
+    c: ur_context_handle_t,
+    d: ur_device_handle_t,
+    props: *const ur_queue_properties_t,
+    out: *mut ur_queue_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        let dev = get::<DeviceId, _>(d)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        // SAFETY: null or a valid properties struct (module contract).
+        let flags = unsafe { props.as_ref() }.map_or(0, |p| p.flags);
+        let qp = QueueProps {
+            profiling: flags & UR_QUEUE_FLAG_PROFILING_ENABLE != 0,
+        };
+        let id = state().rt.create_queue(ctx.id, dev, &qp)?;
+        let h = register(Object::Queue(Arc::new(Queue {
+            id,
+            context: (c, ctx),
+            device: d,
+            flags,
+        })));
+        // SAFETY: checked non-null above.
+        unsafe { put_required(out, h) }
+    })
+}
+
+/// `urQueueRetain`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueRetain(q: ur_queue_handle_t) -> ur_result_t {
+    entry(|| handles::retain(q, Kind::Queue))
+}
+
+/// `urQueueRelease`: the last release finishes the queue's work and
+/// releases it.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueRelease(q: ur_queue_handle_t) -> ur_result_t {
+    entry(|| {
+        if let Some(Object::Queue(queue)) = handles::release(q, Kind::Queue)? {
+            let rt = &state().rt;
+            let finished = rt.finish(queue.id);
+            rt.release_queue(queue.id)?;
+            finished?;
+        }
+        Ok(())
+    })
+}
+
+/// `urQueueGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueGetInfo(
+    qh: ur_queue_handle_t,
+    prop: ur_queue_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let q = get::<Arc<Queue>, _>(qh)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        match prop {
+            UR_QUEUE_INFO_CONTEXT => out.value(q.context.0),
+            UR_QUEUE_INFO_DEVICE => out.value(q.device),
+            UR_QUEUE_INFO_FLAGS => out.value(q.flags),
+            UR_QUEUE_INFO_REFERENCE_COUNT => out.value(ref_count(qh, Kind::Queue)?),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}
+
+/// `urQueueFinish`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueFinish(q: ur_queue_handle_t) -> ur_result_t {
+    entry(|| Ok(state().rt.finish(get::<Arc<Queue>, _>(q)?.id)?))
+}
+
+/// `urQueueFlush`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueFlush(q: ur_queue_handle_t) -> ur_result_t {
+    entry(|| Ok(state().rt.flush(get::<Arc<Queue>, _>(q)?.id)?))
+}
+
+/// `urEventWait`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEventWait(n: u32, list: *const ur_event_handle_t) -> ur_result_t {
+    entry(|| {
+        // SAFETY: forwarded module contract.
+        let hs = unsafe { wait_list(n, list) }?;
+        if hs.is_empty() {
+            return Err(CapiError::InvalidSize);
+        }
+        let ids = hs
+            .iter()
+            .map(|h| get::<Arc<Event>, _>(*h).map(|e| e.id))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(state().rt.wait(&ids)?)
+    })
+}
+
+/// `urEventRetain`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEventRetain(e: ur_event_handle_t) -> ur_result_t {
+    entry(|| handles::retain(e, Kind::Event))
+}
+
+/// `urEventRelease`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEventRelease(e: ur_event_handle_t) -> ur_result_t {
+    entry(|| {
+        if let Some(Object::Event(ev)) = handles::release(e, Kind::Event)? {
+            state().rt.release_event(ev.id)?;
+        }
+        Ok(())
+    })
+}
+
+/// `urEventGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEventGetInfo(
+    e: ur_event_handle_t,
+    prop: ur_event_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let ev = get::<Arc<Event>, _>(e)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        match prop {
+            UR_EVENT_INFO_COMMAND_QUEUE => out.value(ev.queue),
+            UR_EVENT_INFO_CONTEXT => out.value(ev.context.0),
+            UR_EVENT_INFO_COMMAND_TYPE => out.value(ev.command),
+            UR_EVENT_INFO_REFERENCE_COUNT => out.value(ref_count(e, Kind::Event)?),
+            UR_EVENT_INFO_COMMAND_EXECUTION_STATUS => {
+                let s = match state().rt.event_status(ev.id)? {
+                    EventStatus::Queued => UR_EVENT_STATUS_QUEUED,
+                    EventStatus::Submitted => UR_EVENT_STATUS_SUBMITTED,
+                    EventStatus::Running => UR_EVENT_STATUS_RUNNING,
+                    EventStatus::Complete => UR_EVENT_STATUS_COMPLETE,
+                    EventStatus::Failed(_) => UR_EVENT_STATUS_ERROR,
+                };
+                out.value(s)
+            }
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}
+
+/// `urEventGetProfilingInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEventGetProfilingInfo(
+    e: ur_event_handle_t,
+    prop: ur_profiling_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let ev = get::<Arc<Event>, _>(e)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        let p = state().rt.event_profiling(ev.id)?;
+        match prop {
+            UR_PROFILING_INFO_COMMAND_QUEUED => out.value(p.queued),
+            UR_PROFILING_INFO_COMMAND_SUBMIT => out.value(p.submit),
+            UR_PROFILING_INFO_COMMAND_START => out.value(p.start),
+            UR_PROFILING_INFO_COMMAND_END | UR_PROFILING_INFO_COMMAND_COMPLETE => out.value(p.end),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}
+
+/// The device of a queue, for the extension.
+pub fn queue_device(q: &Queue) -> Result<DeviceId, CapiError> {
+    get::<DeviceId, _>(q.device)
+}

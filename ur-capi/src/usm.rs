@@ -1,0 +1,223 @@
+//! USM entry points: host, device and shared allocations, pointer queries,
+//! and pools (a pool hands out plain allocations of its context).
+//!
+//! # Safety (all entry points of this module)
+//!
+//! As in [`crate::platform`]: pointer arguments are null or valid for what
+//! the UR specification says each is for; handles are looked up, never
+//! read. USM pointers are only compared with the runtime's allocation
+//! books, never dereferenced here.
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ur_api::{DeviceId, UsmDesc, UsmKind, UsmPtr};
+
+use crate::conv::CapiError;
+use crate::handles::{self, ref_count, register};
+use crate::info::{entry, put_required, Out};
+use crate::objects::{get, Context, Kind, Object, Pool};
+use crate::state::{device_handle, state};
+use crate::sys::*;
+
+fn alloc(
+    c: ur_context_handle_t,
+    d: Option<ur_device_handle_t>,
+    desc: *const ur_usm_desc_t,
+    pool: ur_usm_pool_handle_t,
+    size: usize,
+    out: *mut *mut c_void,
+    kind: UsmKind,
+) -> Result<(), CapiError> {
+    let ctx = get::<Arc<Context>, _>(c)?;
+    if !pool.is_null() {
+        get::<Arc<Pool>, _>(pool)?;
+    }
+    if out.is_null() {
+        return Err(CapiError::NullPointer);
+    }
+    if size == 0 {
+        return Err(CapiError::Api(ur_api::Error::InvalidSize {
+            what: "USM allocation",
+            size,
+        }));
+    }
+    // SAFETY: null or a valid descriptor (module contract).
+    let align = unsafe { desc.as_ref() }.map_or(0, |d| d.align as usize);
+    if align != 0 && !align.is_power_of_two() {
+        return Err(CapiError::InvalidValue);
+    }
+    let mut udesc = UsmDesc::new(kind, size).aligned(align);
+    if let Some(d) = d {
+        udesc = udesc.on(get::<DeviceId, _>(d)?);
+    }
+    let ptr = state().rt.usm_alloc(ctx.id, &udesc)?;
+    // SAFETY: checked non-null; writable by the module contract.
+    unsafe { put_required(out, ptr.0 as *mut c_void) }
+}
+
+/// `urUSMHostAlloc`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMHostAlloc(
+    c: ur_context_handle_t,
+    desc: *const ur_usm_desc_t,
+    pool: ur_usm_pool_handle_t,
+    size: usize,
+    out: *mut *mut c_void,
+) -> ur_result_t {
+    entry(|| alloc(c, None, desc, pool, size, out, UsmKind::Host))
+}
+
+/// `urUSMDeviceAlloc`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMDeviceAlloc(
+    c: ur_context_handle_t,
+    d: ur_device_handle_t,
+    desc: *const ur_usm_desc_t,
+    pool: ur_usm_pool_handle_t,
+    size: usize,
+    out: *mut *mut c_void,
+) -> ur_result_t {
+    entry(|| alloc(c, Some(d), desc, pool, size, out, UsmKind::Device))
+}
+
+/// `urUSMSharedAlloc`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMSharedAlloc(
+    c: ur_context_handle_t,
+    d: ur_device_handle_t,
+    desc: *const ur_usm_desc_t,
+    pool: ur_usm_pool_handle_t,
+    size: usize,
+    out: *mut *mut c_void,
+) -> ur_result_t {
+    entry(|| alloc(c, Some(d), desc, pool, size, out, UsmKind::Shared))
+}
+
+/// `urUSMFree`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMFree(c: ur_context_handle_t, p: *mut c_void) -> ur_result_t {
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        if p.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        Ok(state().rt.usm_free(ctx.id, UsmPtr(p as u64))?)
+    })
+}
+
+/// `urUSMGetMemAllocInfo`: a pointer that is no allocation of the context
+/// is of type `UNKNOWN` (and has no other property).
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMGetMemAllocInfo(
+    c: ur_context_handle_t,
+    p: *const c_void,
+    prop: ur_usm_alloc_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        let info = state().rt.usm_pointer_info(ctx.id, UsmPtr(p as u64)).ok();
+        match (prop, info) {
+            (UR_USM_ALLOC_INFO_TYPE, None) => out.value(UR_USM_TYPE_UNKNOWN),
+            (_, None) => Err(CapiError::InvalidValue),
+            (UR_USM_ALLOC_INFO_TYPE, Some(i)) => out.value(match i.kind {
+                UsmKind::Host => UR_USM_TYPE_HOST,
+                UsmKind::Device => UR_USM_TYPE_DEVICE,
+                UsmKind::Shared => UR_USM_TYPE_SHARED,
+            }),
+            (UR_USM_ALLOC_INFO_BASE_PTR, Some(i)) => out.value(i.base.0 as *mut c_void),
+            (UR_USM_ALLOC_INFO_SIZE, Some(i)) => out.value(i.size),
+            (UR_USM_ALLOC_INFO_DEVICE, Some(i)) => out.value(i.device.map_or(std::ptr::null_mut(), device_handle)),
+            (UR_USM_ALLOC_INFO_POOL, Some(_)) => out.value::<ur_usm_pool_handle_t>(std::ptr::null_mut()),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}
+
+/// `urUSMPoolCreate`: a pool of the context (allocations through it are
+/// the context's own).
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMPoolCreate(
+    c: ur_context_handle_t,
+    desc: *mut ur_usm_pool_desc_t,
+    out: *mut ur_usm_pool_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        // SAFETY: null or a valid descriptor (module contract).
+        let d = unsafe { desc.as_ref() }.ok_or(CapiError::NullPointer)?;
+        let h = register(Object::Pool(Arc::new(Pool {
+            context: (c, ctx),
+            flags: d.flags,
+        })));
+        // SAFETY: writable by the module contract.
+        unsafe { put_required(out, h) }
+    })
+}
+
+/// `urUSMPoolRetain`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMPoolRetain(p: ur_usm_pool_handle_t) -> ur_result_t {
+    entry(|| handles::retain(p, Kind::Pool))
+}
+
+/// `urUSMPoolRelease`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMPoolRelease(p: ur_usm_pool_handle_t) -> ur_result_t {
+    entry(|| handles::release(p, Kind::Pool).map(drop))
+}
+
+/// `urUSMPoolGetInfo`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urUSMPoolGetInfo(
+    p: ur_usm_pool_handle_t,
+    prop: ur_usm_pool_info_t,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> ur_result_t {
+    entry(|| {
+        let pool = get::<Arc<Pool>, _>(p)?;
+        // SAFETY: the info outputs follow the module contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        match prop {
+            UR_USM_POOL_INFO_REFERENCE_COUNT => out.value(ref_count(p, Kind::Pool)?),
+            UR_USM_POOL_INFO_CONTEXT => out.value(pool.context.0),
+            _ => Err(CapiError::UnsupportedEnumeration),
+        }
+    })
+}

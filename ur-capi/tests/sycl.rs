@@ -1,0 +1,192 @@
+//! Builds the host-only SYCL programs of `tests/sycl/` with g++ against the
+//! `intel-sycl-rt` wheel and runs each twice: on this crate's adapter
+//! library (`UR_ADAPTERS_FORCE_LOAD`) and on UR's own OpenCL adapter (the
+//! loader's default) over the same devices, then compares what both print.
+//!
+//! Skips, saying why, where g++ or the wheels (`cargo xtask setup`) are
+//! missing; `UR_REQUIRE_SYCL=1` (CI) turns a skip into a failure.
+//! Programs in `KNOWN_FAILING` must fail on our library (one that passes
+//! fails the run, so the list stays honest).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Programs that must pass on our library, and what of UR's own output
+/// must appear in ours (lines starting with the prefix; `""` = all lines
+/// ending in `ok`).
+const PROGRAMS: &[(&str, &str)] = &[("device_list", "platform: "), ("usm", "")];
+
+/// Programs known to fail on our library, with the reason.
+const KNOWN_FAILING: &[(&str, &str)] = &[(
+    "buffers",
+    "a buffer of a multi-device context used on a device it was not placed for: the project's \
+     location rule forbids the implicit migration UR buffers assume (NotAccessible)",
+)];
+
+fn wheels() -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    std::env::var_os("UR_WHEELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache/unified-runtime/wheels"))
+}
+
+fn data_dirs(kind: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for w in std::fs::read_dir(wheels()).into_iter().flatten().flatten() {
+        for d in std::fs::read_dir(w.path()).into_iter().flatten().flatten() {
+            let p = d.path().join("data").join(kind);
+            if d.file_name().to_string_lossy().ends_with(".data") && p.is_dir() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A folder of links to every wheel library except the ICD loader copies
+/// (one OpenCL loader on the path), and an ICD folder that adds Intel's CPU
+/// runtime to the system's.
+fn environment(work: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let lib = work.join("lib");
+    let icd = work.join("icd");
+    std::fs::create_dir_all(&lib).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&icd).map_err(|e| e.to_string())?;
+    for dir in data_dirs("lib") {
+        for f in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = f.file_name();
+            if name.to_string_lossy().starts_with("libOpenCL") {
+                continue;
+            }
+            let link = lib.join(&name);
+            let _ = std::fs::remove_file(&link);
+            let _ = std::os::unix::fs::symlink(f.path(), &link);
+            if name == "libintelocl.so" {
+                let _ = std::fs::write(icd.join("intel.icd"), format!("{}\n", f.path().display()));
+            }
+        }
+    }
+    for f in std::fs::read_dir("/etc/OpenCL/vendors").into_iter().flatten().flatten() {
+        let _ = std::fs::copy(f.path(), icd.join(f.file_name()));
+    }
+    if !lib.join("libsycl.so").exists() || !lib.join("libur_loader.so").exists() {
+        return Err(format!(
+            "no libsycl.so / libur_loader.so under {}: run `cargo xtask setup`",
+            wheels().display()
+        ));
+    }
+    Ok((lib, icd))
+}
+
+fn run(exe: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) -> Output {
+    let mut c = Command::new(exe);
+    c.env("LD_LIBRARY_PATH", lib)
+        .env("OCL_ICD_VENDORS", icd)
+        .env("POCL_DEVICES", "pthread pthread")
+        .env("RUSTICL_ENABLE", "swrast");
+    if let Some(so) = ours {
+        c.env("UR_ADAPTERS_FORCE_LOAD", so);
+    }
+    c.output().expect("the program starts")
+}
+
+fn main() {
+    let required = std::env::var("UR_REQUIRE_SYCL").is_ok_and(|v| v == "1");
+    let skip = |why: String| {
+        if required {
+            panic!("UR_REQUIRE_SYCL=1 but: {why}");
+        }
+        println!("sycl: skipped: {why}");
+    };
+    if Command::new("g++").arg("--version").output().is_err() {
+        return skip("g++ not found (`cargo xtask setup` installs it)".into());
+    }
+    let include = match data_dirs("include")
+        .into_iter()
+        .find(|d| d.join("sycl/sycl.hpp").is_file())
+    {
+        Some(i) => i,
+        None => return skip(format!("no SYCL headers under {}", wheels().display())),
+    };
+    let exe = std::env::current_exe().expect("test path");
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf();
+    let so = target.join("libur_adapter_rust.so");
+    if !so.is_file() {
+        return skip(format!("{} not built", so.display()));
+    }
+    let work = target.join("sycl-tests");
+    let (lib, icd) = match environment(&work) {
+        Ok(x) => x,
+        Err(e) => return skip(e),
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sycl");
+    let mut failures = Vec::new();
+    let all = PROGRAMS
+        .iter()
+        .map(|(p, c)| (*p, Some(*c)))
+        .chain(KNOWN_FAILING.iter().map(|(p, _)| (*p, None)));
+    for (name, compare) in all {
+        let bin = work.join(name);
+        let built = Command::new("g++")
+            .args(["-std=c++17", "-O1", "-DSYCL_DISABLE_FSYCL_SYCLHPP_WARNING"])
+            .arg(format!("-I{}", include.display()))
+            .arg(format!("-I{}", include.join("sycl").display()))
+            .arg(src.join(format!("{name}.cpp")))
+            .arg(format!("-L{}", lib.display()))
+            .args(["-lsycl", "-o"])
+            .arg(&bin)
+            .output()
+            .expect("g++ runs");
+        if !built.status.success() {
+            failures.push(format!(
+                "{name}: g++ failed:\n{}",
+                String::from_utf8_lossy(&built.stderr)
+            ));
+            continue;
+        }
+        let ours = run(&bin, &lib, &icd, Some(&so));
+        let text = String::from_utf8_lossy(&ours.stdout).into_owned();
+        println!(
+            "--- {name} on libur_adapter_rust.so:\n{text}{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        let Some(prefix) = compare else {
+            if ours.status.success() {
+                failures.push(format!(
+                    "{name}: listed as known failing, but passes: update KNOWN_FAILING"
+                ));
+            } else {
+                println!("{name}: fails as known");
+            }
+            continue;
+        };
+        if !ours.status.success() {
+            failures.push(format!("{name}: failed on our library ({})", ours.status));
+            continue;
+        }
+        let theirs = run(&bin, &lib, &icd, None);
+        let reference = String::from_utf8_lossy(&theirs.stdout).into_owned();
+        println!("--- {name} on UR's OpenCL adapter:\n{reference}");
+        for line in reference.lines() {
+            let compared = if prefix.is_empty() {
+                line.ends_with(": ok")
+            } else {
+                line.starts_with(prefix)
+            };
+            if compared && !text.lines().any(|l| l == line) {
+                failures.push(format!("{name}: UR's adapter printed `{line}`, ours did not"));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{} SYCL failure(s):\n{}", failures.len(), failures.join("\n"));
+    }
+    println!(
+        "sycl: {} programs passed, {} known failing",
+        PROGRAMS.len(),
+        KNOWN_FAILING.len()
+    );
+}
