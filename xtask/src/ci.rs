@@ -22,10 +22,29 @@ fn steps() -> Vec<(&'static str, Command)> {
     // Unit tests, the conformance suite on every present device, doctests;
     // every test target runs even after one fails, so CI shows all failures.
     with_backend_env(test.args(["test", "--workspace", "--no-fail-fast"]));
-    if in_ci() && std::env::var_os(REQUIRE_OPENCL_ENV).is_none() {
-        // `setup` ran first: an OpenCL runtime missing here is a failure, not a skip.
-        test.env(REQUIRE_OPENCL_ENV, "1");
+    if in_ci() {
+        // `setup` ran first: an OpenCL runtime, or the wheels and g++ the
+        // SYCL programs of the UR C ABI tests need, missing here is a
+        // failure, not a skip.
+        for key in [REQUIRE_OPENCL_ENV, REQUIRE_SYCL_ENV] {
+            if std::env::var_os(key).is_none() {
+                test.env(key, "1");
+            }
+        }
     }
+    // File <-> device round trips of 256 MiB + 5 bytes on every device and
+    // backend, in release (too slow in debug).
+    let mut big_io = cargo();
+    with_backend_env(big_io.args([
+        "test",
+        "-p",
+        "ur-file-io",
+        "--release",
+        "--test",
+        "roundtrip",
+        "--",
+        "big",
+    ]));
     // The committed Level Zero bindings are what codegen makes of the headers.
     let mut bindings = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
     bindings.args(["codegen", "--check"]);
@@ -56,6 +75,7 @@ fn steps() -> Vec<(&'static str, Command)> {
         ("codegen", bindings),
         ("test", test),
         ("ze-null", null_driver),
+        ("file-io-big", big_io),
         ("mpi-build", mpi_examples),
         ("mpi-dri", dri),
         ("mpi-prop", prop),
@@ -145,6 +165,10 @@ pub fn ci() -> Result<()> {
 /// Makes the OpenCL adapter's tests fail, not skip, without an OpenCL device.
 const REQUIRE_OPENCL_ENV: &str = "UR_REQUIRE_OPENCL";
 
+/// Makes the UR C ABI's loader and SYCL tests fail, not skip, without the
+/// wheels or g++.
+const REQUIRE_SYCL_ENV: &str = "UR_REQUIRE_SYCL";
+
 /// Is this a CI run (`CI` set to anything but `false` or `0`)?
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "false" | "0"))
@@ -199,6 +223,7 @@ mod tests {
                 "codegen",
                 "test",
                 "ze-null",
+                "file-io-big",
                 "mpi-build",
                 "mpi-dri",
                 "mpi-prop",
@@ -219,9 +244,10 @@ mod tests {
             null.contains("ZE_ENABLE_NULL_DRIVER=1") && null.contains("level_zero:*"),
             "{null}"
         );
-        assert!(display(&steps[6].1).contains("mpirun -n 10 --oversubscribe"));
-        assert!(display(&steps[8].1).contains("--example pipeline"));
-        assert!(display(&steps[9].1).contains("RUSTDOCFLAGS="));
+        assert!(display(&steps[5].1).contains("-p ur-file-io --release"));
+        assert!(display(&steps[7].1).contains("mpirun -n 10 --oversubscribe"));
+        assert!(display(&steps[9].1).contains("--example pipeline"));
+        assert!(display(&steps[10].1).contains("RUSTDOCFLAGS="));
     }
 
     #[test]
