@@ -3,6 +3,8 @@
 //! and error codes against the C API's rules. Skips (with the reason)
 //! where the wheels are not unpacked; `UR_REQUIRE_SYCL=1` makes that fail.
 
+mod common;
+
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::ptr::null_mut;
@@ -35,8 +37,7 @@ fn calls_through_the_ur_loader() {
         eprintln!("skipped: libur_loader.so not unpacked (cargo xtask setup)");
         return;
     };
-    let exe = std::env::current_exe().unwrap();
-    let so = exe.parent().unwrap().parent().unwrap().join("libur_adapter_rust.so");
+    let so = common::adapter_library().expect("the adapter library builds");
     std::env::set_var("UR_ADAPTERS_FORCE_LOAD", &so);
     // The loader needs Intel's compiler runtime (intel-cmplr-lib-rt): open
     // those first, by path, so no LD_LIBRARY_PATH is needed.

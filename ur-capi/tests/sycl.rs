@@ -8,6 +8,8 @@
 //! Programs in `KNOWN_FAILING` must fail on our library (one that passes
 //! fails the run, so the list stays honest).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -107,16 +109,11 @@ fn main() {
         Some(i) => i,
         None => return skip(format!("no SYCL headers under {}", wheels().display())),
     };
-    let exe = std::env::current_exe().expect("test path");
-    let target = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf();
-    let so = target.join("libur_adapter_rust.so");
-    if !so.is_file() {
-        return skip(format!("{} not built", so.display()));
-    }
+    let so = match common::adapter_library() {
+        Ok(so) => so,
+        Err(e) => return skip(e),
+    };
+    let target = so.parent().expect("target/<profile>").to_path_buf();
     let work = target.join("sycl-tests");
     let (lib, icd) = match environment(&work) {
         Ok(x) => x,
