@@ -4,7 +4,7 @@
 //! a pointer to our [`ur_dditable_t`]: UR 0.12's loader reads the dispatch
 //! table at offset 0 of any handle to route a call, without wrapping
 //! handles. We never read through a handle ourselves: an incoming handle is
-//! only an address, looked up in [`TABLE`]; only a registered address of the
+//! only an address, looked up in the registry (`TABLE`); only a registered address of the
 //! expected kind reaches its object, so a released, stale, foreign or
 //! mistyped handle is an `INVALID_*` result, never a dereference.
 //!
