@@ -103,6 +103,27 @@ impl OpenClAdapter {
     }
 }
 
+/// The ICD vendors folder where `cargo xtask setup` registered Intel's CPU
+/// OpenCL runtime beside the system's ICD files (`opencl-icd/vendors` in
+/// the wheel cache: `$UR_WHEEL_CACHE`, else `$XDG_CACHE_HOME` or `~/.cache`
+/// + `unified-runtime/wheels`), or `None` where nothing is registered.
+///
+/// For tests, benches and tools, which set `OCL_ICD_VENDORS` to it before
+/// their first OpenCL call when the variable is unset; the adapter itself
+/// never changes the process environment.
+pub fn registered_icd_vendors() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let cache = nonempty("UR_WHEEL_CACHE").map(PathBuf::from).or_else(|| {
+        let base = nonempty("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        Some(base.join("unified-runtime").join("wheels"))
+    })?;
+    let vendors = cache.join("opencl-icd").join("vendors");
+    vendors.join("intel-cpu.icd").is_file().then_some(vendors)
+}
+
 impl Adapter for OpenClAdapter {
     type Platform = Platform;
     type Device = Device;
