@@ -35,9 +35,10 @@
 //!   `clEnqueueMemFillINTEL`, prefetches with `clEnqueueMigrateMemINTEL`,
 //!   sets kernel arguments with `clSetKernelArgMemPointerINTEL` and frees
 //!   with `clMemBlockingFreeINTEL`; the USM kinds are those the device's
-//!   `CL_DEVICE_*_MEM_CAPABILITIES_INTEL` give access to. Advice has no
-//!   portable value in the extension (its advice values are per device and
-//!   none is defined for CPUs), so the trait's default ignores it. Other
+//!   `CL_DEVICE_*_MEM_CAPABILITIES_INTEL` give access to. Advice is
+//!   ignored (the trait's default): the extension defines no advice values
+//!   of its own for `clEnqueueMemAdviseINTEL`, only a range reserved for
+//!   device-specific ones, so there is nothing portable to map ours to. Other
 //!   platforms use OpenCL 2.0 SVM: coarse-grain SVM is device USM,
 //!   fine-grain buffer SVM adds host and shared; devices without SVM report
 //!   no USM kinds and the dyn layer answers `Unsupported`. A [`Usm`]
