@@ -124,6 +124,10 @@ impl IntelUsm {
     }
 }
 
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the adapter never asks; its tests check allocations with it")
+)]
 impl IntelUsm {
     /// The kind of USM memory `ptr` lies in, as the runtime reports it
     /// (`CL_MEM_ALLOC_TYPE_INTEL`): 0 host, 1 device, 2 shared, `None`
@@ -132,10 +136,6 @@ impl IntelUsm {
     /// # Safety
     ///
     /// `ctx` is a live context of this platform.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the adapter never asks; its tests check allocations with it")
-    )]
     pub(crate) unsafe fn alloc_type(&self, ctx: cl_context, ptr: *const c_void) -> Option<u32> {
         let mut ty: cl_uint = 0;
         // SAFETY: the caller's live context; `ty` is a `cl_uint` living
