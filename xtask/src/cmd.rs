@@ -66,12 +66,17 @@ pub type Result<T, E = XtaskError> = std::result::Result<T, E>;
 pub const OPENCL_ENV: [(&str, &str); 2] = [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")];
 
 /// Sets the [`OPENCL_ENV`] variables on `cmd`, except those the caller's
-/// environment already sets.
+/// environment already sets, and `OCL_ICD_VENDORS` to the folder where
+/// `setup` registered Intel's CPU OpenCL runtime beside the system's ICDs
+/// (see `icd.rs`), unless the caller sets it or nothing is registered.
 pub fn with_backend_env(cmd: &mut Command) -> &mut Command {
     for (key, value) in OPENCL_ENV {
         if std::env::var_os(key).is_none() {
             cmd.env(key, value);
         }
+    }
+    if let Some(vendors) = crate::icd::vendors_env() {
+        cmd.env(crate::icd::VENDORS_ENV, vendors);
     }
     cmd
 }

@@ -13,6 +13,7 @@ mod bench;
 mod ci;
 mod cmd;
 mod codegen;
+mod icd;
 mod setup;
 mod wheels;
 

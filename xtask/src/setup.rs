@@ -265,6 +265,7 @@ pub fn setup(dry_run: bool) -> Result<()> {
         ze_null(&crate::workspace_root())?;
     }
     crate::wheels::ensure(dry_run)?;
+    crate::icd::register(dry_run)?;
     show_opencl();
     Ok(())
 }

@@ -62,12 +62,20 @@ fn env_defaults() {
     }
 }
 
-/// The first device of the first platform with devices, the order the adapter lists them in.
+/// The platform the dispatch rows measure: PoCL where it is present (the
+/// rows stay comparable whichever other ICDs are registered, and in which
+/// order the loader lists them), else the first with devices.
+const DISPATCH_PLATFORM: &str = "Portable Computing Language";
+
+/// The first device of the dispatch platform (see [`DISPATCH_PLATFORM`]).
 fn first_device() -> Option<opencl3::types::cl_device_id> {
     let platforms = opencl3::platform::get_platforms().ok()?;
+    let first = |p: &opencl3::platform::Platform| p.get_devices(CL_DEVICE_TYPE_ALL).ok()?.first().copied();
     platforms
         .iter()
-        .find_map(|p| p.get_devices(CL_DEVICE_TYPE_ALL).ok().and_then(|d| d.first().copied()))
+        .filter(|p| p.name().is_ok_and(|n| n.contains(DISPATCH_PLATFORM)))
+        .find_map(first)
+        .or_else(|| platforms.iter().find_map(first))
 }
 
 type BoxErr = Box<dyn std::error::Error>;
@@ -123,7 +131,12 @@ fn dispatch() -> Result<(), BoxErr> {
     // Dyn path: the same device through the Runtime.
     let mut rt = Runtime::new();
     rt.add(ur_opencl::OpenClAdapter::new())?;
-    let dev = rt.all_devices()[0];
+    let dev = rt
+        .platforms()
+        .into_iter()
+        .filter(|&p| rt.platform_info(p).is_ok_and(|i| i.name.contains(DISPATCH_PLATFORM)))
+        .find_map(|p| rt.devices(p).ok()?.first().copied())
+        .unwrap_or(rt.all_devices()[0]);
     let dctx = rt.create_context(&[dev])?;
     let dq = rt.create_queue(dctx, dev, &QueueProps::default())?;
     let dbuf = rt.create_buffer(dctx, &BufferDesc::new(SIZE * SLOTS).on(dev), None)?;
@@ -145,9 +158,12 @@ fn dispatch() -> Result<(), BoxErr> {
 
     // Static path: the adapter without the dyn layer.
     let a = ur_opencl::OpenClAdapter::new();
-    let sdev = a
-        .platforms()?
+    let platforms = a.platforms()?;
+    let is_dispatch = |p: &&ur_opencl::Platform| a.platform_info(p).is_ok_and(|i| i.name.contains(DISPATCH_PLATFORM));
+    let sdev = platforms
         .iter()
+        .filter(is_dispatch)
+        .chain(platforms.iter())
         .find_map(|p| a.devices(p).ok().filter(|d| !d.is_empty()))
         .map(|mut d| d.remove(0))
         .ok_or("no device through the adapter")?;

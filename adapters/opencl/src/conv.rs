@@ -15,7 +15,9 @@ use opencl3::memory::{
     CL_MEM_WRITE_ONLY,
 };
 use opencl3::types::{cl_device_svm_capabilities, cl_device_type, cl_int, cl_map_flags, cl_mem_flags};
-use ur_api::{Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, RectCopy, RectSide, UsmCaps};
+use ur_api::{
+    Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, RectCopy, RectSide, UsmAdvice, UsmCaps, UsmKind,
+};
 
 /// Error codes of the run-time loader (cl3's `dynamic` feature), not of OpenCL.
 pub const LOADER_LIBRARY_MISSING: cl_int = ec::DLOPEN_RUNTIME_LOAD_FAILED;
@@ -174,6 +176,42 @@ pub fn usm_caps_from_svm(svm: cl_device_svm_capabilities) -> UsmCaps {
     caps
 }
 
+/// `CL_UNIFIED_SHARED_MEMORY_ACCESS_INTEL`: the device can access memory of
+/// that kind (the other capability bits, atomics and concurrency, refine it).
+pub const INTEL_USM_ACCESS: u64 = 1 << 0;
+/// `CL_MEM_ALLOC_INITIAL_PLACEMENT_DEVICE_INTEL`.
+pub const INTEL_PLACEMENT_DEVICE: u64 = 1 << 1;
+/// `CL_MEM_ALLOC_INITIAL_PLACEMENT_HOST_INTEL`.
+pub const INTEL_PLACEMENT_HOST: u64 = 1 << 2;
+
+/// Which USM kinds a device with `cl_intel_unified_shared_memory` offers,
+/// from its host, device and single-device shared memory capabilities: a
+/// kind is there exactly when the device can access memory of that kind.
+pub fn usm_caps_from_intel(host: u64, device: u64, shared: u64) -> UsmCaps {
+    let mut caps = UsmCaps::empty();
+    if host & INTEL_USM_ACCESS != 0 {
+        caps |= UsmCaps::HOST;
+    }
+    if device & INTEL_USM_ACCESS != 0 {
+        caps |= UsmCaps::DEVICE;
+    }
+    if shared & INTEL_USM_ACCESS != 0 {
+        caps |= UsmCaps::SHARED;
+    }
+    caps
+}
+
+/// `CL_MEM_ALLOC_FLAGS_INTEL` for an allocation: only shared memory has a
+/// placement to choose; it starts where the advice prefers, else on the
+/// hinted device, else where the runtime likes.
+pub fn intel_alloc_flags(kind: UsmKind, has_device: bool, advice: UsmAdvice) -> u64 {
+    match kind {
+        UsmKind::Shared if advice.contains(UsmAdvice::PREFER_HOST) => INTEL_PLACEMENT_HOST,
+        UsmKind::Shared if has_device || advice.contains(UsmAdvice::PREFER_DEVICE) => INTEL_PLACEMENT_DEVICE,
+        _ => 0,
+    }
+}
+
 /// `(major, minor)` of a version string such as `"OpenCL 3.0 PoCL ..."`.
 pub fn cl_version(s: &str) -> Option<(u32, u32)> {
     let rest = s.strip_prefix("OpenCL ")?;
@@ -319,6 +357,33 @@ mod tests {
             usm_caps_from_svm(CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER),
             UsmCaps::all()
         );
+    }
+
+    #[test]
+    fn intel_usm_decision() {
+        assert_eq!(usm_caps_from_intel(0, 0, 0), UsmCaps::empty());
+        assert_eq!(usm_caps_from_intel(0xf, 0xf, 0xf), UsmCaps::all());
+        assert_eq!(usm_caps_from_intel(0, 1, 0), UsmCaps::DEVICE);
+        // Atomics without plain access is no access.
+        assert_eq!(usm_caps_from_intel(0b10, 1, 0b100), UsmCaps::DEVICE);
+        assert_eq!(usm_caps_from_intel(1, 0, 1), UsmCaps::HOST | UsmCaps::SHARED);
+    }
+
+    #[test]
+    fn intel_placement() {
+        let none = UsmAdvice::empty();
+        assert_eq!(intel_alloc_flags(UsmKind::Shared, true, none), INTEL_PLACEMENT_DEVICE);
+        assert_eq!(intel_alloc_flags(UsmKind::Shared, false, none), 0);
+        assert_eq!(
+            intel_alloc_flags(UsmKind::Shared, true, UsmAdvice::PREFER_HOST),
+            INTEL_PLACEMENT_HOST
+        );
+        assert_eq!(
+            intel_alloc_flags(UsmKind::Shared, false, UsmAdvice::PREFER_DEVICE),
+            INTEL_PLACEMENT_DEVICE
+        );
+        assert_eq!(intel_alloc_flags(UsmKind::Device, true, UsmAdvice::PREFER_HOST), 0);
+        assert_eq!(intel_alloc_flags(UsmKind::Host, false, none), 0);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use ur_api::{Backend, DeviceCaps, DeviceInfo, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps};
 
 use crate::conv::{self, check3};
+use crate::ext::{self, IntelUsm};
 use crate::queue::QueueShared;
 
 /// An OpenCL object handle that may cross threads.
@@ -40,6 +41,9 @@ pub struct Device {
     pub(crate) info: DeviceInfo,
     /// OpenCL version of the device, `(major, minor)`.
     pub(crate) version: (u32, u32),
+    /// The platform's `cl_intel_unified_shared_memory` entry points, where
+    /// the device has the extension (USM then goes through it, not SVM).
+    pub(crate) intel: Option<IntelUsm>,
 }
 
 /// An OpenCL context. Its state is shared (`ContextInner`) with the USM
@@ -72,6 +76,9 @@ pub struct ContextInner {
     queues: Mutex<Vec<Weak<QueueShared>>>,
     /// Version of each device, in `devices` order.
     versions: Vec<(u32, u32)>,
+    /// The Intel USM entry points, where every device of the context has
+    /// the extension; `None`: USM is SVM (or absent).
+    pub(crate) intel: Option<IntelUsm>,
 }
 
 impl std::fmt::Debug for Context {
@@ -169,10 +176,19 @@ pub(crate) fn devices(p: &Platform) -> Result<Vec<Device>> {
         Err(code) if conv::means_none(code) => return Ok(Vec::new()),
         Err(code) => return Err(conv::error(code)),
     };
-    ids.into_iter().map(describe).collect()
+    let intel = IntelUsm::load(p.cl.id());
+    ids.into_iter().map(|id| describe(id, intel)).collect()
 }
 
-fn describe(id: cl_device_id) -> Result<Device> {
+/// A device capability of the Intel USM extension (a `cl_bitfield`).
+fn intel_caps(d: &ClDevice, param: u32) -> u64 {
+    d.get_data(param)
+        .ok()
+        .and_then(|b| b.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap_or_default())))
+        .unwrap_or(0)
+}
+
+fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
     let d = ClDevice::new(id);
     let version_text = check3(d.version())?;
     let version = conv::cl_version(&version_text).unwrap_or((1, 2));
@@ -209,7 +225,17 @@ fn describe(id: cl_device_id) -> Result<Device> {
     if queue_props & opencl3::command_queue::CL_QUEUE_PROFILING_ENABLE != 0 {
         caps |= DeviceCaps::PROFILING;
     }
-    let usm: UsmCaps = conv::usm_caps_from_svm(svm);
+    let has_ext = check3(d.extensions())?.split_whitespace().any(|e| e == ext::EXTENSION);
+    let intel = intel.filter(|_| has_ext);
+    let usm: UsmCaps = if intel.is_some() {
+        conv::usm_caps_from_intel(
+            intel_caps(&d, ext::DEVICE_HOST_MEM_CAPABILITIES),
+            intel_caps(&d, ext::DEVICE_DEVICE_MEM_CAPABILITIES),
+            intel_caps(&d, ext::DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES),
+        )
+    } else {
+        conv::usm_caps_from_svm(svm)
+    };
     let info = DeviceInfo::new(check3(d.name())?, conv::device_type(check3(d.dev_type())?))
         .vendor(check3(d.vendor())?)
         .memory(check3(d.global_mem_size())?, check3(d.max_mem_alloc_size())?)
@@ -224,6 +250,7 @@ fn describe(id: cl_device_id) -> Result<Device> {
         id: Handle(id),
         info,
         version,
+        intel,
     })
 }
 
@@ -241,6 +268,7 @@ pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
         helpers: Mutex::new(HashMap::new()),
         queues: Mutex::new(Vec::new()),
         versions: devices.iter().map(|d| d.version).collect(),
+        intel: devices.iter().map(|d| d.intel).reduce(|a, b| a.and(b)).flatten(),
     })))
 }
 

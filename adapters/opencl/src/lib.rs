@@ -24,17 +24,29 @@
 //!   re-checks none of them, and keeps only what OpenCL itself reports
 //!   (build logs, argument sizes through `clSetKernelArg`, launch limits)
 //!   and what its own FFI needs (no NUL byte in names and options).
-//! - **USM is SVM.** Devices with OpenCL 2.0 coarse-grain SVM offer device
-//!   USM, fine-grain buffer SVM adds host and shared USM; devices without
-//!   SVM report no USM kinds and the dyn layer answers `Unsupported`.
-//!   (`cl_intel_unified_shared_memory` is not used: no runtime on the
-//!   project's machines offers it, and cl3 0.13's allocation wrappers drop
-//!   the returned pointer.) A [`Usm`] allocation holds its `clSVMAlloc` base (alignments above 128
-//!   bytes are served by an aligned address inside a larger allocation) and
-//!   its context; commands receive it resolved, so the adapter keeps no
-//!   table of addresses. Freeing (`usm_free`, or dropping it) drains the
-//!   context's queues first, since `clSVMFree` does not wait. Advice has no
-//!   SVM equivalent (the trait's default ignores it); prefetch is
+//! - **USM through `cl_intel_unified_shared_memory` where a platform has
+//!   it, else SVM** (`usm.rs`). The extension's entry points are declared
+//!   in `ext.rs` and fetched per platform with
+//!   `clGetExtensionFunctionAddressForPlatform`; a context whose devices all
+//!   have it allocates host, device and shared memory with
+//!   `clHostMemAllocINTEL`/`clDeviceMemAllocINTEL`/`clSharedMemAllocINTEL`
+//!   for the hinted device (shared memory placed there where the runtime
+//!   takes placement flags), copies and fills with `clEnqueueMemcpyINTEL`/
+//!   `clEnqueueMemFillINTEL`, prefetches with `clEnqueueMigrateMemINTEL`,
+//!   sets kernel arguments with `clSetKernelArgMemPointerINTEL` and frees
+//!   with `clMemBlockingFreeINTEL`; the USM kinds are those the device's
+//!   `CL_DEVICE_*_MEM_CAPABILITIES_INTEL` give access to. Advice is
+//!   ignored (the trait's default): the extension defines no advice values
+//!   of its own for `clEnqueueMemAdviseINTEL`, only a range reserved for
+//!   device-specific ones, so there is nothing portable to map ours to. Other
+//!   platforms use OpenCL 2.0 SVM: coarse-grain SVM is device USM,
+//!   fine-grain buffer SVM adds host and shared; devices without SVM report
+//!   no USM kinds and the dyn layer answers `Unsupported`. A [`Usm`]
+//!   allocation holds its base (alignments above 128 bytes are served by an
+//!   aligned address inside a larger allocation) and its context; commands
+//!   receive it resolved, so the adapter keeps no table of addresses.
+//!   Freeing SVM (`usm_free`, or dropping it) drains the context's queues
+//!   first, since `clSVMFree` does not wait; SVM prefetch is
 //!   `clEnqueueSVMMigrateMem` on 2.1+ devices.
 //! - **No host registration.** OpenCL cannot pin existing host memory;
 //!   pinned memory is a buffer with `ALLOC_HOST_PTR`, used through map/unmap.
@@ -58,7 +70,9 @@
 //!
 //! On a machine without a GPU, `POCL_DEVICES="pthread pthread"` and
 //! `RUSTICL_ENABLE=swrast` give three devices over two platforms (PoCL,
-//! rusticl); the tests and benchmarks set these when they are unset.
+//! rusticl), and Intel's CPU runtime registered by `cargo xtask setup`
+//! (`OCL_ICD_VENDORS`, see [`registered_icd_vendors`]) a fourth; the tests
+//! and benchmarks set these when they are unset.
 //!
 //! ```no_run
 //! use ur_api::{BufferDesc, QueueProps, Runtime};
@@ -75,14 +89,17 @@
 
 pub mod conv;
 mod device;
+mod ext;
 mod memory;
 mod program;
 mod queue;
+mod usm;
 
 pub use device::{Context, Device, Platform};
-pub use memory::{Buffer, Usm};
+pub use memory::Buffer;
 pub use program::{Kernel, Program};
 pub use queue::{Event, Queue};
+pub use usm::Usm;
 
 use ur_api::{
     Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
@@ -101,6 +118,27 @@ impl OpenClAdapter {
     pub fn new() -> Self {
         Self::default()
     }
+}
+
+/// The ICD vendors folder where `cargo xtask setup` registered Intel's CPU
+/// OpenCL runtime beside the system's ICD files (`opencl-icd/vendors` in
+/// the wheel cache: `$UR_WHEEL_CACHE`, else `$XDG_CACHE_HOME` or `~/.cache`
+/// + `unified-runtime/wheels`), or `None` where nothing is registered.
+///
+/// For tests, benches and tools, which set `OCL_ICD_VENDORS` to it before
+/// their first OpenCL call when the variable is unset; the adapter itself
+/// never changes the process environment.
+pub fn registered_icd_vendors() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let cache = nonempty("UR_WHEEL_CACHE").map(PathBuf::from).or_else(|| {
+        let base = nonempty("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        Some(base.join("unified-runtime").join("wheels"))
+    })?;
+    let vendors = cache.join("opencl-icd").join("vendors");
+    vendors.join("intel-cpu.icd").is_file().then_some(vendors)
 }
 
 impl Adapter for OpenClAdapter {
@@ -153,11 +191,11 @@ impl Adapter for OpenClAdapter {
     }
 
     fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
-        memory::usm_alloc(ctx, desc)
+        usm::usm_alloc(ctx, desc)
     }
 
     unsafe fn usm_free(&self, _ctx: &Context, alloc: Usm) -> Result<()> {
-        memory::usm_free(alloc)
+        usm::usm_free(alloc)
     }
 
     fn create_queue(&self, ctx: &Context, device: &Device, props: &QueueProps) -> Result<Queue> {
@@ -310,7 +348,7 @@ impl Adapter for OpenClAdapter {
         wait: &[&Event],
     ) -> Result<Event> {
         // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_usm_copy(q, dst, src, size, wait) }
+        unsafe { usm::enqueue_usm_copy(q, dst, src, size, wait) }
     }
 
     unsafe fn enqueue_usm_fill(
@@ -322,7 +360,7 @@ impl Adapter for OpenClAdapter {
         wait: &[&Event],
     ) -> Result<Event> {
         // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_usm_fill(q, ptr, size, pattern, wait) }
+        unsafe { usm::enqueue_usm_fill(q, ptr, size, pattern, wait) }
     }
 
     unsafe fn enqueue_usm_prefetch(
@@ -333,7 +371,7 @@ impl Adapter for OpenClAdapter {
         wait: &[&Event],
     ) -> Result<Event> {
         // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_usm_prefetch(q, ptr, size, wait) }
+        unsafe { usm::enqueue_usm_prefetch(q, ptr, size, wait) }
     }
 
     unsafe fn enqueue_launch(

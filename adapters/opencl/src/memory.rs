@@ -1,26 +1,21 @@
 //! Memory: buffers (placed for their device hint), sub-buffers and their
-//! commands (read, write, copy, rect, fill, map), and USM served by OpenCL
-//! 2.0 shared virtual memory.
+//! commands (read, write, copy, rect, fill, map). USM is in `usm.rs`.
 
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::Arc;
 
 use opencl3::command_queue as cq;
 use opencl3::event::Event as ClEvent;
 use opencl3::memory::{
-    self as clmem, Buffer as ClBuffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE,
-    CL_MEM_SVM_FINE_GRAIN_BUFFER, CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
+    self as clmem, Buffer as ClBuffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY,
+    CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
 };
-use opencl3::types::{cl_event, cl_mem, cl_mem_migration_flags, cl_uint, CL_FALSE, CL_TRUE};
-use ur_api::{
-    BufferDesc, Error, HostPtr, MapFlags, MemArg, MemFlags, RectCopy, Result, UsmDesc, UsmKind, UsmPtr, UsmRef,
-};
+use opencl3::types::{cl_event, cl_mem, cl_mem_migration_flags, cl_uint, CL_FALSE};
+use ur_api::{BufferDesc, Error, HostPtr, MapFlags, MemFlags, RectCopy, Result};
 
 use crate::conv::{self, check, check3};
-use crate::device::{Context, ContextInner, Device, Handle};
+use crate::device::{Context, Device};
 use crate::queue::{raw_event, submit, Event, Queue};
-use crate::OpenClAdapter;
 
 /// A buffer or sub-buffer.
 #[derive(Debug)]
@@ -260,7 +255,7 @@ pub(crate) unsafe fn enqueue_write_rect(
 }
 
 /// Bytes of the pattern seed for fills whose pattern OpenCL cannot take.
-const FILL_SEED: usize = 64 * 1024;
+pub(crate) const FILL_SEED: usize = 64 * 1024;
 
 /// Fills a buffer range. Powers of two up to 128 bytes go to
 /// `clEnqueueFillBuffer`; other lengths (`FILL_ANY_PATTERN`) are built from
@@ -367,199 +362,5 @@ pub(crate) unsafe fn enqueue_unmap(q: &Queue, b: &Buffer, mapped: HostPtr, wait:
         // SAFETY: the caller guarantees (enqueue_unmap's contract) `mapped` is
         // a live mapping of `b`, unmapped once.
         raw_event(unsafe { cq::enqueue_unmap_mem_object(q, b.raw(), mapped.as_ptr().cast(), n, w) })
-    })
-}
-
-/// The largest alignment `clSVMAlloc` must honour: the size of the largest
-/// OpenCL C type (`long16`, 128 bytes). Larger ones are served by
-/// over-allocating and handing out an aligned interior pointer.
-const SVM_NATIVE_ALIGN: usize = 128;
-
-/// A USM allocation: SVM memory of one context.
-///
-/// It keeps the context alive, so that freeing it can drain the context's
-/// queues first (`clSVMFree` does not wait for commands). Freed by
-/// [`ur_api::Adapter::usm_free`], or when dropped.
-#[derive(Debug)]
-pub struct Usm {
-    /// What `clSVMAlloc` returned (the address handed out may be aligned up
-    /// inside it); `None` once freed.
-    base: Option<Handle<*mut c_void>>,
-    ctx: Arc<ContextInner>,
-}
-
-impl Usm {
-    /// Frees the memory once no command uses it: every queue of the context
-    /// is drained first. On failure the memory stays allocated.
-    pub(crate) fn free(&mut self) -> Result<()> {
-        let Some(base) = self.base else { return Ok(()) };
-        self.ctx.finish_all()?;
-        self.base = None;
-        // SAFETY: `base` is a live SVM allocation of this context (made by
-        // `usm_alloc`, freed only here, once), and every queue that could
-        // use it was drained just above.
-        check(unsafe { clmem::svm_free(self.ctx.cl.get(), base.0) })
-    }
-}
-
-impl Drop for Usm {
-    fn drop(&mut self) {
-        if let Err(e) = self.free() {
-            tracing::warn!(error = %e, "draining the context before freeing SVM memory failed; the memory is leaked");
-        }
-    }
-}
-
-/// Allocates USM memory as SVM (see [`conv::usm_caps_from_svm`] for which
-/// kind gets which grain). SVM is context-wide; a device allocation's device
-/// only decides which device the dyn layer checked for support.
-pub(crate) fn usm_alloc(ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
-    let flags = match desc.kind {
-        UsmKind::Device => CL_MEM_READ_WRITE,
-        UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
-    };
-    let (native, extra) = if desc.align <= SVM_NATIVE_ALIGN {
-        (desc.align, 0)
-    } else {
-        (SVM_NATIVE_ALIGN, desc.align - SVM_NATIVE_ALIGN)
-    };
-    let size = desc.size.checked_add(extra).ok_or(Error::OutOfDeviceMemory)?;
-    // SAFETY: alignment is 0 or a power of two <= 128 and the size non-zero;
-    // a null result is reported as an error by cl3.
-    let base = unsafe { clmem::svm_alloc(ctx.cl.get(), flags, size, native as cl_uint) }
-        .map_err(|_| Error::OutOfDeviceMemory)?;
-    let addr = (base as u64).next_multiple_of(desc.align.max(1) as u64);
-    let usm = Usm {
-        base: Some(Handle(base)),
-        ctx: ctx.shared().clone(),
-    };
-    Ok((usm, UsmPtr(addr)))
-}
-
-/// Frees SVM memory once no command uses it (see [`Usm::free`]).
-pub(crate) fn usm_free(mut alloc: Usm) -> Result<()> {
-    alloc.free()
-}
-
-fn addr(m: MemArg<'_, OpenClAdapter>) -> *mut c_void {
-    match m {
-        MemArg::Usm(u) => u.ptr.0 as *mut c_void,
-        MemArg::Host(h) => h.as_ptr().cast(),
-    }
-}
-/// Copies between SVM and/or host memory. With at least one SVM side this is
-/// `clEnqueueSVMMemcpy` (it takes plain host pointers too). Host to host
-/// needs no SVM: it waits for the queue (and `wait`) with a marker, copies
-/// on the calling thread and returns a marker enqueued after it.
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_copy(
-    q: &Queue,
-    dst: MemArg<'_, OpenClAdapter>,
-    src: MemArg<'_, OpenClAdapter>,
-    size: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    if let (MemArg::Host(d), MemArg::Host(s)) = (dst, src) {
-        return submit(q, wait, |q, n, w| {
-            // SAFETY: a marker over live events of the queue's context.
-            let before = raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })?;
-            check3(before.wait())?;
-            // SAFETY: the caller guarantees (the command contract) both spans
-            // hold `size` bytes, do not overlap, and are ours for the command
-            // (`HostPtr::new`).
-            unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
-            // SAFETY: a marker with no wait list.
-            raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
-        });
-    }
-    submit(q, wait, |q, n, w| {
-        #[allow(deprecated)]
-        // reason: cl3 marks this 2.0 entry point deprecated by mistake (a cfg_attr meant for clEnqueueTask).
-        // SAFETY: the caller guarantees (the command contract) each side holds
-        // `size` bytes, the two do not overlap, host sides are valid for the
-        // command, and SVM sides are usable for a copy here: allocations of
-        // the queue's context (other contexts are never even `Migratable`).
-        let r = unsafe { cq::enqueue_svm_mem_cpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) };
-        raw_event(r)
-    })
-}
-
-/// Fills SVM memory: powers of two with `clEnqueueSVMMemFill`; other
-/// pattern lengths by one blocking copy of a seed of whole repetitions,
-/// then in-place doubling copies (the seed is host memory, so that first
-/// copy completes before this call returns).
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_fill(
-    q: &Queue,
-    p: UsmRef<'_, OpenClAdapter>,
-    size: usize,
-    pattern: &[u8],
-    wait: &[&Event],
-) -> Result<Event> {
-    let dst = p.ptr.0 as *mut c_void;
-    if pattern.len().is_power_of_two() {
-        return submit(q, wait, |q, n, w| {
-            // SAFETY: the caller guarantees (the command contract) `size` bytes
-            // at `dst` lie in an SVM allocation usable here and the pattern's
-            // length divides `size`; OpenCL copies the pattern before returning.
-            raw_event(unsafe { cq::enqueue_svm_mem_fill(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w) })
-        });
-    }
-    let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
-    submit(q, wait, |q, n, w| {
-        #[allow(deprecated)] // reason: see `enqueue_usm_copy`.
-        // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`
-        // bytes, inside the range the caller guarantees (the command contract).
-        let first = unsafe { cq::enqueue_svm_mem_cpy(q, CL_TRUE, dst, seed.as_ptr().cast(), seed.len(), n, w) };
-        let mut last = raw_event(first)?;
-        let mut done = seed.len();
-        while done < size {
-            let len = done.min(size - done);
-            #[allow(deprecated)] // reason: see `enqueue_usm_copy`.
-            // SAFETY: disjoint ranges inside the caller's range (`done + len
-            // <= size`), as above.
-            let r = unsafe {
-                cq::enqueue_svm_mem_cpy(q, CL_FALSE, dst.cast::<u8>().add(done).cast(), dst, len, 0, ptr::null())
-            };
-            last = raw_event(r)?;
-            done += len;
-        }
-        Ok(last)
-    })
-}
-
-/// Prefetch: `clEnqueueSVMMigrateMem` to the queue's device on OpenCL 2.1+
-/// devices; where the runtime refuses it, a marker (a prefetch is only a
-/// hint; its ordering is all that must hold).
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_prefetch(
-    q: &Queue,
-    p: UsmRef<'_, OpenClAdapter>,
-    size: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    let migrate = q.version >= (2, 1);
-    submit(q, wait, |q, n, w| {
-        if migrate {
-            let ptrs: [*const c_void; 1] = [p.ptr.0 as *const c_void];
-            let sizes: [usize; 1] = [size];
-            // SAFETY: the caller guarantees (the command contract) one range of
-            // a live SVM allocation usable here, so of the queue's context.
-            match unsafe { cq::enqueue_svm_migrate_mem(q, 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) } {
-                Ok(ev) => return raw_event(Ok(ev)),
-                Err(code) => tracing::debug!(code, "clEnqueueSVMMigrateMem refused; prefetch becomes a marker"),
-            }
-        }
-        // SAFETY: a marker over live events of the queue's context.
-        raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })
     })
 }

@@ -125,8 +125,15 @@ pub(crate) unsafe fn enqueue_launch(
                 // SAFETY: see above.
                 unsafe { clk::set_kernel_arg(kernel.get(), i, size_of::<cl_mem>(), (&raw const m).cast()) }
             }
-            // SAFETY: see above.
-            KernelArg::Usm(p) => unsafe { clk::set_kernel_arg_svm_pointer(kernel.get(), i, p.ptr.0 as *const c_void) },
+            KernelArg::Usm(p) => match &q.intel {
+                // SAFETY: see above; an allocation of the extension.
+                Some(intel) => match unsafe { (intel.set_arg)(kernel.get(), i, p.ptr.0 as *const c_void) } {
+                    0 => Ok(()),
+                    code => Err(code),
+                },
+                // SAFETY: see above; an SVM allocation.
+                None => unsafe { clk::set_kernel_arg_svm_pointer(kernel.get(), i, p.ptr.0 as *const c_void) },
+            },
             // SAFETY: see above.
             KernelArg::Scalar(bytes) => unsafe {
                 clk::set_kernel_arg(kernel.get(), i, bytes.len(), bytes.as_ptr().cast())

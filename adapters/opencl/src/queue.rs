@@ -32,6 +32,7 @@ use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result};
 
 use crate::conv::{self, check, check3};
 use crate::device::{Context, ContextInner, Handle};
+use crate::ext::IntelUsm;
 
 /// What the adapter knows about the commands of one queue.
 #[derive(Debug, Default)]
@@ -115,6 +116,8 @@ pub struct Queue {
     pub(crate) shared: Arc<QueueShared>,
     /// The device's OpenCL version.
     pub(crate) version: (u32, u32),
+    /// The context's Intel USM entry points (`None`: USM is SVM).
+    pub(crate) intel: Option<IntelUsm>,
 }
 
 impl Queue {
@@ -160,6 +163,7 @@ pub(crate) fn create_queue(ctx: &Context, device: Handle<cl_device_id>, props: &
     Ok(Queue {
         shared,
         version: ctx.version_of(device),
+        intel: ctx.intel,
     })
 }
 

@@ -9,6 +9,10 @@
 //!
 //! Every byte is checked. Skips (with the reason printed) on machines
 //! without PoCL's two devices and a second platform.
+//!
+//! A second test runs every ordered pair of four devices (PoCL 0, PoCL 1,
+//! rusticl, Intel's CPU runtime): a kernel on the source writes, a kernel
+//! on the destination reads what the manager's route brought there.
 
 mod common;
 
@@ -215,5 +219,100 @@ fn pocl_pocl_rusticl_round_trip() {
     assert_eq!(stats.mapped_copies > 0, host_unified, "{stats:?}");
     for b in [data, out1, out2, back] {
         mm.release(b).unwrap();
+    }
+}
+
+/// The first device of the platform whose name contains `needle`.
+fn device_of_platform(rt: &Runtime, needle: &str) -> Option<DeviceId> {
+    common::by_platform(rt)
+        .into_iter()
+        .filter_map(|devs| devs.first().copied())
+        .find(|&d| common::platform_name(rt, d).contains(needle))
+}
+
+#[test]
+fn four_devices_every_route_byte_for_byte() {
+    const TEST: &str = "end_to_end_four";
+    let Some(rt) = common::runtime(TEST) else {
+        return;
+    };
+    let Some(pocl) = common::two_device_platform(&rt) else {
+        common::skip(TEST, "no platform with two devices (POCL_DEVICES=\"pthread pthread\")");
+        return;
+    };
+    let Some(rusticl) = device_of_platform(&rt, "rusticl") else {
+        common::skip(TEST, "no rusticl device (RUSTICL_ENABLE=swrast)");
+        return;
+    };
+    let Some(intel) = device_of_platform(&rt, "Intel") else {
+        common::skip(
+            TEST,
+            "no Intel CPU OpenCL device (`cargo xtask setup` registers it; OCL_ICD_VENDORS)",
+        );
+        return;
+    };
+    let cp = rt.create_context(&[pocl[0], pocl[1]]).unwrap();
+    let cr = rt.create_context(&[rusticl]).unwrap();
+    let ci = rt.create_context(&[intel]).unwrap();
+    let locs = [
+        Location::new(cp, pocl[0]),
+        Location::new(cp, pocl[1]),
+        Location::new(cr, rusticl),
+        Location::new(ci, intel),
+    ];
+    let names = ["PoCL 0", "PoCL 1", "rusticl", "Intel"];
+    let ks = [kernels(&rt, cp), kernels(&rt, cp), kernels(&rt, cr), kernels(&rt, ci)];
+    let rt = Arc::new(rt);
+    let config = Config {
+        measure_routes: false,
+        staging_chunk: 256 << 10,
+        mapped_chunk: 256 << 10,
+        ..Config::default()
+    };
+    let mm = MemoryManager::with_config(rt.clone(), &locs, config).unwrap();
+    let places: Vec<Place> = locs.iter().map(|&l| Place::Device(l)).collect();
+    // Intel's device shares no context with the others: every route to or
+    // from it goes through host memory.
+    for i in 0..3 {
+        assert_eq!(mm.connection(places[3], places[i]).unwrap(), MemoryConnection::None);
+        assert_eq!(mm.connection(places[i], places[3]).unwrap(), MemoryConnection::None);
+    }
+    let launch = |kernel: KernelId, place: &ur_memory_manager::Acquired, args: &[ArgValue<'_>]| {
+        let q = place.queue().expect("a device place has a queue");
+        rt.complete(rt.enqueue_launch(q, kernel, &NdRange::d1(N), args, &[]).unwrap())
+            .unwrap();
+    };
+    let mut bytes = vec![0u8; N * 4];
+    for src in 0..4 {
+        for dst in (0..4).filter(|&d| d != src) {
+            let seed = 0x9E37_79B9u32 ^ ((src * 4 + dst) as u32).wrapping_mul(0x0101_0101);
+            let data = mm.create_buffer(N * 4).unwrap();
+            {
+                let a = mm.acquire(data, places[src], Access::DiscardWrite, 0..N * 4).unwrap();
+                let args = [ArgValue::Buffer(a.buffer().unwrap()), ArgValue::scalar(&seed)];
+                launch(ks[src].0, &a, &args);
+            }
+            let route = routes(&mm, data, places[dst]);
+            let out = mm.create_buffer(N * 4).unwrap();
+            let k = dst as u32 + 2;
+            {
+                let input = mm.acquire(data, places[dst], Access::Read, 0..N * 4).unwrap();
+                let o = mm.acquire(out, places[dst], Access::DiscardWrite, 0..N * 4).unwrap();
+                let args = [
+                    ArgValue::Buffer(input.buffer().unwrap()),
+                    ArgValue::Buffer(o.buffer().unwrap()),
+                    ArgValue::scalar(&k),
+                ];
+                launch(ks[dst].1, &o, &args);
+            }
+            mm.read(out, 0, &mut bytes).unwrap();
+            for (i, w) in words(&bytes).into_iter().enumerate() {
+                let want = produced(i as u32, seed).wrapping_mul(k).wrapping_add(i as u32);
+                assert_eq!(w, want, "{} -> {} ({route:?}) at {i}", names[src], names[dst]);
+            }
+            eprintln!("{} -> {}: {route:?}, {} bytes checked", names[src], names[dst], N * 4);
+            mm.release(data).unwrap();
+            mm.release(out).unwrap();
+        }
     }
 }

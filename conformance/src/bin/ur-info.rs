@@ -30,7 +30,8 @@ struct Cli {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
-    /// Do not apply the OpenCL defaults (`POCL_DEVICES`, `RUSTICL_ENABLE`) when unset.
+    /// Do not apply the OpenCL defaults (`POCL_DEVICES`, `RUSTICL_ENABLE`,
+    /// `OCL_ICD_VENDORS`) when unset.
     #[arg(long)]
     no_opencl_defaults: bool,
 }
@@ -40,8 +41,29 @@ struct Cli {
 /// software device, which rusticl hides unless asked for.
 const OPENCL_DEFAULTS: [(&str, &str); 2] = [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")];
 
-/// Sets each [`OPENCL_DEFAULTS`] variable that is unset; returns what it set.
-/// Must run before any other thread starts.
+/// The ICD loader's vendors-folder variable (ocl-icd reads it when the
+/// first OpenCL call is made, so setting it in-process works).
+const ICD_VENDORS_ENV: &str = "OCL_ICD_VENDORS";
+
+/// The vendors folder `cargo xtask setup` makes (xtask's `icd.rs`: the
+/// system's ICD files plus Intel's CPU runtime), under the wheel cache
+/// (`$UR_WHEEL_CACHE`, else `$XDG_CACHE_HOME` or `~/.cache` +
+/// `unified-runtime/wheels`); `None` where setup registered nothing.
+fn registered_icd_vendors() -> Option<std::path::PathBuf> {
+    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let cache = nonempty("UR_WHEEL_CACHE").map(std::path::PathBuf::from).or_else(|| {
+        let base = nonempty("XDG_CACHE_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| nonempty("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+        Some(base.join("unified-runtime").join("wheels"))
+    })?;
+    let vendors = cache.join("opencl-icd").join("vendors");
+    vendors.join("intel-cpu.icd").is_file().then_some(vendors)
+}
+
+/// Sets each [`OPENCL_DEFAULTS`] variable that is unset, and
+/// `OCL_ICD_VENDORS` to the registered folder when unset; returns what it
+/// set. Must run before any other thread starts.
 fn apply_opencl_defaults() -> Vec<String> {
     let mut set = Vec::new();
     for (key, value) in OPENCL_DEFAULTS {
@@ -49,6 +71,13 @@ fn apply_opencl_defaults() -> Vec<String> {
             // Edition 2021: safe; called first thing in `main`, before any thread exists.
             std::env::set_var(key, value);
             set.push(format!("{key}={value:?}"));
+        }
+    }
+    if std::env::var_os(ICD_VENDORS_ENV).is_none() {
+        if let Some(vendors) = registered_icd_vendors() {
+            // As above: before any thread and any OpenCL call.
+            std::env::set_var(ICD_VENDORS_ENV, &vendors);
+            set.push(format!("{ICD_VENDORS_ENV}={:?}", vendors.display().to_string()));
         }
     }
     set

@@ -53,15 +53,22 @@ impl<A: Adapter> AdapterHost<A> {
         resolve: impl FnOnce(&Tables<A>, &QueueEntry<A>) -> Result<R>,
         call: impl FnOnce(&A::Queue, &R, &[&A::Event]) -> Result<A::Event>,
     ) -> Result<EventId> {
-        let (q, w, r) = {
-            let t = self.tables.lock();
+        let (q, w, r, slot) = {
+            let mut t = self.tables.lock();
             let q = self.queue(&t, queue)?;
             let w = self.wait_list(&t, q.ctx, wait)?;
             let r = resolve(&t, &q)?;
-            (q, w, r)
+            // The event's entry too, so an enqueue takes the lock once.
+            let slot = self.reserve_event(&mut t, &q);
+            (q, w, r, slot)
         };
-        let ev = call(&q.obj, &r, &refs(&w))?;
-        Ok(self.new_event(ev, &q))
+        match call(&q.obj, &r, &refs(&w)) {
+            Ok(ev) => Ok(self.publish(slot, ev)),
+            Err(e) => {
+                self.unreserve(slot);
+                Err(e)
+            }
+        }
     }
 
     fn require_usm(&self, q: &QueueEntry<A>) -> Result<()> {

@@ -209,12 +209,18 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn release_event(&self, event: EventId) -> Result<()> {
         self.own(event)?;
         let mut t = self.tables.lock();
+        // Placeholders of commands still being enqueued have no handle out.
+        if !t.events.get(event.key).is_some_and(|e| e.is_ready()) {
+            return Err(Error::InvalidHandle {
+                kind: HandleKind::Event,
+            });
+        }
         let mut entry = t.events.remove(event.key).ok_or(Error::InvalidHandle {
             kind: HandleKind::Event,
         })?;
         // A unique entry goes back to the pool; one a concurrent wait still
         // holds is simply dropped when that wait ends.
-        let obj = Arc::get_mut(&mut entry).and_then(|e| e.obj.take());
+        let obj = Arc::get_mut(&mut entry).and_then(|e| e.take());
         if obj.is_some() && t.event_pool.len() < EVENT_POOL {
             t.event_pool.push(entry);
         }

@@ -55,20 +55,91 @@ pub(super) struct QueueEntry<A: Adapter> {
     pub(super) profiling: bool,
 }
 
+/// An event's entry. It enters the table as a placeholder in the same
+/// critical section that resolves its command (one table lock per
+/// enqueue), and the adapter's event is published into it after the
+/// adapter call returns, by the enqueueing thread, before the handle is
+/// handed out.
+///
+/// `obj` is written only through `&mut self` (the entry is unique: fresh
+/// or pooled) or once by [`EventEntry::publish`] while `ready` is false;
+/// it is read only after `ready` was seen true (`Acquire`, pairing with
+/// publish's `Release`), or through `&mut self`.
 pub(super) struct EventEntry<A: Adapter> {
-    /// The adapter's event; `None` only while the entry waits in the pool.
-    pub(super) obj: Option<A::Event>,
+    /// The adapter's event: `None` while the entry waits in the pool.
+    obj: std::cell::UnsafeCell<Option<A::Event>>,
+    /// `obj` holds the event and no longer changes while shared.
+    ready: std::sync::atomic::AtomicBool,
     pub(super) ctx: ContextKey,
     pub(super) profiling: bool,
 }
 
+// SAFETY: `obj` is only accessed as the type's docs say: written once
+// before `ready` is set (Release) or through `&mut`, read after `ready` is
+// seen (Acquire); `A::Event` is `Send + Sync`, so sharing `&A::Event`
+// across threads is sound.
+unsafe impl<A: Adapter> Sync for EventEntry<A> {}
+
 impl<A: Adapter> EventEntry<A> {
-    /// The adapter's event of a live entry.
-    pub(super) fn event(&self) -> &A::Event {
-        self.obj
-            .as_ref()
-            .expect("entries in the event table always hold an event")
+    /// An empty entry (no event yet).
+    pub(super) fn empty(ctx: ContextKey, profiling: bool) -> Self {
+        EventEntry {
+            obj: std::cell::UnsafeCell::new(None),
+            ready: std::sync::atomic::AtomicBool::new(false),
+            ctx,
+            profiling,
+        }
     }
+
+    /// Whether the event was published (a placeholder is not yet).
+    pub(super) fn is_ready(&self) -> bool {
+        self.ready.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The adapter's event of a published entry (lookups hand out only
+    /// those: see [`AdapterHost::event`]).
+    pub(super) fn event(&self) -> &A::Event {
+        assert!(self.is_ready(), "only published event entries are looked up");
+        // SAFETY: `ready` was seen true with Acquire: `obj` was written
+        // before it was set and is not written again while shared.
+        unsafe { &*self.obj.get() }
+            .as_ref()
+            .expect("a published entry holds an event")
+    }
+
+    /// Publishes the adapter's event into a placeholder.
+    ///
+    /// # Safety
+    ///
+    /// Called once, by the thread that inserted the placeholder, before its
+    /// handle is handed out, and only on an entry not yet published.
+    pub(super) unsafe fn publish(&self, obj: A::Event) {
+        // SAFETY: the caller's promise: nobody reads `obj` before `ready` is
+        // set, and nobody else writes it.
+        unsafe { *self.obj.get() = Some(obj) };
+        self.ready.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Takes the event out of a unique entry (for the pool).
+    pub(super) fn take(&mut self) -> Option<A::Event> {
+        *self.ready.get_mut() = false;
+        self.obj.get_mut().take()
+    }
+
+    /// Resets a unique (pooled or fresh) entry for a new command.
+    pub(super) fn reset(&mut self, ctx: ContextKey, profiling: bool) {
+        debug_assert!(self.obj.get_mut().is_none());
+        *self.ready.get_mut() = false;
+        self.ctx = ctx;
+        self.profiling = profiling;
+    }
+}
+
+/// An event entry reserved for a command being enqueued (see
+/// [`AdapterHost::reserve_event`]).
+pub(super) struct Reserved<A: Adapter> {
+    key: EventKey,
+    entry: *const EventEntry<A>,
 }
 
 /// How many released event entries are kept for reuse: an enqueue then
@@ -120,6 +191,9 @@ pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kin
 }
 
 pub(super) fn refs<A: Adapter>(events: &[Arc<EventEntry<A>>]) -> Vec<&A::Event> {
+    if events.is_empty() {
+        return Vec::new();
+    }
     events.iter().map(|e| e.event()).collect()
 }
 
@@ -266,9 +340,16 @@ impl<A: Adapter> AdapterHost<A> {
         lookup(&t.queues, id.key, HandleKind::Queue)
     }
 
+    /// A published event (a placeholder whose command is still being
+    /// enqueued has no handle out yet: its key is treated as unknown).
     pub(super) fn event(&self, t: &Tables<A>, id: EventId) -> Result<Arc<EventEntry<A>>> {
         self.own(id)?;
-        lookup(&t.events, id.key, HandleKind::Event)
+        match t.events.get(id.key) {
+            Some(e) if e.is_ready() => Ok(e.clone()),
+            _ => Err(Error::InvalidHandle {
+                kind: HandleKind::Event,
+            }),
+        }
     }
 
     pub(super) fn kernel(&self, t: &Tables<A>, id: KernelId) -> Result<Arc<KernelEntry<A>>> {
@@ -283,6 +364,9 @@ impl<A: Adapter> AdapterHost<A> {
         ctx: ContextKey,
         wait: &[EventId],
     ) -> Result<Vec<Arc<EventEntry<A>>>> {
+        if wait.is_empty() {
+            return Ok(Vec::new());
+        }
         wait.iter()
             .map(|&id| {
                 let e = self.event(t, id)?;
@@ -359,24 +443,51 @@ impl<A: Adapter> AdapterHost<A> {
         &self.devices[q.device].info
     }
 
-    pub(super) fn new_event(&self, obj: A::Event, q: &QueueEntry<A>) -> EventId {
-        let mut t = self.tables.lock();
+    /// Inserts a placeholder event entry for a command being enqueued on
+    /// `q` (called under the table lock that resolved the command); the
+    /// adapter's event is published into it with [`AdapterHost::publish`],
+    /// or it is removed with [`AdapterHost::unreserve`] if the call fails.
+    ///
+    /// The returned [`Reserved`] points into the table without holding a
+    /// count: a placeholder stays in the table until this thread publishes
+    /// or unreserves it, since nothing else removes an entry that is not
+    /// published (`release_event` refuses it, no handle to it is out).
+    pub(super) fn reserve_event(&self, t: &mut Tables<A>, q: &QueueEntry<A>) -> Reserved<A> {
         let entry = match t.event_pool.pop() {
             Some(mut pooled) => {
-                let e = Arc::get_mut(&mut pooled).expect("pooled event entries are unique");
-                e.obj = Some(obj);
-                e.ctx = q.ctx;
-                e.profiling = q.profiling;
+                Arc::get_mut(&mut pooled)
+                    .expect("pooled event entries are unique")
+                    .reset(q.ctx, q.profiling);
                 pooled
             }
-            None => Arc::new(EventEntry {
-                obj: Some(obj),
-                ctx: q.ctx,
-                profiling: q.profiling,
-            }),
+            None => Arc::new(EventEntry::empty(q.ctx, q.profiling)),
         };
+        let entry_ptr = Arc::as_ptr(&entry);
         let key = t.events.insert(entry);
-        EventId { host: self.id, key }
+        Reserved { key, entry: entry_ptr }
+    }
+
+    /// Publishes the adapter's event into a reserved entry and hands out
+    /// its handle.
+    pub(super) fn publish(&self, r: Reserved<A>, obj: A::Event) -> EventId {
+        // SAFETY: the entry is alive (see `reserve_event`: only this thread
+        // removes it, and it has not); this thread reserved it, has not
+        // handed out its handle, and publishes once.
+        unsafe { (*r.entry).publish(obj) };
+        EventId {
+            host: self.id,
+            key: r.key,
+        }
+    }
+
+    /// Removes a reserved entry whose command failed.
+    pub(super) fn unreserve(&self, r: Reserved<A>) {
+        let mut t = self.tables.lock();
+        if let Some(mut entry) = t.events.remove(r.key) {
+            if Arc::get_mut(&mut entry).is_some() && t.event_pool.len() < EVENT_POOL {
+                t.event_pool.push(entry);
+            }
+        }
     }
 
     /// The USM allocation containing `[ptr, ptr + len)`, usable on `q` for `how`.

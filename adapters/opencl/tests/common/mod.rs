@@ -7,14 +7,21 @@ use std::sync::Once;
 use ur_api::{DeviceId, DynAdapter, Runtime};
 
 /// Asks PoCL for two pthread devices and rusticl for its llvmpipe device,
-/// unless the environment already says otherwise. Runs before any OpenCL
-/// call of the process (runtimes read these once, when first loaded).
+/// and the ICD loader for the vendors folder where `cargo xtask setup`
+/// registered Intel's CPU runtime, unless the environment already says
+/// otherwise. Runs before any OpenCL call of the process (runtimes and the
+/// loader read these once, when first loaded).
 pub fn env_defaults() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         for (k, v) in [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")] {
             if std::env::var_os(k).is_none() {
                 std::env::set_var(k, v);
+            }
+        }
+        if std::env::var_os("OCL_ICD_VENDORS").is_none() {
+            if let Some(v) = ur_opencl::registered_icd_vendors() {
+                std::env::set_var("OCL_ICD_VENDORS", v);
             }
         }
     });

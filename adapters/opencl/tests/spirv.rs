@@ -1,0 +1,135 @@
+//! SPIR-V programs on every OpenCL device that takes IL (Intel's CPU
+//! runtime here; `cl_khr_il_program` / OpenCL 2.1+ `CL_DEVICE_IL_VERSION`),
+//! with the module in `tests/spirv/` (see its README for how it is made).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{runtime, skip};
+use ur_api::{ArgValue, BufferDesc, NdRange, ProgramFormats, ProgramSource, QueueProps, UsmDesc, UsmKind};
+
+/// The committed module.
+const MODULE: &[u8] = include_bytes!("spirv/kernels.spv");
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("spirv")
+}
+
+/// Rebuilds the module with the README's commands; `None` (with the
+/// reason) where clang-15 or llvm-spirv-15 is not installed.
+fn rebuild() -> Result<Vec<u8>, String> {
+    let tmp = std::env::temp_dir().join(format!("ur-opencl-spirv-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    let (bc, spv) = (tmp.join("kernels.bc"), tmp.join("kernels.spv"));
+    let run = |cmd: &mut Command| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr)))
+        }
+    };
+    run(Command::new("clang-15")
+        .args([
+            "-cc1",
+            "-triple",
+            "spir64-unknown-unknown",
+            "-cl-std=CL1.2",
+            "-finclude-default-header",
+        ])
+        .args(["-O2", "-emit-llvm-bc"])
+        .arg(dir().join("kernels.cl"))
+        .arg("-o")
+        .arg(&bc))?;
+    run(Command::new("llvm-spirv-15").arg(&bc).arg("-o").arg(&spv))?;
+    let bytes = std::fs::read(&spv).map_err(|e| e.to_string());
+    let _ = std::fs::remove_dir_all(&tmp);
+    bytes
+}
+
+#[test]
+fn the_committed_module_is_what_the_tools_make() {
+    match rebuild() {
+        Ok(fresh) => assert!(fresh == MODULE, "tests/spirv/kernels.spv is stale: rebuild it (README)"),
+        Err(why) => eprintln!("SKIP spirv rebuild: {why}"),
+    }
+}
+
+#[test]
+fn spirv_kernels_run_with_buffers_scalars_and_usm() {
+    let Some(rt) = runtime("spirv") else { return };
+    let il: Vec<_> = rt
+        .all_devices()
+        .into_iter()
+        .filter(|&d| {
+            rt.device_info(d)
+                .unwrap()
+                .program_formats
+                .contains(ProgramFormats::SPIRV)
+        })
+        .collect();
+    if il.is_empty() {
+        skip(
+            "spirv",
+            "no OpenCL device takes SPIR-V (Intel's CPU runtime is not registered)",
+        );
+        return;
+    }
+    let n = 1024usize;
+    for d in il {
+        let info = rt.device_info(d).unwrap();
+        eprintln!("SPIR-V on {}", info.name);
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let prog = rt
+            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
+            .unwrap();
+        let fill = rt.create_kernel(prog, "fill_index").unwrap();
+        let add = rt.create_kernel(prog, "add_scalar").unwrap();
+        let buf = rt.create_buffer(ctx, &BufferDesc::new(n * 4).on(d), None).unwrap();
+        rt.complete(
+            rt.enqueue_launch(q, fill, &NdRange::d1(n), &[ArgValue::Buffer(buf)], &[])
+                .unwrap(),
+        )
+        .unwrap();
+        let k = 7u32;
+        rt.complete(
+            rt.enqueue_launch(
+                q,
+                add,
+                &NdRange::d1(n),
+                &[ArgValue::Buffer(buf), ArgValue::scalar(&k)],
+                &[],
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let mut back = vec![0u8; n * 4];
+        rt.read(q, buf, 0, &mut back).unwrap();
+        let want: Vec<u8> = (0..n as u32).flat_map(|i| (i + 7).to_ne_bytes()).collect();
+        assert_eq!(back, want, "buffer arguments on {}", info.name);
+
+        // USM arguments where the device has shared USM.
+        if info.usm.contains(ur_api::UsmCaps::SHARED) {
+            let p = rt.usm_alloc(ctx, &UsmDesc::new(UsmKind::Shared, n * 4).on(d)).unwrap();
+            rt.complete(
+                rt.enqueue_launch(q, fill, &NdRange::d1(n), &[ArgValue::Usm(p)], &[])
+                    .unwrap(),
+            )
+            .unwrap();
+            let mut back = vec![0u8; n * 4];
+            rt.usm_read(q, p, &mut back).unwrap();
+            let want: Vec<u8> = (0..n as u32).flat_map(|i| i.to_ne_bytes()).collect();
+            assert_eq!(back, want, "USM arguments on {}", info.name);
+            rt.usm_free(ctx, p).unwrap();
+        }
+        rt.release_buffer(buf).unwrap();
+        rt.release_kernel(fill).unwrap();
+        rt.release_kernel(add).unwrap();
+        rt.release_program(prog).unwrap();
+        rt.release_queue(q).unwrap();
+        rt.release_context(ctx).unwrap();
+    }
+}
