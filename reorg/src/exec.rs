@@ -8,8 +8,9 @@ use crate::dist::Distribution;
 use crate::error::{ReorgError, Result};
 use crate::plan::{BoxCopy, Fill, ReorgPlan};
 
-/// Edge of the square tiles of the transposing copy, in elements.
-const TILE: usize = 16;
+mod transpose;
+
+use transpose::{Kernels, Transpose};
 
 /// Where a box lies in one plane of a rank's local memory, in units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +243,15 @@ impl UnitOp for CopyBox<'_> {
             // The source is contiguous along another dimension: tiled transpose.
             let rest: Vec<usize> = outer.iter().copied().filter(|&d| d != a).collect();
             odometer(&rest, ext, ss, ds, so, doff, |s, d| {
-                transpose(src, s, ss[inner], dst, d, ds[a], n, ext[a])
+                let t = Transpose {
+                    s,
+                    si: ss[inner],
+                    d,
+                    da: ds[a],
+                    ni: n,
+                    na: ext[a],
+                };
+                t.run(src, dst, Kernels::Auto)
             });
         } else {
             let (si, di) = (ss[inner], ds[inner]);
@@ -251,23 +260,6 @@ impl UnitOp for CopyBox<'_> {
                     dst[d + i * di] = src[s + i * si];
                 }
             });
-        }
-    }
-}
-
-/// `dst[d + a * da + i] = src[s + i * si + a]` for `i < ni`, `a < na`,
-/// in square tiles so both sides stay in cache.
-fn transpose<T: Copy>(src: &[T], s: usize, si: usize, dst: &mut [T], d: usize, da: usize, ni: usize, na: usize) {
-    for a0 in (0..na).step_by(TILE) {
-        let a1 = (a0 + TILE).min(na);
-        for i0 in (0..ni).step_by(TILE) {
-            let i1 = (i0 + TILE).min(ni);
-            for a in a0..a1 {
-                let row = &mut dst[d + a * da + i0..d + a * da + i1];
-                for (k, x) in row.iter_mut().enumerate() {
-                    *x = src[s + (i0 + k) * si + a];
-                }
-            }
         }
     }
 }
