@@ -7,8 +7,13 @@
 //! thread, destination pre-touched. Interleaved repetitions, medians.
 //!
 //! Rows: `reorg.corner_turn_local_over_memcpy` (the transposing corner
-//! turn) and `reorg.corner_turn_local_same_layout_over_memcpy` (row-major
-//! on both sides: contiguous runs only). `UR_REORG_BENCH_REPS` (default 5),
+//! turn, `execute_local` on the calling thread, over 1-thread memcpy: the
+//! issue's row), `reorg.corner_turn_local_same_layout_over_memcpy`
+//! (row-major on both sides: contiguous runs only, over 1-thread memcpy)
+//! and `reorg.corner_turn_local_2threads_over_memcpy_2threads` (the
+//! transposing turn by `execute_host_threads(.., 2)`, one thread per
+//! destination rank, over a 2-thread memcpy: two threads each copying
+//! half of the same 128 MiB). `UR_REORG_BENCH_REPS` (default 5),
 //! `UR_REORG_BENCH_N` (default 4096).
 
 use std::sync::Arc;
@@ -29,6 +34,30 @@ fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
         "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.4},\"unit\":\"GiB/s\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.4},\"ratio\":{:.4}}}",
         value / baseline
     );
+}
+
+/// `b.copy_from_slice(a)` split in halves over two threads.
+fn memcpy_2threads(a: &[u8], b: &mut [u8]) {
+    let (a0, a1) = a.split_at(a.len() / 2);
+    let (b0, b1) = b.split_at_mut(a.len() / 2);
+    std::thread::scope(|s| {
+        s.spawn(|| b1.copy_from_slice(a1));
+        b0.copy_from_slice(a0);
+    });
+}
+
+/// Runs the plan over the host memories of the two source and two
+/// destination ranks on `threads` threads.
+fn execute_2x2(plan: &ReorgPlan, src: &BufferSet, dst: &BufferSet, threads: usize) -> Result<()> {
+    src.with_host(0, 0, Access::Read, |s0| {
+        src.with_host(1, 0, Access::Read, |s1| {
+            dst.with_host(0, 0, Access::ReadWrite, |d0| {
+                dst.with_host(1, 0, Access::ReadWrite, |d1| {
+                    plan.execute_host_threads(&[s0, s1], &mut [d0, d1], threads)
+                })
+            })
+        })
+    })????
 }
 
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
@@ -73,18 +102,33 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         }
         let a = vec![7u8; n * n * 8];
         let mut b = vec![0u8; n * n * 8];
-        let (mut ours, mut base) = (Vec::new(), Vec::new());
+        let threaded = std::ptr::eq(to, &turned);
+        let (mut ours, mut base, mut ours2, mut base2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let gibs = |t: Instant| bytes / t.elapsed().as_secs_f64() / GIB;
         for rep in 0..=reps {
             let t = Instant::now();
             plan.execute_local(&src, 0, &dst, 0)?;
-            let to_ = t.elapsed().as_secs_f64();
+            let o = gibs(t);
             let t = Instant::now();
             b.copy_from_slice(std::hint::black_box(&a));
-            let tb = t.elapsed().as_secs_f64();
+            let m = gibs(t);
             std::hint::black_box(&b);
             if rep > 0 {
-                ours.push(bytes / to_ / GIB);
-                base.push(bytes / tb / GIB);
+                ours.push(o);
+                base.push(m);
+            }
+            if threaded {
+                let t = Instant::now();
+                execute_2x2(&plan, &src, &dst, 2)?;
+                let o = gibs(t);
+                let t = Instant::now();
+                memcpy_2threads(std::hint::black_box(&a), &mut b);
+                let m = gibs(t);
+                std::hint::black_box(&b);
+                if rep > 0 {
+                    ours2.push(o);
+                    base2.push(m);
+                }
             }
         }
         // The result must be right.
@@ -92,11 +136,19 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             let (bad, _) = dst.with_host(r, 0, Access::Read, |m| ur_reorg::model::verify(to, r, m, &value, 1))??;
             assert!(bad.is_empty(), "{name}: wrong data {bad:?}");
         }
-        results.push((name, median(ours), median(base)));
+        results.push((name, median(ours), "memcpy", median(base)));
+        if threaded {
+            results.push((
+                "reorg.corner_turn_local_2threads_over_memcpy_2threads",
+                median(ours2),
+                "memcpy_2threads",
+                median(base2),
+            ));
+        }
         dst.release()?;
     }
-    for (name, v, b) in results {
-        row(name, v, "memcpy", b);
+    for (name, v, bn, b) in results {
+        row(name, v, bn, b);
     }
     Ok(())
 }

@@ -8,8 +8,9 @@ use crate::dist::Distribution;
 use crate::error::{ReorgError, Result};
 use crate::plan::{BoxCopy, Fill, ReorgPlan};
 
-/// Edge of the square tiles of the transposing copy, in elements.
-const TILE: usize = 16;
+mod transpose;
+
+use transpose::{Kernels, Transpose};
 
 /// Where a box lies in one plane of a rank's local memory, in units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,12 +132,45 @@ impl ReorgPlan {
             });
         }
         for (d, mem) in dr.iter().zip(dst.iter_mut()) {
-            for (s, smem) in sr.iter().zip(src) {
-                self.copy_between(*s, smem, *d, mem)?;
-            }
-            self.fill_overlaps(*d, mem)?;
+            self.fill_rank(src, *d, mem)?;
         }
         Ok(())
+    }
+
+    /// [`ReorgPlan::execute_host`] on up to `threads` threads: each
+    /// destination rank's memory is filled by one thread (its copies and
+    /// edge fills, in order), the ranks dealt round-robin; 0 or 1 thread,
+    /// or a single destination rank, runs on the calling thread.
+    pub fn execute_host_threads(&self, src: &[&[u8]], dst: &mut [&mut [u8]], threads: usize) -> Result<()> {
+        let (sr, dr) = (self.from().ranks(), self.to().ranks());
+        let threads = threads.min(dr.len());
+        if threads <= 1 || src.len() != sr.len() || dst.len() != dr.len() {
+            return self.execute_host(src, dst);
+        }
+        let mut shares: Vec<Vec<(usize, &mut [u8])>> = (0..threads).map(|_| Vec::new()).collect();
+        for (k, (d, mem)) in dr.iter().zip(dst.iter_mut()).enumerate() {
+            shares[k % threads].push((*d, &mut **mem));
+        }
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = shares
+                .into_iter()
+                .map(|share| {
+                    scope.spawn(move || share.into_iter().try_for_each(|(d, mem)| self.fill_rank(src, d, mem)))
+                })
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        })
+    }
+
+    /// Every copy into destination rank `d` from the source memories
+    /// `src` (in the source group's rank order), then its edge fills.
+    fn fill_rank(&self, src: &[&[u8]], d: usize, mem: &mut [u8]) -> Result<()> {
+        for (s, smem) in self.from().ranks().iter().zip(src) {
+            self.copy_between(*s, smem, d, mem)?;
+        }
+        self.fill_overlaps(d, mem)
     }
 }
 
@@ -242,7 +276,15 @@ impl UnitOp for CopyBox<'_> {
             // The source is contiguous along another dimension: tiled transpose.
             let rest: Vec<usize> = outer.iter().copied().filter(|&d| d != a).collect();
             odometer(&rest, ext, ss, ds, so, doff, |s, d| {
-                transpose(src, s, ss[inner], dst, d, ds[a], n, ext[a])
+                let t = Transpose {
+                    s,
+                    si: ss[inner],
+                    d,
+                    da: ds[a],
+                    ni: n,
+                    na: ext[a],
+                };
+                t.run(src, dst, Kernels::Auto)
             });
         } else {
             let (si, di) = (ss[inner], ds[inner]);
@@ -251,23 +293,6 @@ impl UnitOp for CopyBox<'_> {
                     dst[d + i * di] = src[s + i * si];
                 }
             });
-        }
-    }
-}
-
-/// `dst[d + a * da + i] = src[s + i * si + a]` for `i < ni`, `a < na`,
-/// in square tiles so both sides stay in cache.
-fn transpose<T: Copy>(src: &[T], s: usize, si: usize, dst: &mut [T], d: usize, da: usize, ni: usize, na: usize) {
-    for a0 in (0..na).step_by(TILE) {
-        let a1 = (a0 + TILE).min(na);
-        for i0 in (0..ni).step_by(TILE) {
-            let i1 = (i0 + TILE).min(ni);
-            for a in a0..a1 {
-                let row = &mut dst[d + a * da + i0..d + a * da + i1];
-                for (k, x) in row.iter_mut().enumerate() {
-                    *x = src[s + (i0 + k) * si + a];
-                }
-            }
         }
     }
 }
@@ -301,5 +326,61 @@ impl UnitOp for FillOp<'_> {
                 }
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::*;
+
+    /// Threads change who fills which destination rank, never the bytes:
+    /// a row-block -> column-block turn (transposing, 3 destination
+    /// ranks with toroidal overlaps) on 1, 2, 3 and 8 threads.
+    #[test]
+    fn threads_give_the_same_bytes() -> Result<()> {
+        for ty in ElementType::ALL {
+            let data = GlobalData::new(&[37, 29], ty)?;
+            let from = Distribution::new(
+                data.clone(),
+                ProcessGrid::contiguous(&[2, 1], 0)?,
+                &[DimPartition::block(), DimPartition::whole()],
+                LocalLayout::row_major(),
+            )?;
+            let to = Distribution::new(
+                data.clone(),
+                ProcessGrid::contiguous(&[1, 3], 0)?,
+                &[
+                    DimPartition::whole(),
+                    DimPartition::block().overlap(1, 2, EdgePolicy::Toroidal),
+                ],
+                LocalLayout::column_major(2),
+            )?;
+            let plan = ReorgPlan::new(&from, &to)?;
+            let value = model::pattern(&[37, 29]);
+            let mut src = Vec::new();
+            for &r in from.ranks() {
+                let mut m = vec![0u8; from.local_bytes(r)?];
+                model::fill_owned(&from, r, &mut m, &value)?;
+                src.push(m);
+            }
+            let src: Vec<&[u8]> = src.iter().map(|m| &m[..]).collect();
+            let fresh =
+                || -> Result<Vec<Vec<u8>>> { to.ranks().iter().map(|&r| Ok(vec![0xA5; to.local_bytes(r)?])).collect() };
+            let mut want = fresh()?;
+            plan.execute_host(&src, &mut want.iter_mut().map(|m| &mut m[..]).collect::<Vec<_>>())?;
+            for (m, &r) in want.iter().zip(to.ranks()) {
+                assert!(model::verify(&to, r, m, &value, 1)?.0.is_empty(), "{ty:?}");
+            }
+            for threads in [0, 1, 2, 3, 8] {
+                let mut got = fresh()?;
+                plan.execute_host_threads(
+                    &src,
+                    &mut got.iter_mut().map(|m| &mut m[..]).collect::<Vec<_>>(),
+                    threads,
+                )?;
+                assert_eq!(got, want, "{ty:?} on {threads} threads");
+            }
+        }
+        Ok(())
     }
 }
