@@ -22,8 +22,10 @@ mod commands;
 mod host;
 mod memory;
 mod objects;
+pub mod pointer_map;
 mod tables;
 
+pub use pointer_map::{Hit, MapError, PointerMap};
 pub use tables::AdapterHost;
 
 use crate::error::Result;
