@@ -171,6 +171,7 @@ mod slab;
 mod spec;
 mod staging;
 mod state;
+mod transfer;
 
 pub use access::{AccessRequest, Acquired, DeviceView, Ready};
 pub use error::{MmError, Result};
@@ -180,3 +181,4 @@ pub use pinned::{Locker, PinError, Pinned, PinnedRegistry, RuntimeLocker, UnionP
 pub use plan::{Access, MapEnd, Plan, Route, Step};
 pub use route::LinkCost;
 pub use spec::BufferSpec;
+pub use transfer::{HostTransfer, TransferPath, TransferThresholds};
