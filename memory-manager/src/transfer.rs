@@ -43,6 +43,10 @@ pub enum TransferPath {
 pub struct TransferThresholds {
     /// Below this many bytes, stage.
     pub stage_below: usize,
+    /// From this many bytes, stage too: on CPU devices the pipeline runs
+    /// our memcpy of one chunk beside the device's copy of the previous
+    /// one, two cores instead of one; `usize::MAX`: never.
+    pub stage_at_least: usize,
     /// From this many bytes (and at least `stage_below`), lock in place on
     /// devices that lock; `usize::MAX`: never.
     pub lock_at_least: usize,
@@ -58,8 +62,13 @@ impl TransferThresholds {
     ///
     /// - CPU devices (PoCL, rusticl's llvmpipe, native, sim CPUs): the
     ///   device copy is a memcpy from pageable memory already; staging adds
-    ///   a second one. Measured on PoCL, 4 KiB / 1 MiB / 256 MiB, direct
-    ///   beat staged at every size, so `stage_below` is 0.
+    ///   a second one. Measured on PoCL (2-core VM, write + read, GiB/s,
+    ///   direct vs staged): 4 KiB 0.076 vs 0.076 and 0.138 vs 0.147 (command
+    ///   latency dominates: a tie); 1 MiB 17.9-19.0 vs 5.7-10.9; 4 MiB 21.2
+    ///   vs 7.3; 16 MiB 17.1 vs 7.8; 32 MiB 9.1 vs 4.5; 64 MiB 8.1 vs 5.5;
+    ///   256 MiB 4.0 vs 3.9 and 4.0 vs 4.7 (the pipeline's second core
+    ///   against one more copy: a tie within this machine's noise). So
+    ///   direct everywhere: `stage_below` 0, `stage_at_least` never.
     /// - Devices that lock (CUDA, Level Zero): lock in place from 1 MiB,
     ///   stage below. Not measured here (no GPU lent): a lock costs a
     ///   system call and a page walk (tens of microseconds per MiB by
@@ -75,6 +84,7 @@ impl TransferThresholds {
         let cpu = info.device_type == DeviceType::Cpu;
         let mut t = TransferThresholds {
             stage_below: if cpu { 0 } else { 1 << 20 },
+            stage_at_least: usize::MAX,
             lock_at_least: if cpu { usize::MAX } else { 1 << 20 },
             chunk: 1 << 20,
             depth: 4,
@@ -82,6 +92,9 @@ impl TransferThresholds {
         let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
         if let Some(v) = env("UR_MM_STAGE_BELOW") {
             t.stage_below = v;
+        }
+        if let Some(v) = env("UR_MM_STAGE_AT_LEAST") {
+            t.stage_at_least = v;
         }
         if let Some(v) = env("UR_MM_LOCK_AT_LEAST") {
             t.lock_at_least = v;
@@ -167,7 +180,7 @@ impl HostTransfer {
         let t = &self.thresholds;
         if self.already_locked(base, len) {
             TransferPath::Direct
-        } else if len < t.stage_below {
+        } else if len < t.stage_below || len >= t.stage_at_least {
             TransferPath::Staged
         } else if self.can_lock && len >= t.lock_at_least {
             TransferPath::LockInPlace

@@ -25,6 +25,7 @@ fn round_trips(rt: &Arc<Runtime>, dev: DeviceId) {
     let can_lock = rt.device_info(dev).unwrap().caps.contains(DeviceCaps::HOST_REGISTER);
     let t = TransferThresholds {
         stage_below: 64 << 10,
+        stage_at_least: usize::MAX,
         lock_at_least: 64 << 10,
         chunk: 16 << 10,
         depth: 3,
