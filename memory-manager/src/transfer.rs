@@ -319,8 +319,8 @@ impl HostTransfer {
                     }
                 }
                 Dir::FromDevice => {
-                    for k in 0..depth {
-                        events[k] = Some(self.rt.enqueue_read(queue, buffer, offset + piece(k).0, slot(k), &[])?);
+                    for (k, e) in events.iter_mut().enumerate().take(depth) {
+                        *e = Some(self.rt.enqueue_read(queue, buffer, offset + piece(k).0, slot(k), &[])?);
                     }
                     self.rt.flush(queue)?;
                     for k in 0..n {
