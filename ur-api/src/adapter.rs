@@ -23,7 +23,7 @@
 //! What a device may lack sits behind a capability flag and has a default
 //! here, so an adapter never writes an "unsupported" body: sub-buffers
 //! ([`DeviceCaps::SUB_BUFFERS`]), mapping ([`DeviceCaps::MAP`]), host
-//! registration ([`DeviceCaps::HOST_REGISTER`]), profiling
+//! locking ([`DeviceCaps::HOST_REGISTER`]), profiling
 //! ([`DeviceCaps::PROFILING`]), programs and kernels
 //! ([`DeviceCaps::KERNELS`]), USM (a non-empty [`UsmCaps`](crate::UsmCaps)).
 //! The defaults are never reached where the flag is absent: the dyn layer
@@ -39,7 +39,7 @@
 
 use crate::error::{Error, Result};
 use crate::types::{
-    Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelInfo, MapFlags, MemoryConnection, NdRange,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelInfo, MapFlags, MemoryConnection, NdRange,
     PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPtr,
 };
 
@@ -242,27 +242,31 @@ pub trait Adapter: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Registers (pins) existing host memory with the context
-    /// ([`DeviceCaps::HOST_REGISTER`](crate::DeviceCaps::HOST_REGISTER)).
+    /// Locks (pins) existing host memory for the devices of `ctx`
+    /// ([`DeviceCaps::HOST_REGISTER`](crate::DeviceCaps::HOST_REGISTER)) and
+    /// answers the address those devices reach it at: the host address
+    /// where they share the host's address space, a device pointer
+    /// otherwise. Reference counts, sub-ranges and merging live above (the
+    /// memory manager's registry); here a range is locked once.
     ///
     /// # Safety
     ///
-    /// `mem` is non-empty, not null, does not wrap the address space,
-    /// overlaps no range registered with `ctx`, and stays valid until
-    /// [`Adapter::host_unregister`] of the same range.
-    unsafe fn host_register(&self, ctx: &Self::Context, mem: HostPtr) -> Result<()> {
+    /// `mem` is non-empty, not null, does not wrap the address space, is
+    /// mapped in the process, overlaps no range locked with `ctx`, and stays
+    /// valid until [`Adapter::unlock_host`] of the same range.
+    unsafe fn lock_host(&self, ctx: &Self::Context, mem: HostPtr) -> Result<DeviceAddr> {
         let _ = (ctx, mem);
-        Err(Error::unsupported("host memory registration"))
+        Err(Error::unsupported("host memory locking"))
     }
 
-    /// Undoes [`Adapter::host_register`].
+    /// Undoes [`Adapter::lock_host`].
     ///
     /// # Safety
     ///
-    /// `mem` is exactly a range registered with `ctx` and not yet unregistered.
-    unsafe fn host_unregister(&self, ctx: &Self::Context, mem: HostPtr) -> Result<()> {
+    /// `mem` is exactly a range locked with `ctx` and not yet unlocked.
+    unsafe fn unlock_host(&self, ctx: &Self::Context, mem: HostPtr) -> Result<()> {
         let _ = (ctx, mem);
-        Err(Error::unsupported("host memory registration"))
+        Err(Error::unsupported("host memory locking"))
     }
 
     /// Creates an in-order queue on `device` of `ctx`. `props.profiling`

@@ -9,6 +9,11 @@ use crate::handles::*;
 use crate::selector::DeviceSelector;
 use crate::types::*;
 
+mod pointers;
+
+use crate::dynamic::PointerMap;
+pub use pointers::{PointerInfo, PointerKind};
+
 /// Routes each call to the adapter owning its first handle.
 macro_rules! forward {
     ($( $(#[$m:meta])* fn $name:ident(&self, $first:ident : $fty:ty $(, $arg:ident : $aty:ty)* $(,)?) -> $ret:ty; )*) => {$(
@@ -44,6 +49,8 @@ macro_rules! forward {
 pub struct Runtime {
     adapters: Vec<Arc<dyn DynAdapter>>,
     selector: DeviceSelector,
+    /// USM allocations and host locks made through this runtime.
+    pointers: PointerMap<PointerInfo>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -69,6 +76,7 @@ impl Runtime {
         Runtime {
             adapters: Vec::new(),
             selector,
+            pointers: PointerMap::new(),
         }
     }
 
@@ -219,16 +227,6 @@ impl Runtime {
         fn buffer_info(&self, buffer: BufferId) -> Result<BufferInfo>;
         /// Releases a buffer.
         fn release_buffer(&self, buffer: BufferId) -> Result<()>;
-        /// Allocates USM memory.
-        fn usm_alloc(&self, context: ContextId, desc: &UsmDesc<DeviceId>) -> Result<UsmPtr>;
-        /// Frees USM memory.
-        fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()>;
-        /// Finds the USM allocation containing a pointer.
-        fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>>;
-        /// Registers (pins) host memory.
-        fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()>;
-        /// Unregisters host memory.
-        fn host_unregister(&self, context: ContextId, mem: HostPtr) -> Result<()>;
         /// Creates an in-order queue.
         fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId>;
         /// The location of a queue.

@@ -130,7 +130,9 @@ bitflags! {
         const MAP = 1 << 2;
         /// Kernels can be launched.
         const KERNELS = 1 << 3;
-        /// Existing host memory can be registered (pinned) with the adapter.
+        /// Existing host memory can be locked (pinned) with the adapter
+        /// ([`Adapter::lock_host`](crate::Adapter::lock_host)), which answers
+        /// the [`DeviceAddr`] the context's devices reach it at.
         const HOST_REGISTER = 1 << 4;
         /// Buffers may be created over caller-owned host memory (`USE_HOST_PTR`).
         const USE_HOST_PTR = 1 << 5;
@@ -612,6 +614,23 @@ impl HostPtr {
             ptr: unsafe { self.ptr.add(offset) },
             len,
         })
+    }
+}
+
+/// The address at which the devices of a context reach locked host memory
+/// (what [`Adapter::lock_host`](crate::Adapter::lock_host) answers): the host
+/// address itself where devices share the host's address space (native, sim,
+/// Level Zero imports, CUDA with unified addressing), a device pointer
+/// otherwise (`cuMemHostGetDevicePointer`). Usable as a [`UsmPtr`]-like
+/// address by the adapter that returned it; opaque to everything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct DeviceAddr(pub u64);
+
+impl DeviceAddr {
+    /// The address `bytes` further on.
+    pub fn offset(self, bytes: usize) -> DeviceAddr {
+        DeviceAddr(self.0.wrapping_add(bytes as u64))
     }
 }
 

@@ -116,9 +116,9 @@ pub use program::{CudaKernel, CudaProgram};
 pub use queue::{CudaEvent, CudaQueue};
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
-    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
-    UsmDesc, UsmPtr, UsmRef,
+    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags,
+    MemArg, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result,
+    UsmAdvice, UsmDesc, UsmPtr, UsmRef,
 };
 
 /// The CUDA adapter. Creating it touches no library; the driver is looked
@@ -214,14 +214,14 @@ impl Adapter for CudaAdapter {
     // `usm_free` is the trait's default: dropping a `CudaUsm` waits for the
     // devices and frees it.
 
-    unsafe fn host_register(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
-        // SAFETY: the caller keeps host_register's contract, forwarded as is.
-        unsafe { memory::host_register(&ctx.0, mem) }
+    unsafe fn lock_host(&self, ctx: &CudaContext, mem: HostPtr) -> Result<DeviceAddr> {
+        // SAFETY: the caller keeps lock_host's contract, forwarded as is.
+        unsafe { memory::lock_host(&ctx.0, mem) }
     }
 
-    unsafe fn host_unregister(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
-        // SAFETY: the caller keeps host_unregister's contract, forwarded as is.
-        unsafe { memory::host_unregister(&ctx.0, mem) }
+    unsafe fn unlock_host(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
+        // SAFETY: the caller keeps unlock_host's contract, forwarded as is.
+        unsafe { memory::unlock_host(&ctx.0, mem) }
     }
 
     fn create_queue(&self, ctx: &CudaContext, device: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUresult};
 use parking_lot::Mutex;
-use ur_api::{BufferDesc, Error, HostPtr, MapFlags, MemFlags, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr};
+use ur_api::{BufferDesc, DeviceAddr, Error, HostPtr, MapFlags, MemFlags, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr};
 
 use crate::conv::{self, check};
 use crate::device::{CtxInner, CudaDevice, DevInner};
@@ -368,27 +368,40 @@ pub(crate) unsafe fn advise(dev: &DevInner, addr: u64, size: usize, advice: UsmA
     Ok(())
 }
 
-/// Pins existing host memory (`cuMemHostRegister`, portable: every context).
+/// Pins existing host memory (`cuMemHostRegister`, portable: every context,
+/// and mapped: devices reach it) and answers the device pointer
+/// (`cuMemHostGetDevicePointer`; equal to the host address under unified
+/// addressing, which every 64-bit CUDA device has).
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::host_register`].
-pub(crate) unsafe fn host_register(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
+/// The contract of [`ur_api::Adapter::lock_host`].
+pub(crate) unsafe fn lock_host(ctx: &CtxInner, mem: HostPtr) -> Result<DeviceAddr> {
     ctx.first().bind()?;
-    // SAFETY: the caller guarantees (host_register's contract) a non-empty,
-    // non-null span that overlaps no registration and stays valid until it
-    // is unregistered; registering does not access its contents.
-    check(unsafe { sys::cuMemHostRegister_v2(mem.as_ptr().cast(), mem.len(), sys::CU_MEMHOSTREGISTER_PORTABLE) })
+    let p: *mut c_void = mem.as_ptr().cast();
+    let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+    // SAFETY: the caller guarantees (lock_host's contract) a non-empty,
+    // non-null, mapped span that overlaps no lock and stays valid until it
+    // is unlocked; registering does not access its contents.
+    check(unsafe { sys::cuMemHostRegister_v2(p, mem.len(), flags) })?;
+    let mut dptr = 0;
+    // SAFETY: the memory was registered just above; valid out-pointer.
+    if let Err(e) = check(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, p, 0) }) {
+        // SAFETY: registered above, never handed out.
+        let _ = unsafe { sys::cuMemHostUnregister(p) };
+        return Err(e);
+    }
+    Ok(DeviceAddr(dptr))
 }
 
-/// Undoes [`host_register`] (by the start address, as CUDA does).
+/// Undoes [`lock_host`] (by the start address, as CUDA does).
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::host_unregister`].
-pub(crate) unsafe fn host_unregister(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
+/// The contract of [`ur_api::Adapter::unlock_host`].
+pub(crate) unsafe fn unlock_host(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
     ctx.first().bind()?;
-    // SAFETY: the caller guarantees (host_unregister's contract) exactly a
-    // registered range; unregistering does not access the memory.
+    // SAFETY: the caller guarantees (unlock_host's contract) exactly a
+    // locked range; unregistering does not access the memory.
     check(unsafe { sys::cuMemHostUnregister(mem.as_ptr().cast()) })
 }

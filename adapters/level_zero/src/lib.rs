@@ -70,7 +70,7 @@ use std::sync::Arc;
 
 use level_zero_sys::sys;
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MemArg,
+    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MemArg,
     MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
     UsmDesc, UsmPtr, UsmRef,
 };
@@ -300,14 +300,14 @@ impl Adapter for LevelZeroAdapter {
         memory::usm_alloc(ctx, desc)
     }
 
-    unsafe fn host_register(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
+    unsafe fn lock_host(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<DeviceAddr> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { memory::host_register(ctx, mem) }
+        unsafe { memory::lock_host(ctx, mem) }
     }
 
-    unsafe fn host_unregister(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
+    unsafe fn unlock_host(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { memory::host_unregister(ctx, mem) }
+        unsafe { memory::unlock_host(ctx, mem) }
     }
 
     fn create_queue(

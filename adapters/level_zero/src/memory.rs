@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use level_zero_sys::result::{check, Described};
 use level_zero_sys::sys;
-use ur_api::{BufferDesc, Error, HostPtr, MemFlags, Result, UsmDesc, UsmKind, UsmPtr};
+use ur_api::{BufferDesc, DeviceAddr, Error, HostPtr, MemFlags, Result, UsmDesc, UsmKind, UsmPtr};
 
 use crate::conv;
 use crate::device::{ContextInner, LevelZeroContext, LevelZeroDevice, Raw};
@@ -188,25 +188,28 @@ pub(crate) fn usm_alloc(ctx: &LevelZeroContext, desc: &UsmDesc<&LevelZeroDevice>
     ))
 }
 
-/// Imports host memory into the driver (`zexDriverImportExternalPointer`).
+/// Imports host memory into the driver (`zexDriverImportExternalPointer`):
+/// the driver pins it and its devices then use it at the host address
+/// itself, as host USM, which is the address answered.
 ///
 /// # Safety
 ///
-/// As [`ur_api::Adapter::host_register`].
-pub(crate) unsafe fn host_register(ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
+/// As [`ur_api::Adapter::lock_host`].
+pub(crate) unsafe fn lock_host(ctx: &LevelZeroContext, mem: HostPtr) -> Result<DeviceAddr> {
     let d = &ctx.0.driver;
     let import = d.import.ok_or_else(|| Error::unsupported("host pointer import"))?;
     // SAFETY: the driver gave this entry point; the range is valid until
     // unregistered (the caller's contract).
-    check(unsafe { (import.import)(d.handle.0, mem.as_ptr().cast(), mem.len()) }).map_err(conv::error)
+    check(unsafe { (import.import)(d.handle.0, mem.as_ptr().cast(), mem.len()) }).map_err(conv::error)?;
+    Ok(DeviceAddr(mem.as_ptr() as u64))
 }
 
-/// Undoes [`host_register`].
+/// Undoes [`lock_host`].
 ///
 /// # Safety
 ///
-/// As [`ur_api::Adapter::host_unregister`].
-pub(crate) unsafe fn host_unregister(ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
+/// As [`ur_api::Adapter::unlock_host`].
+pub(crate) unsafe fn unlock_host(ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
     let d = &ctx.0.driver;
     let import = d.import.ok_or_else(|| Error::unsupported("host pointer import"))?;
     // SAFETY: `mem` was imported with this driver (the caller's contract).

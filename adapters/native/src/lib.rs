@@ -59,9 +59,9 @@ mod tests;
 
 use memory::{copy_rect_work, copy_work, fill_work, HostMem, MapTable, Span};
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
-    MemFlags, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result,
-    UsmDesc, UsmPtr, UsmRef,
+    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags,
+    MemArg, MemFlags, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy,
+    Result, UsmDesc, UsmPtr, UsmRef,
 };
 
 pub use device::{NativeDevice, NativePlatform, BASE_ALIGN, PAGE_ALIGN, PLATFORM_NAME};
@@ -230,13 +230,14 @@ impl Adapter for NativeAdapter {
         Ok((usm, base))
     }
 
-    unsafe fn host_register(&self, _: &NativeContext, _: HostPtr) -> Result<()> {
-        // Host memory is what this device uses already: nothing to pin. The
-        // dyn layer keeps the books (overlaps, exact unregistration).
-        Ok(())
+    unsafe fn lock_host(&self, _: &NativeContext, mem: HostPtr) -> Result<DeviceAddr> {
+        // Host memory is what this device uses already: nothing to pin, and
+        // the device reaches it at the host pointer itself. The dyn layer
+        // keeps the books (overlaps, exact unlocks).
+        Ok(DeviceAddr(mem.as_ptr() as u64))
     }
 
-    unsafe fn host_unregister(&self, _: &NativeContext, _: HostPtr) -> Result<()> {
+    unsafe fn unlock_host(&self, _: &NativeContext, _: HostPtr) -> Result<()> {
         Ok(())
     }
 

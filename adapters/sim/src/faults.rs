@@ -184,4 +184,10 @@ impl SimLinks {
             transfers: l.transfers(),
         }))
     }
+
+    /// Host ranges locked with the adapter now (start, length), in address
+    /// order: the sim pins nothing, it records.
+    pub fn locked_host(&self) -> Vec<(usize, usize)> {
+        self.state.locked.lock().iter().map(|(&s, &l)| (s, l)).collect()
+    }
 }

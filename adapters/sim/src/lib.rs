@@ -127,9 +127,9 @@ mod tests;
 use std::sync::Arc;
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
-    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
-    UsmDesc, UsmPtr, UsmRef,
+    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags,
+    MemArg, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result,
+    UsmAdvice, UsmDesc, UsmPtr, UsmRef,
 };
 
 pub use device::{SimContext, SimDevice, SimPlatform};
@@ -324,16 +324,20 @@ impl Adapter for SimAdapter {
         memory::usm_alloc(&self.state, ctx, desc)
     }
 
-    unsafe fn host_register(&self, ctx: &SimContext, _mem: HostPtr) -> Result<()> {
-        // The sim moves registered and pageable host memory alike: nothing
-        // to pin. The dyn layer keeps the books (overlaps, exact unregistration).
+    unsafe fn lock_host(&self, ctx: &SimContext, mem: HostPtr) -> Result<DeviceAddr> {
+        // The sim moves locked and pageable host memory alike: nothing to
+        // pin, so it records the lock (tests see it through `SimLinks`) and
+        // its devices reach the memory at the host address. The dyn layer
+        // keeps the books (overlaps, exact unlocks).
         for d in &ctx.devices {
             d.check()?;
         }
-        Ok(())
+        self.state.locked.lock().insert(mem.as_ptr() as usize, mem.len());
+        Ok(DeviceAddr(mem.as_ptr() as u64))
     }
 
-    unsafe fn host_unregister(&self, _ctx: &SimContext, _mem: HostPtr) -> Result<()> {
+    unsafe fn unlock_host(&self, _ctx: &SimContext, mem: HostPtr) -> Result<()> {
+        self.state.locked.lock().remove(&(mem.as_ptr() as usize));
         Ok(())
     }
 

@@ -225,6 +225,9 @@ pub(crate) struct SimState {
     pub(crate) peer_links: BTreeMap<(usize, usize), Arc<Link>>,
     pub(crate) model: LinkModel,
     pub(crate) faults: FaultState,
+    /// Host ranges locked now (start -> length), for tests to see
+    /// ([`SimLinks::locked_host`](crate::SimLinks::locked_host)).
+    pub(crate) locked: Mutex<BTreeMap<usize, usize>>,
     next_context: AtomicU64,
 }
 
@@ -250,6 +253,7 @@ impl SimState {
             devices,
             peer_links,
             faults: FaultState::default(),
+            locked: Mutex::new(BTreeMap::new()),
             next_context: AtomicU64::new(1),
         }
     }

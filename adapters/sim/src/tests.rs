@@ -11,6 +11,7 @@ use ur_api::{
     UsmDesc, UsmKind,
 };
 
+use ur_api::runtime::PointerKind;
 use crate::{SimAdapter, SimFaults, SimLinks, Topology, DEVICE_SPACE_BASE, INJECTED_TRANSFER_FAULT};
 
 struct Rig {
@@ -413,10 +414,16 @@ fn host_registration_books_are_the_dyn_layers_and_lost_devices_refuse() {
             HostPtr::new(mem.as_mut_ptr().add(64), 64),
         )
     };
-    r.rt.host_register(ctx, all).unwrap();
+    let addr = r.rt.lock_host(ctx, all).unwrap();
+    assert_eq!(addr.0, mem.as_ptr() as u64, "the sim's devices use the host address");
+    assert_eq!(r.links.locked_host(), vec![(mem.as_ptr() as usize, 256)]);
+    let info = r.rt.pointer_info(mem.as_ptr() as usize + 200).expect("locked range found by pointer");
+    assert_eq!((info.base, info.size, info.kind), (mem.as_ptr() as usize, 256, PointerKind::Locked));
     assert!(r.rt.host_register(ctx, part).is_err(), "overlap");
     assert!(r.rt.host_unregister(ctx, part).is_err(), "not registered");
     r.rt.host_unregister(ctx, all).unwrap();
+    assert!(r.links.locked_host().is_empty());
+    assert!(r.rt.pointer_info(mem.as_ptr() as usize).is_none());
     r.faults.lose_device("sim0").unwrap();
     assert_eq!(r.rt.host_register(ctx, part), Err(Error::DeviceLost));
 }

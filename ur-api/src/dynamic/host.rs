@@ -3,7 +3,7 @@
 //! A trait's methods must sit in one `impl` block, so this file only
 //! forwards each method to the inherent method of the same name, written
 //! by area: `objects.rs` (platforms, devices, contexts, queues, events,
-//! programs, kernels), `memory.rs` (buffers, USM, host registration) and
+//! programs, kernels), `memory.rs` (buffers, USM, host locks) and
 //! `commands.rs` (every `enqueue_*`). Inherent methods take precedence
 //! over trait methods in `AdapterHost::<A>::name` paths, so these calls do
 //! not recurse.
@@ -50,8 +50,8 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         fn usm_alloc(&self, context: ContextId, desc: &UsmDesc<DeviceId>) -> Result<UsmPtr>;
         fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()>;
         fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>>;
-        fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()>;
-        fn host_unregister(&self, context: ContextId, mem: HostPtr) -> Result<()>;
+        fn lock_host(&self, context: ContextId, mem: HostPtr) -> Result<DeviceAddr>;
+        fn unlock_host(&self, context: ContextId, mem: HostPtr) -> Result<()>;
         fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId>;
         fn queue_location(&self, queue: QueueId) -> Result<Location>;
         fn release_queue(&self, queue: QueueId) -> Result<()>;

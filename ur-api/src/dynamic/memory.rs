@@ -252,12 +252,12 @@ impl<A: Adapter> AdapterHost<A> {
             .iter()
             .any(|&d| !self.devices[d].info.caps.contains(DeviceCaps::HOST_REGISTER))
         {
-            return Err(Error::unsupported("host memory registration"));
+            return Err(Error::unsupported("host memory locking"));
         }
         Ok(())
     }
 
-    pub(super) fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()> {
+    pub(super) fn lock_host(&self, context: ContextId, mem: HostPtr) -> Result<DeviceAddr> {
         let c = self.context(&self.tables.lock(), context)?;
         let end = check::host_range(mem.as_ptr(), mem.len())?;
         self.require_registration(&c)?;
@@ -265,32 +265,33 @@ impl<A: Adapter> AdapterHost<A> {
         let mut regs = c.registered.lock();
         if let Some((&s, &l)) = regs.range(..end).next_back().filter(|(&s, &l)| s + l > start) {
             return Err(Error::invalid(format!(
-                "host range {start:#x}+{} overlaps the registered range {s:#x}+{l}",
+                "host range {start:#x}+{} overlaps the locked range {s:#x}+{l}",
                 mem.len()
             )));
         }
         // SAFETY: the range is non-null, non-empty, does not wrap and
-        // overlaps no registration of the context (the books are locked);
-        // the HostPtr promise keeps it valid.
-        unsafe { self.adapter.host_register(&c.obj, mem)? };
+        // overlaps no lock of the context (the books are locked); the
+        // HostPtr promise keeps it mapped and valid.
+        let addr = unsafe { self.adapter.lock_host(&c.obj, mem)? };
         regs.insert(start, mem.len());
-        Ok(())
+        tracing::trace!(start, len = mem.len(), addr = addr.0, "host range locked");
+        Ok(addr)
     }
 
-    pub(super) fn host_unregister(&self, context: ContextId, mem: HostPtr) -> Result<()> {
+    pub(super) fn unlock_host(&self, context: ContextId, mem: HostPtr) -> Result<()> {
         let c = self.context(&self.tables.lock(), context)?;
         self.require_registration(&c)?;
         let mut regs = c.registered.lock();
         let start = mem.as_ptr() as usize;
         if regs.get(&start) != Some(&mem.len()) {
             return Err(Error::invalid(format!(
-                "host range {start:#x}+{} is not registered with the context",
+                "host range {start:#x}+{} is not locked with the context",
                 mem.len()
             )));
         }
-        // SAFETY: exactly a registered range of this context, unregistered
-        // once (the books are locked until it is removed).
-        unsafe { self.adapter.host_unregister(&c.obj, mem)? };
+        // SAFETY: exactly a locked range of this context, unlocked once (the
+        // books are locked until it is removed).
+        unsafe { self.adapter.unlock_host(&c.obj, mem)? };
         regs.remove(&start);
         Ok(())
     }

@@ -22,15 +22,18 @@ mod commands;
 mod host;
 mod memory;
 mod objects;
+pub mod pointer_map;
 mod tables;
 
+pub use pointer_map::{Hit, MapError, PointerMap};
 pub use tables::AdapterHost;
 
 use crate::error::Result;
 use crate::handles::{BufferId, ContextId, DeviceId, EventId, KernelId, Location, PlatformId, ProgramId, QueueId};
 use crate::types::{
-    Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, MapFlags, MemFlags, MemRef, MemoryConnection, NdRange,
-    PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPointerInfo, UsmPtr,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, MapFlags, MemFlags, MemRef, MemoryConnection,
+    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPointerInfo,
+    UsmPtr,
 };
 
 /// One kernel argument in the dyn layer.
@@ -113,10 +116,21 @@ pub trait DynAdapter: Send + Sync {
     fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()>;
     /// Finds the allocation containing `ptr` (any interior pointer).
     fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>>;
-    /// Registers (pins) host memory with the context.
-    fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()>;
-    /// Unregisters host memory.
-    fn host_unregister(&self, context: ContextId, mem: HostPtr) -> Result<()>;
+    /// Locks (pins) host memory for the devices of the context, once
+    /// (overlapping an existing lock of the context is refused), and answers
+    /// the address they reach it at. Reference-counted locking of sub-ranges
+    /// is the memory manager's registry.
+    fn lock_host(&self, context: ContextId, mem: HostPtr) -> Result<DeviceAddr>;
+    /// Unlocks exactly a range [`DynAdapter::lock_host`] locked.
+    fn unlock_host(&self, context: ContextId, mem: HostPtr) -> Result<()>;
+    /// [`DynAdapter::lock_host`], without the address (the older name).
+    fn host_register(&self, context: ContextId, mem: HostPtr) -> Result<()> {
+        self.lock_host(context, mem).map(drop)
+    }
+    /// [`DynAdapter::unlock_host`] (the older name).
+    fn host_unregister(&self, context: ContextId, mem: HostPtr) -> Result<()> {
+        self.unlock_host(context, mem)
+    }
 
     /// Creates an in-order queue.
     fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId>;
