@@ -11,8 +11,8 @@ use ur_api::{
     UsmDesc, UsmKind,
 };
 
-use ur_api::runtime::PointerKind;
 use crate::{SimAdapter, SimFaults, SimLinks, Topology, DEVICE_SPACE_BASE, INJECTED_TRANSFER_FAULT};
+use ur_api::runtime::PointerKind;
 
 struct Rig {
     rt: Runtime,
@@ -417,8 +417,13 @@ fn host_registration_books_are_the_dyn_layers_and_lost_devices_refuse() {
     let addr = r.rt.lock_host(ctx, all).unwrap();
     assert_eq!(addr.0, mem.as_ptr() as u64, "the sim's devices use the host address");
     assert_eq!(r.links.locked_host(), vec![(mem.as_ptr() as usize, 256)]);
-    let info = r.rt.pointer_info(mem.as_ptr() as usize + 200).expect("locked range found by pointer");
-    assert_eq!((info.base, info.size, info.kind), (mem.as_ptr() as usize, 256, PointerKind::Locked));
+    let info =
+        r.rt.pointer_info(mem.as_ptr() as usize + 200)
+            .expect("locked range found by pointer");
+    assert_eq!(
+        (info.base, info.size, info.kind),
+        (mem.as_ptr() as usize, 256, PointerKind::Locked)
+    );
     assert!(r.rt.host_register(ctx, part).is_err(), "overlap");
     assert!(r.rt.host_unregister(ctx, part).is_err(), "not registered");
     r.rt.host_unregister(ctx, all).unwrap();
