@@ -204,6 +204,11 @@ mod simd {
     }
 
     /// Stores 32 bytes, streaming (aligned) or not (unaligned).
+    ///
+    /// # Safety
+    ///
+    /// `p` is valid for writes of 32 bytes, 32-byte aligned when `NT`; AVX2
+    /// is available.
     #[inline(always)]
     unsafe fn store<const NT: bool>(p: *mut u8, v: __m256i) {
         if NT {
@@ -215,6 +220,11 @@ mod simd {
         }
     }
 
+    /// Loads 32 bytes (unaligned).
+    ///
+    /// # Safety
+    ///
+    /// `p` is valid for reads of 32 bytes; AVX2 is available.
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m256i {
         // SAFETY: the caller passes 32 readable bytes.
@@ -242,6 +252,12 @@ mod simd {
 
     /// 8-byte units: 8 (i) x 4 (a) -> each of 4 destination rows gets 64
     /// bytes (two 4x4 transposes side by side).
+    ///
+    /// # Safety
+    ///
+    /// AVX2 is available; 8 source rows of 32 readable bytes at stride
+    /// `si` from `s`, 4 destination rows of 64 writable bytes at stride `da`
+    /// from `d` (32-byte aligned when `NT`), not overlapping the source.
     #[target_feature(enable = "avx2")]
     unsafe fn k8<const NT: bool>(s: *const u8, si: usize, d: *mut u8, da: usize) {
         // SAFETY: the caller guarantees 8 source rows of 32 bytes at
@@ -299,6 +315,12 @@ mod simd {
 
     /// 4-byte units: 16 (i) x 8 (a) -> each of 8 destination rows gets 64
     /// bytes (two 8x8 transposes side by side).
+    ///
+    /// # Safety
+    ///
+    /// AVX2 is available; 16 source rows of 32 readable bytes at stride
+    /// `si`, 8 destination rows of 64 writable bytes at stride `da` (32-byte
+    /// aligned when `NT`), not overlapping the source.
     #[target_feature(enable = "avx2")]
     unsafe fn k4<const NT: bool>(s: *const u8, si: usize, d: *mut u8, da: usize) {
         // SAFETY: the caller guarantees 16 source rows of 32 bytes at
@@ -317,6 +339,12 @@ mod simd {
 
     /// 16-byte units: 4 (i) x 4 (a) -> each of 4 destination rows gets 64
     /// bytes, moving 128-bit halves.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 is available; 4 source rows of 64 readable bytes at stride
+    /// `si`, 4 destination rows of 64 writable bytes at stride `da` (32-byte
+    /// aligned when `NT`), not overlapping the source.
     #[target_feature(enable = "avx2")]
     unsafe fn k16<const NT: bool>(s: *const u8, si: usize, d: *mut u8, da: usize) {
         // SAFETY: the caller guarantees 4 source rows of 64 bytes at
