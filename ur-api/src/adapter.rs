@@ -367,15 +367,10 @@ pub trait Adapter: Send + Sync + 'static {
         rect: &RectCopy,
         wait: &[&Self::Event],
     ) -> Result<Self::Event> {
-        let mut rows = Vec::new();
-        rect.for_each_row(|s, d, len| rows.push((s, d, len)));
-        let mut last = None;
-        for (i, (s, d, len)) in rows.into_iter().enumerate() {
-            let w: &[&Self::Event] = if i == 0 { wait } else { &[] };
+        per_row(rect, wait, |s, d, len, w| {
             // SAFETY: every row lies inside the checked box of each side.
-            last = Some(unsafe { self.enqueue_copy(queue, src, s, dst, d, len, w)? });
-        }
-        last.ok_or_else(|| Error::invalid("empty rect"))
+            unsafe { self.enqueue_copy(queue, src, s, dst, d, len, w) }
+        })
     }
 
     /// Reads a box of `buffer` (`rect.src`) into host memory laid out as
@@ -392,18 +387,13 @@ pub trait Adapter: Send + Sync + 'static {
         dst: HostPtr,
         wait: &[&Self::Event],
     ) -> Result<Self::Event> {
-        let mut rows = Vec::new();
-        rect.for_each_row(|s, d, len| rows.push((s, d, len)));
-        let mut last = None;
-        for (i, (s, d, len)) in rows.into_iter().enumerate() {
-            let w: &[&Self::Event] = if i == 0 { wait } else { &[] };
+        per_row(rect, wait, |s, d, len, w| {
             let row = dst
                 .slice(d, len)
                 .ok_or_else(|| Error::invalid("rect row outside host memory"))?;
             // SAFETY: the row lies inside the checked box of both sides.
-            last = Some(unsafe { self.enqueue_read(queue, buffer, s, row, w)? });
-        }
-        last.ok_or_else(|| Error::invalid("empty rect"))
+            unsafe { self.enqueue_read(queue, buffer, s, row, w) }
+        })
     }
 
     /// Writes a box of host memory laid out as `rect.src` into `buffer`
@@ -420,18 +410,13 @@ pub trait Adapter: Send + Sync + 'static {
         src: HostPtr,
         wait: &[&Self::Event],
     ) -> Result<Self::Event> {
-        let mut rows = Vec::new();
-        rect.for_each_row(|s, d, len| rows.push((s, d, len)));
-        let mut last = None;
-        for (i, (s, d, len)) in rows.into_iter().enumerate() {
-            let w: &[&Self::Event] = if i == 0 { wait } else { &[] };
+        per_row(rect, wait, |s, d, len, w| {
             let row = src
                 .slice(s, len)
                 .ok_or_else(|| Error::invalid("rect row outside host memory"))?;
             // SAFETY: the row lies inside the checked box of both sides.
-            last = Some(unsafe { self.enqueue_write(queue, buffer, d, row, w)? });
-        }
-        last.ok_or_else(|| Error::invalid("empty rect"))
+            unsafe { self.enqueue_write(queue, buffer, d, row, w) }
+        })
     }
 
     /// Fills `[offset, offset + size)` with a repeated pattern.
@@ -582,4 +567,17 @@ pub trait Adapter: Send + Sync + 'static {
 
     /// An event that completes when everything before it (and `wait`) has.
     fn enqueue_barrier(&self, queue: &Self::Queue, wait: &[&Self::Event]) -> Result<Self::Event>;
+}
+
+/// The row-by-row defaults of the rect copies: `op(src_offset, dst_offset,
+/// len, wait)` once per contiguous row, the first row after `wait`; the
+/// queue is in order, so the last row's event completes after all of them.
+fn per_row<E>(rect: &RectCopy, wait: &[&E], mut op: impl FnMut(usize, usize, usize, &[&E]) -> Result<E>) -> Result<E> {
+    let mut rows = Vec::new();
+    rect.for_each_row(|s, d, len| rows.push((s, d, len)));
+    let mut last = None;
+    for (i, (s, d, len)) in rows.into_iter().enumerate() {
+        last = Some(op(s, d, len, if i == 0 { wait } else { &[] })?);
+    }
+    last.ok_or_else(|| Error::invalid("empty rect"))
 }

@@ -92,6 +92,21 @@ impl<A: Adapter> AdapterHost<A> {
         }
     }
 
+    /// The buffer of a read or a write: in place at the queue's location,
+    /// `[offset, offset + len)` inside it.
+    fn host_transfer_buffer(
+        &self,
+        t: &Tables<A>,
+        q: &QueueEntry<A>,
+        buffer: BufferId,
+        offset: usize,
+        len: usize,
+    ) -> Result<std::sync::Arc<BufferEntry<A>>> {
+        let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
+        check::range("buffer", offset, len, b.size)?;
+        Ok(b)
+    }
+
     pub(super) fn enqueue_read(
         &self,
         queue: QueueId,
@@ -100,11 +115,7 @@ impl<A: Adapter> AdapterHost<A> {
         dst: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
-            let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
-            check::range("buffer", offset, dst.len(), b.size)?;
-            Ok(b)
-        };
+        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| self.host_transfer_buffer(t, q, buffer, offset, dst.len());
         self.command(queue, wait, resolve, |q, b, w| {
             // SAFETY: the range lies inside the buffer, which is usable at the
             // queue's location; `dst` carries the HostPtr promise; the wait
@@ -121,11 +132,7 @@ impl<A: Adapter> AdapterHost<A> {
         src: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
-            let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
-            check::range("buffer", offset, src.len(), b.size)?;
-            Ok(b)
-        };
+        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| self.host_transfer_buffer(t, q, buffer, offset, src.len());
         self.command(queue, wait, resolve, |q, b, w| {
             // SAFETY: as for `enqueue_read`.
             unsafe { self.adapter.enqueue_write(q, &b.obj, offset, src, w) }
