@@ -81,7 +81,10 @@ impl<A: Adapter> AdapterHost<A> {
                 len,
                 size: h.len(),
             }),
-            MemRef::Host(h) => Ok(Side::Host(h)),
+            MemRef::Host(h) => {
+                check::host_range(h.as_ptr(), h.len())?;
+                Ok(Side::Host(h))
+            }
         }
     }
 
@@ -96,6 +99,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             check::range("buffer", offset, dst.len(), b.size)?;
+            check::host_range(dst.as_ptr(), dst.len())?;
             Ok(b)
         };
         self.command(queue, wait, resolve, |q, b, w| {
@@ -117,6 +121,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             check::range("buffer", offset, src.len(), b.size)?;
+            check::host_range(src.as_ptr(), src.len())?;
             Ok(b)
         };
         self.command(queue, wait, resolve, |q, b, w| {
@@ -195,6 +200,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             let rect = check::rect(rect, b.size, dst.len())?;
+            check::host_range(dst.as_ptr(), dst.len())?;
             Ok((b, rect))
         };
         self.command(queue, wait, resolve, |q, (b, rect), w| {
@@ -214,6 +220,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             let rect = check::rect(rect, src.len(), b.size)?;
+            check::host_range(src.as_ptr(), src.len())?;
             Ok((b, rect))
         };
         self.command(queue, wait, resolve, |q, (b, rect), w| {
