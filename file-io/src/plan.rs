@@ -158,7 +158,10 @@ pub struct PlannedPiece {
 /// Splits `[offset, offset + len)` into an aligned middle and unaligned
 /// head and tail for an `O_DIRECT` file; one piece otherwise (or when no
 /// aligned middle exists). Returns `(file_offset, len)` pairs.
-pub(crate) fn split(offset: u64, len: usize, o_direct: bool, align: usize) -> Vec<(u64, usize)> {
+///
+/// `offset + len` must not pass `i64::MAX` (the engine's `OffsetOverflow`
+/// check runs first); public for the fuzz target.
+pub fn split(offset: u64, len: usize, o_direct: bool, align: usize) -> Vec<(u64, usize)> {
     let end = offset + len as u64;
     let a = align.max(1) as u64;
     let start = offset.div_ceil(a) * a;

@@ -141,7 +141,22 @@ pub(crate) enum Piece {
 
 impl DimMap {
     /// Resolves dimension `dim` (for errors) of extent `n` over `p` processes.
+    /// A zero extent or a zero process count is refused here too (as
+    /// `GlobalData` and `ProcessGrid` refuse them), since every index map
+    /// divides by the block size and the process count.
     pub fn new(dim: usize, n: usize, p: usize, part: DimPartition) -> Result<Self> {
+        if n == 0 {
+            return Err(ReorgError::BadShape {
+                shape: vec![n],
+                reason: "a zero-sized dimension",
+            });
+        }
+        if p == 0 {
+            return Err(ReorgError::BadGrid {
+                grid: vec![p],
+                reason: "a zero-sized dimension",
+            });
+        }
         let (b, whole) = match part.partition {
             Partition::Whole => (n, true),
             Partition::Block => (n.div_ceil(p), false),
@@ -337,6 +352,22 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn zero_extent_or_zero_processes_is_an_error_not_a_division_by_zero() {
+        // Found by fuzz target reorg_dist (regression input
+        // fuzz/regressions/reorg_dist/): `DimMap::new(0, n, 0, block())`
+        // divided by zero.
+        for part in [
+            DimPartition::whole(),
+            DimPartition::block(),
+            DimPartition::cyclic(),
+            DimPartition::block_cyclic(3),
+        ] {
+            assert!(matches!(DimMap::new(0, 10, 0, part), Err(ReorgError::BadGrid { .. })));
+            assert!(matches!(DimMap::new(0, 0, 2, part), Err(ReorgError::BadShape { .. })));
         }
     }
 

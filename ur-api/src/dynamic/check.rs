@@ -104,8 +104,12 @@ pub(crate) fn mem_flags(flags: MemFlags, size: usize, init_len: Option<usize>) -
     }
 }
 
-/// Map flags are non-empty and WRITE_INVALIDATE stands alone.
+/// Map flags are non-empty, known and WRITE_INVALIDATE stands alone.
 pub(crate) fn map_flags(flags: MapFlags) -> Result<()> {
+    // Found by the bad-input census: bits no flag names were ignored.
+    if !(flags - MapFlags::all()).is_empty() {
+        return Err(Error::invalid(format!("unknown map flag bits {:#x}", flags.bits())));
+    }
     if flags.is_empty() {
         return Err(Error::invalid("map flags are empty"));
     }
@@ -385,6 +389,13 @@ mod tests {
             Err(Error::InvalidKernelArgs(_))
         ));
         assert!(kernel_args(&KernelInfo::default(), &[ArgValue::Scalar(&[])], true).is_err());
+    }
+
+    #[test]
+    fn unknown_map_flag_bits_are_refused() {
+        assert!(map_flags(MapFlags::from_bits_retain(1 << 9)).is_err());
+        assert!(map_flags(MapFlags::READ | MapFlags::from_bits_retain(1 << 9)).is_err());
+        assert!(map_flags(MapFlags::READ | MapFlags::WRITE).is_ok());
     }
 
     #[test]

@@ -88,22 +88,27 @@ impl<A: Adapter> AdapterHost<A> {
                 len,
                 size: h.len(),
             }),
-            MemRef::Host(h) => Ok(Side::Host(h)),
+            MemRef::Host(h) => {
+                check::host_range(h.as_ptr(), h.len())?;
+                Ok(Side::Host(h))
+            }
         }
     }
 
     /// The buffer of a read or a write: in place at the queue's location,
-    /// `[offset, offset + len)` inside it.
+    /// `[offset, offset + host.len())` inside it; the host span non-null and
+    /// not wrapping.
     fn host_transfer_buffer(
         &self,
         t: &Tables<A>,
         q: &QueueEntry<A>,
         buffer: BufferId,
         offset: usize,
-        len: usize,
+        host: HostPtr,
     ) -> Result<std::sync::Arc<BufferEntry<A>>> {
         let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
-        check::range("buffer", offset, len, b.size)?;
+        check::range("buffer", offset, host.len(), b.size)?;
+        check::host_range(host.as_ptr(), host.len())?;
         Ok(b)
     }
 
@@ -115,7 +120,7 @@ impl<A: Adapter> AdapterHost<A> {
         dst: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| self.host_transfer_buffer(t, q, buffer, offset, dst.len());
+        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| self.host_transfer_buffer(t, q, buffer, offset, dst);
         self.command(queue, wait, resolve, |q, b, w| {
             // SAFETY: the range lies inside the buffer, which is usable at the
             // queue's location; `dst` carries the HostPtr promise; the wait
@@ -132,7 +137,7 @@ impl<A: Adapter> AdapterHost<A> {
         src: HostPtr,
         wait: &[EventId],
     ) -> Result<EventId> {
-        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| self.host_transfer_buffer(t, q, buffer, offset, src.len());
+        let resolve = |t: &Tables<A>, q: &QueueEntry<A>| self.host_transfer_buffer(t, q, buffer, offset, src);
         self.command(queue, wait, resolve, |q, b, w| {
             // SAFETY: as for `enqueue_read`.
             unsafe { self.adapter.enqueue_write(q, &b.obj, offset, src, w) }
@@ -209,6 +214,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             let rect = check::rect(rect, b.size, dst.len())?;
+            check::host_range(dst.as_ptr(), dst.len())?;
             Ok((b, rect))
         };
         self.command(queue, wait, resolve, |q, (b, rect), w| {
@@ -228,6 +234,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             let rect = check::rect(rect, src.len(), b.size)?;
+            check::host_range(src.as_ptr(), src.len())?;
             Ok((b, rect))
         };
         self.command(queue, wait, resolve, |q, (b, rect), w| {
