@@ -1,8 +1,9 @@
 //! The dispatch tables: one `ur_dditable_t` holding every entry point we
 //! implement (each handle's header points at it), and the
 //! `urGet*ProcAddrTable` exports the UR loader calls to fill its own copy.
-//! Entries we leave null are reported by the loader as
-//! `UR_RESULT_ERROR_UNINITIALIZED`; the crate docs list them.
+//! Entries we do not implement get a generated stub answering
+//! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` ([`crate::unsupported`]): no slot
+//! is null.
 
 use std::sync::LazyLock;
 
@@ -17,11 +18,22 @@ unsafe impl Sync for Ddi {}
 // SAFETY: as above.
 unsafe impl Send for Ddi {}
 
-static DDI: LazyLock<Box<Ddi>> = LazyLock::new(|| Box::new(Ddi(build())));
+/// The table, and the entry points that got an `UNSUPPORTED_FEATURE` stub.
+static DDI: LazyLock<(Box<Ddi>, Vec<&'static str>)> = LazyLock::new(|| {
+    let mut t = build();
+    let stubs = crate::unsupported::fill(&mut t);
+    (Box::new(Ddi(t)), stubs)
+});
 
 /// The address every handle header carries.
 pub fn table() -> *const ur_dditable_t {
-    &DDI.0
+    &DDI.0 .0
+}
+
+/// The entry points answered by an `UNSUPPORTED_FEATURE` stub
+/// ([`crate::unsupported`]).
+pub fn unsupported() -> &'static [&'static str] {
+    &DDI.1
 }
 
 fn build() -> ur_dditable_t {
@@ -121,7 +133,7 @@ macro_rules! exports {
                     return Err(crate::conv::CapiError::Api(ur_api::Error::unsupported("this UR API version")));
                 }
                 // SAFETY: non-null and writable by the caller's promise.
-                unsafe { table.write(DDI.0.$field) };
+                unsafe { table.write(DDI.0 .0.$field) };
                 Ok(())
             })
         }
