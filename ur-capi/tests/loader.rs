@@ -71,6 +71,7 @@ fn calls_through_the_ur_loader() {
     let read = sym!(lib, "urEnqueueMemBufferRead", ur_pfnEnqueueMemBufferRead_t);
     let event_wait = sym!(lib, "urEventWait", ur_pfnEventWait_t);
     let event_release = sym!(lib, "urEventRelease", ur_pfnEventRelease_t);
+    let program_il = sym!(lib, "urProgramCreateWithIL", ur_pfnProgramCreateWithIL_t);
 
     // SAFETY: every call below passes arguments as the UR specification
     // asks: live out-pointers of the right types and counts.
@@ -114,6 +115,14 @@ fn calls_through_the_ur_loader() {
             (rc, r)
         };
         assert_eq!(refs(ctx), (UR_RESULT_SUCCESS, 1));
+        // An entry point the project cannot support: a generated stub
+        // answers UNSUPPORTED_FEATURE (a null slot would be UNINITIALIZED).
+        let il = [0u8; 16];
+        let mut program = null_mut();
+        assert_eq!(
+            program_il(ctx, il.as_ptr().cast(), il.len(), std::ptr::null(), &mut program),
+            UR_RESULT_ERROR_UNSUPPORTED_FEATURE
+        );
         assert_eq!(context_retain(ctx), UR_RESULT_SUCCESS);
         assert_eq!(refs(ctx), (UR_RESULT_SUCCESS, 2));
 
