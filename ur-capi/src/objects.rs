@@ -95,6 +95,10 @@ pub struct Event {
     pub queue: ur_queue_handle_t,
     /// What command made it.
     pub command: ur_command_t,
+    /// Host time ([`crate::device::now_ns`]) when the event was handed out:
+    /// the anchor that puts the device's profiling times on the clock of
+    /// `urDeviceGetGlobalTimestamps` (see `urEventGetProfilingInfo`).
+    pub host_ts: u64,
 }
 
 /// A USM pool: allocations through it are plain allocations of its context.

@@ -73,6 +73,7 @@ pub unsafe fn done(
         context: q.context.clone(),
         queue: qh,
         command,
+        host_ts: crate::device::now_ns(),
     })));
     // SAFETY: non-null and writable by the caller's promise.
     unsafe { out.write(h) };
@@ -280,7 +281,7 @@ pub unsafe extern "C" fn urEventGetProfilingInfo(
         let ev = get::<Arc<Event>, _>(e)?;
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
-        let p = state().rt.event_profiling(ev.id)?;
+        let p = on_host_clock(state().rt.event_profiling(ev.id)?, ev.host_ts);
         match prop {
             UR_PROFILING_INFO_COMMAND_QUEUED => out.value(p.queued),
             UR_PROFILING_INFO_COMMAND_SUBMIT => out.value(p.submit),
@@ -291,7 +292,55 @@ pub unsafe extern "C" fn urEventGetProfilingInfo(
     })
 }
 
+/// Moves a command's profiling times onto the host clock that
+/// `urDeviceGetGlobalTimestamps` reports: each backend counts from its own
+/// origin (OpenCL device timers, the native adapter's start), so libsycl's
+/// `command_submit` (a global timestamp taken before the enqueue) could
+/// not be compared with them. The device-measured intervals are kept; the
+/// earliest of them is anchored at `host_ts`, the host time the event was
+/// handed out, which is after libsycl's submit time, so
+/// `submit <= start <= end` holds on the one clock.
+pub fn on_host_clock(p: ur_api::ProfilingInfo, host_ts: u64) -> ur_api::ProfilingInfo {
+    let base = p.queued.min(p.submit).min(p.start).min(p.end);
+    let at = |v: u64| host_ts.saturating_add(v.saturating_sub(base));
+    ur_api::ProfilingInfo {
+        queued: at(p.queued),
+        submit: at(p.submit),
+        start: at(p.start),
+        end: at(p.end),
+    }
+}
+
 /// The device of a queue, for the extension.
 pub fn queue_device(q: &Queue) -> Result<DeviceId, CapiError> {
     get::<DeviceId, _>(q.device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiling_times_keep_their_intervals_on_the_host_clock() {
+        let p = ur_api::ProfilingInfo {
+            queued: 1_000,
+            submit: 1_010,
+            start: 1_100,
+            end: 1_600,
+        };
+        let h = on_host_clock(p, 50_000);
+        assert_eq!((h.queued, h.submit, h.start, h.end), (50_000, 50_010, 50_100, 50_600));
+        // A backend whose times start at zero (no queued/submit) still
+        // lands after the anchor, in order.
+        let z = on_host_clock(
+            ur_api::ProfilingInfo {
+                queued: 0,
+                submit: 0,
+                start: 2,
+                end: 3,
+            },
+            7,
+        );
+        assert!(z.submit >= 7 && z.start <= z.end);
+    }
 }
