@@ -47,6 +47,7 @@ pub unsafe extern "C" fn urContextCreate(
         let h = register(Object::Context(Arc::new(Context {
             id,
             devices: hs.to_vec(),
+            mm: std::sync::OnceLock::new(),
         })));
         // SAFETY: checked non-null above; writable by the module contract.
         unsafe { put_required(out, h) }

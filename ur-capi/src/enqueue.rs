@@ -21,14 +21,25 @@ use ur_api::{HostPtr, MapFlags, MemRef, RectCopy, RectSide, UsmAdvice, UsmPtr};
 
 use crate::conv::CapiError;
 use crate::info::entry;
+use crate::managed::Prepared;
 use crate::objects::{get, Mem, Queue};
 use crate::queue::{deps, done};
 use crate::state::state;
 use crate::sys::*;
+use ur_memory_manager::{Access, Acquired};
 
 /// Live mappings: mapped address to its length (`urEnqueueMemUnmap` names
 /// only the address).
 static MAPS: LazyLock<Mutex<HashMap<usize, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Mappings of managed buffers: mapped address to the runtime buffer
+/// mapped and the access held until the unmap ([`crate::managed`]).
+static MANAGED_MAPS: LazyLock<Mutex<HashMap<usize, (ur_api::BufferId, Acquired)>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn span(offset: usize, size: usize) -> std::ops::Range<usize> {
+    offset..offset.saturating_add(size)
+}
 
 fn queue(q: ur_queue_handle_t) -> Result<Arc<Queue>, CapiError> {
     get::<Arc<Queue>, _>(q)
@@ -84,7 +95,10 @@ pub unsafe extern "C" fn urEnqueueMemBufferRead(
         let (q, b) = (queue(qh)?, mem(b)?);
         // SAFETY: module contract.
         let (d, w) = unsafe { (host(dst, size)?, deps(&q, n, wl)?) };
-        let id = state().rt.enqueue_read(q.id, b.id, offset, d, &w)?;
+        let mut p = Prepared::new(w);
+        let (bid, base) = p.operand(&q, &b, Access::Read, span(offset, size))?;
+        let id = state().rt.enqueue_read(q.id, bid, base + offset, d, &p.wait)?;
+        p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ, blocking, ev) }
     })
@@ -110,7 +124,10 @@ pub unsafe extern "C" fn urEnqueueMemBufferWrite(
         let (q, b) = (queue(qh)?, mem(b)?);
         // SAFETY: module contract.
         let (s, w) = unsafe { (host(src, size)?, deps(&q, n, wl)?) };
-        let id = state().rt.enqueue_write(q.id, b.id, offset, s, &w)?;
+        let mut p = Prepared::new(w);
+        let (bid, base) = p.operand(&q, &b, Access::Write, span(offset, size))?;
+        let id = state().rt.enqueue_write(q.id, bid, base + offset, s, &p.wait)?;
+        p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_WRITE, blocking, ev) }
     })
@@ -136,9 +153,13 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopy(
         let (q, s, d) = (queue(qh)?, mem(src)?, mem(dst)?);
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
+        let mut p = Prepared::new(w);
+        let (sid, sbase) = p.operand(&q, &s, Access::Read, span(src_offset, size))?;
+        let (did, dbase) = p.operand(&q, &d, Access::Write, span(dst_offset, size))?;
         let id = state()
             .rt
-            .enqueue_copy(q.id, s.id, src_offset, d.id, dst_offset, size, &w)?;
+            .enqueue_copy(q.id, sid, sbase + src_offset, did, dbase + dst_offset, size, &p.wait)?;
+        p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY, false, ev) }
     })
@@ -169,7 +190,10 @@ pub unsafe extern "C" fn urEnqueueMemBufferFill(
         let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
-        let id = state().rt.enqueue_fill(q.id, b.id, offset, size, pat, &w)?;
+        let mut p = Prepared::new(w);
+        let (bid, base) = p.operand(&q, &b, Access::Write, span(offset, size))?;
+        let id = state().rt.enqueue_fill(q.id, bid, base + offset, size, pat, &p.wait)?;
+        p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_FILL, false, ev) }
     })
@@ -232,7 +256,12 @@ pub unsafe extern "C" fn urEnqueueMemBufferReadRect(
         let (r, span) = rect(buffer_origin, host_origin, region, pitches, true)?;
         // SAFETY: module contract: the host box lies inside `dst`'s memory.
         let (d, w) = unsafe { (host(dst, span)?, deps(&q, n, wl)?) };
-        let id = state().rt.enqueue_read_rect(q.id, b.id, &r, d, &w)?;
+        let mut p = Prepared::new(w);
+        let (bid, base) = p.operand(&q, &b, Access::Read, 0..b.size)?;
+        let mut r = r;
+        r.src.origin[0] += base;
+        let id = state().rt.enqueue_read_rect(q.id, bid, &r, d, &p.wait)?;
+        p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ_RECT, blocking, ev) }
     })
@@ -265,7 +294,12 @@ pub unsafe extern "C" fn urEnqueueMemBufferWriteRect(
         let (r, span) = rect(buffer_origin, host_origin, region, pitches, false)?;
         // SAFETY: module contract: the host box lies inside `src`'s memory.
         let (s, w) = unsafe { (host(src, span)?, deps(&q, n, wl)?) };
-        let id = state().rt.enqueue_write_rect(q.id, b.id, &r, s, &w)?;
+        let mut p = Prepared::new(w);
+        let (bid, base) = p.operand(&q, &b, Access::Write, 0..b.size)?;
+        let mut r = r;
+        r.dst.origin[0] += base;
+        let id = state().rt.enqueue_write_rect(q.id, bid, &r, s, &p.wait)?;
+        p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_WRITE_RECT, blocking, ev) }
     })
@@ -294,14 +328,20 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopyRect(
     entry(|| {
         let (q, s, d) = (queue(qh)?, mem(src)?, mem(dst)?);
         let extent = [region.width as usize, region.height as usize, region.depth as usize];
-        let r = RectCopy {
+        let mut r = RectCopy {
             src: side(src_origin, src_row_pitch, src_slice_pitch),
             dst: side(dst_origin, dst_row_pitch, dst_slice_pitch),
             extent,
         };
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
-        let id = state().rt.enqueue_copy_rect(q.id, s.id, d.id, &r, &w)?;
+        let mut p = Prepared::new(w);
+        let (sid, sbase) = p.operand(&q, &s, Access::Read, 0..s.size)?;
+        let (did, dbase) = p.operand(&q, &d, Access::Write, 0..d.size)?;
+        r.src.origin[0] += sbase;
+        r.dst.origin[0] += dbase;
+        let id = state().rt.enqueue_copy_rect(q.id, sid, did, &r, &p.wait)?;
+        p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY_RECT, false, ev) }
     })
@@ -341,8 +381,21 @@ pub unsafe extern "C" fn urEnqueueMemBufferMap(
         }
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
-        let (id, p) = state().rt.enqueue_map(q.id, b.id, f, offset, size, &w)?;
+        let access = if f.contains(MapFlags::WRITE_INVALIDATE) {
+            Access::DiscardWrite
+        } else if f.contains(MapFlags::WRITE) {
+            Access::ReadWrite
+        } else {
+            Access::Read
+        };
+        let mut prep = Prepared::new(w);
+        let (bid, base) = prep.operand(&q, &b, access, span(offset, size))?;
+        let (id, p) = state().rt.enqueue_map(q.id, bid, f, base + offset, size, &prep.wait)?;
         MAPS.lock().insert(p.as_ptr() as usize, p.len());
+        if let Some((_, g)) = prep.take_guard() {
+            MANAGED_MAPS.lock().insert(p.as_ptr() as usize, (bid, g));
+        }
+        prep.finish(&q, id);
         // SAFETY: checked non-null; writable by the module contract.
         unsafe { out.write(p.as_ptr().cast()) };
         // SAFETY: module contract for `ev`.
@@ -374,7 +427,24 @@ pub unsafe extern "C" fn urEnqueueMemUnmap(
         let p = unsafe { HostPtr::new(mapped.cast(), len) };
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
-        let id = state().rt.enqueue_unmap(q.id, b.id, p, &w)?;
+        let managed = MANAGED_MAPS.lock().remove(&(mapped as usize));
+        let bid = match (&b.backing, &managed) {
+            (_, Some((bid, _))) => *bid,
+            (crate::managed::Backing::Direct(id), None) => *id,
+            (crate::managed::Backing::Managed { .. }, None) => return Err(CapiError::InvalidValue),
+        };
+        let id = match state().rt.enqueue_unmap(q.id, bid, p, &w) {
+            Ok(id) => id,
+            Err(e) => {
+                if let Some(m) = managed {
+                    MANAGED_MAPS.lock().insert(mapped as usize, m);
+                }
+                return Err(e.into());
+            }
+        };
+        if let Some((_, g)) = managed {
+            crate::managed::hand_back(&q, id, g);
+        }
         MAPS.lock().remove(&(mapped as usize));
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_UNMAP, false, ev) }

@@ -84,6 +84,7 @@ pub mod context;
 pub mod device;
 pub mod enqueue;
 pub mod ext;
+pub mod managed;
 pub mod memory;
 pub mod platform;
 pub mod queue;

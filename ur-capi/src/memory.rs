@@ -17,6 +17,7 @@ use ur_api::{BufferDesc, HostPtr, MemFlags};
 use crate::conv::CapiError;
 use crate::handles::{self, ref_count, register};
 use crate::info::{entry, put_required, Out};
+use crate::managed::Backing;
 use crate::objects::{get, Context, Kind, Mem, Object};
 use crate::state::state;
 use crate::sys::*;
@@ -73,6 +74,12 @@ pub unsafe extern "C" fn urMemBufferCreate(
                 "host pointer required by the flags",
             )));
         }
+        if let Some(mm) = crate::managed::manager(&ctx)? {
+            // SAFETY: the host memory is valid for `size` bytes (module contract).
+            let init = wants_host.then(|| unsafe { std::slice::from_raw_parts(host.cast::<u8>(), size) });
+            let backing = crate::managed::create(&mm, size, init)?;
+            return finish_create(c, ctx, backing, size, flags, host, out);
+        }
         let rt = &state().rt;
         let mut f = mem_flags(flags);
         let device = rt.context_devices(ctx.id)?.first().copied();
@@ -87,22 +94,34 @@ pub unsafe extern "C" fn urMemBufferCreate(
         // the flags need it (module contract).
         let init = wants_host.then(|| unsafe { HostPtr::new(host.cast(), size) });
         let id = rt.create_buffer(ctx.id, &BufferDesc::new(size).with_flags(f), init)?;
-        let mem = Mem {
-            id,
-            context: (c, ctx),
-            size,
-            flags,
-            host_ptr: if flags & UR_MEM_FLAG_USE_HOST_POINTER != 0 {
-                host as usize
-            } else {
-                0
-            },
-            parent: None,
-        };
-        let h = register(Object::Mem(Arc::new(mem)));
-        // SAFETY: checked non-null above.
-        unsafe { put_required(out, h) }
+        finish_create(c, ctx, Backing::Direct(id), size, flags, host, out)
     })
+}
+
+fn finish_create(
+    c: ur_context_handle_t,
+    ctx: Arc<Context>,
+    backing: Backing,
+    size: usize,
+    flags: ur_mem_flags_t,
+    host: *mut c_void,
+    out: *mut ur_mem_handle_t,
+) -> Result<(), CapiError> {
+    let mem = Mem {
+        backing,
+        context: (c, ctx),
+        size,
+        flags,
+        host_ptr: if flags & UR_MEM_FLAG_USE_HOST_POINTER != 0 {
+            host as usize
+        } else {
+            0
+        },
+        parent: None,
+    };
+    let h = register(Object::Mem(Arc::new(mem)));
+    // SAFETY: the caller checked `out` non-null; writable by the module contract.
+    unsafe { put_required(out, h) }
 }
 
 /// `urMemBufferPartition`: a sub-buffer (regions only).
@@ -130,9 +149,22 @@ pub unsafe extern "C" fn urMemBufferPartition(
         if parent.parent.is_some() {
             return Err(CapiError::Api(ur_api::Error::invalid("a sub-buffer of a sub-buffer")));
         }
-        let id = state().rt.create_sub_buffer(parent.id, r.origin, r.size)?;
+        let backing = match &parent.backing {
+            Backing::Direct(id) => Backing::Direct(state().rt.create_sub_buffer(*id, r.origin, r.size)?),
+            Backing::Managed { mm, buf, offset, .. } => {
+                if r.size == 0 || r.origin.checked_add(r.size).is_none_or(|end| end > parent.size) {
+                    return Err(CapiError::InvalidSize);
+                }
+                Backing::Managed {
+                    mm: mm.clone(),
+                    buf: *buf,
+                    offset: offset + r.origin,
+                    root: false,
+                }
+            }
+        };
         let mem = Mem {
-            id,
+            backing,
             context: parent.context.clone(),
             size: r.size,
             flags: if flags == 0 { parent.flags } else { flags },
@@ -172,7 +204,7 @@ pub unsafe extern "C" fn urMemRelease(m: ur_mem_handle_t) -> ur_result_t {
 
 fn release_mem(m: ur_mem_handle_t) -> Result<(), CapiError> {
     if let Some(Object::Mem(mem)) = handles::release(m, Kind::Mem)? {
-        state().rt.release_buffer(mem.id)?;
+        crate::managed::release(&mem.backing)?;
         if let Some((parent, _)) = mem.parent {
             release_mem(parent)?;
         }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ur_api::{BufferId, ContextId, DeviceId, EventId, HandleKind, PlatformId, QueueId};
+use ur_api::{ContextId, DeviceId, EventId, HandleKind, PlatformId, QueueId};
 
 use crate::sys::*;
 
@@ -51,13 +51,16 @@ pub struct Context {
     pub id: ContextId,
     /// Its devices' handles, in creation order.
     pub devices: Vec<ur_device_handle_t>,
+    /// For a context of several devices: the memory manager its buffers
+    /// live in, made on the first buffer ([`crate::managed`]).
+    pub mm: std::sync::OnceLock<Arc<ur_memory_manager::MemoryManager>>,
 }
 
 /// A buffer or sub-buffer.
 #[derive(Debug)]
 pub struct Mem {
-    /// The runtime's buffer.
-    pub id: BufferId,
+    /// Where the bytes live.
+    pub backing: crate::managed::Backing,
     /// Its context's handle and object.
     pub context: (ur_context_handle_t, Arc<Context>),
     /// Size in bytes.

@@ -3,7 +3,7 @@
 //! registered once as permanent handles.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use ur_api::{DeviceId, DeviceSelector, PlatformId, Runtime};
 
@@ -26,8 +26,9 @@ pub struct Platform {
 /// The runtime and the permanent handles.
 #[derive(Debug)]
 pub struct State {
-    /// Every adapter of the project present here.
-    pub rt: Runtime,
+    /// Every adapter of the project present here (shared with the
+    /// memory managers of multi-device contexts, [`crate::managed`]).
+    pub rt: Arc<Runtime>,
     /// The one adapter handle.
     pub adapter: usize,
     /// Platforms with their devices.
@@ -47,7 +48,7 @@ pub fn state() -> &'static State {
             tracing::warn!(error = %e, "ignoring an invalid device selector");
             DeviceSelector::all()
         });
-        let rt = ur_adapters::discover(&selector);
+        let rt = Arc::new(ur_adapters::discover(&selector));
         let adapter = register::<ur_adapter_handle_t_>(Object::Adapter) as usize;
         let mut platforms = Vec::new();
         let mut device_handles = HashMap::new();

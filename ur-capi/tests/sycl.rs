@@ -19,26 +19,15 @@ use std::process::{Command, Output};
 const PROGRAMS: &[(&str, &str)] = &[
     ("device_list", "platform: "),
     ("usm", ""),
+    ("buffers", ""),
+    ("sub_buffers", ""),
     ("host_tasks", ""),
+    ("profiling", ""),
     ("bad_input", ""),
 ];
 
 /// Programs known to fail on our library, with the reason.
-const KNOWN_FAILING: &[(&str, &str)] = &[
-    (
-        "buffers",
-        "a buffer of a multi-device context used on a device it was not placed for: the project's \
-         location rule forbids the implicit migration UR buffers assume (NotAccessible)",
-    ),
-    (
-        "sub_buffers",
-        "as `buffers`: the PoCL platform's default context has two devices",
-    ),
-    (
-        "profiling",
-        "as `buffers`: the PoCL platform's default context has two devices",
-    ),
-];
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 fn wheels() -> PathBuf {
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();

@@ -1,0 +1,201 @@
+//! UR memory objects of multi-device contexts, backed by the project's
+//! memory manager (`ur-memory-manager`).
+//!
+//! A UR buffer belongs to a context, not a device: a SYCL program may use
+//! one buffer on every device of its context, and UR puts the migration in
+//! the adapter. The project's runtime refuses that (its location rule: a
+//! buffer lives at one (context, device) location and a command never moves
+//! data behind the memory manager's back), so this layer puts the
+//! migration where the project puts it, in the memory manager:
+//!
+//! - a buffer of a context with one device is a runtime buffer at that
+//!   location ([`Backing::Direct`]): nothing can migrate, nothing changes;
+//! - a buffer of a context with several devices is a [`LogicalBuffer`] of
+//!   the context's [`MemoryManager`] (one per context, over the locations
+//!   (context, device) of its devices, made on the first such buffer):
+//!   [`Backing::Managed`]; a sub-buffer is a byte range of its parent's
+//!   logical buffer, not a runtime sub-buffer;
+//! - each command on such a buffer first acquires the range it touches at
+//!   the queue's location (`acquire_async`, chained on the command's wait
+//!   list): the manager copies the bytes along its routes (`Unified`: in
+//!   place; `Migratable`: a device copy; `None`: host-staged) and gives the
+//!   runtime buffer to use there and a ready event; the command runs on
+//!   that buffer after the ready event, and the access is handed back with
+//!   `release_after` on a barrier after the command, so the manager's next
+//!   move of those bytes waits for it;
+//! - writes make the range current at the queue's location only (reads
+//!   keep other copies valid); initial host data is written at the host
+//!   place; a mapping holds its access until it is unmapped.
+//!
+//! What this costs: a command on a managed buffer is one acquire (a lock
+//! and a plan) plus a barrier; commands on single-device contexts (the
+//! common SYCL case: `sycl::queue q(dev)` on a one-device platform) take
+//! the direct path.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use ur_api::{BufferId, EventId, Location};
+use ur_memory_manager::{Access, Acquired, LogicalBuffer, MemoryManager, MmError, Place};
+
+use crate::conv::CapiError;
+use crate::objects::{Context, Mem, Queue};
+use crate::state::state;
+
+/// Where a UR memory object's bytes live.
+#[derive(Debug)]
+pub enum Backing {
+    /// A runtime buffer (or sub-buffer) of a one-device context.
+    Direct(BufferId),
+    /// A range of a logical buffer of the context's memory manager.
+    Managed {
+        /// The context's manager.
+        mm: Arc<MemoryManager>,
+        /// The root buffer's logical buffer.
+        buf: LogicalBuffer,
+        /// Where this object starts in it (0 for a root buffer).
+        offset: usize,
+        /// Whether this object owns `buf` (a root buffer).
+        root: bool,
+    },
+}
+
+/// A manager error as an ABI error.
+pub fn mm_error(e: MmError) -> CapiError {
+    match e {
+        MmError::Runtime(e) => CapiError::Api(e),
+        MmError::OutOfBounds { .. } | MmError::RangeOverflow { .. } => CapiError::InvalidSize,
+        other => CapiError::Api(ur_api::Error::invalid(other.to_string())),
+    }
+}
+
+/// The context's memory manager, made on first use; `None` for a context
+/// of one device.
+pub fn manager(ctx: &Context) -> Result<Option<Arc<MemoryManager>>, CapiError> {
+    if ctx.devices.len() < 2 {
+        return Ok(None);
+    }
+    if let Some(mm) = ctx.mm.get() {
+        return Ok(Some(mm.clone()));
+    }
+    let rt = &state().rt;
+    let locations: Vec<Location> = rt
+        .context_devices(ctx.id)?
+        .into_iter()
+        .map(|d| Location::new(ctx.id, d))
+        .collect();
+    let mm = Arc::new(MemoryManager::new(rt.clone(), &locations).map_err(mm_error)?);
+    Ok(Some(ctx.mm.get_or_init(|| mm).clone()))
+}
+
+/// A new managed buffer of `size` bytes, with initial data.
+pub fn create(mm: &Arc<MemoryManager>, size: usize, init: Option<&[u8]>) -> Result<Backing, CapiError> {
+    let buf = mm.create_buffer(size).map_err(mm_error)?;
+    if let Some(data) = init {
+        if let Err(e) = mm.write(buf, 0, data) {
+            let _ = mm.release(buf);
+            return Err(mm_error(e));
+        }
+    }
+    Ok(Backing::Managed {
+        mm: mm.clone(),
+        buf,
+        offset: 0,
+        root: true,
+    })
+}
+
+/// The buffer operands of one command and what it holds for them.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The command's wait list: the caller's plus the ready events.
+    pub wait: Vec<EventId>,
+    ready: Vec<EventId>,
+    guards: Vec<(Arc<MemoryManager>, Acquired)>,
+}
+
+impl Prepared {
+    /// Starts from the command's own wait list.
+    pub fn new(wait: Vec<EventId>) -> Prepared {
+        Prepared {
+            wait,
+            ready: Vec::new(),
+            guards: Vec::new(),
+        }
+    }
+
+    /// The runtime buffer and offset to use on `q` for bytes `range` of
+    /// `m`, made current there for `access`.
+    pub fn operand(
+        &mut self,
+        q: &Queue,
+        m: &Mem,
+        access: Access,
+        range: Range<usize>,
+    ) -> Result<(BufferId, usize), CapiError> {
+        match &m.backing {
+            Backing::Direct(id) => Ok((*id, 0)),
+            Backing::Managed { mm, buf, offset, .. } => {
+                let loc = state().rt.queue_location(q.id)?;
+                let r = offset + range.start..offset + range.end;
+                let (g, ready) = mm
+                    .acquire_async(*buf, Place::Device(loc), access, r, &self.wait)
+                    .map_err(mm_error)?;
+                let id = g.buffer().ok_or(CapiError::InvalidValue)?;
+                if let Some(e) = ready {
+                    self.ready.push(e);
+                    self.wait.push(e);
+                }
+                self.guards.push((mm.clone(), g));
+                Ok((id, *offset))
+            }
+        }
+    }
+
+    /// Hands the accesses back after `cmd` (an event of `q`) and releases
+    /// the ready events.
+    pub fn finish(mut self, q: &Queue, cmd: EventId) {
+        for (_, g) in std::mem::take(&mut self.guards) {
+            hand_back(q, cmd, g);
+        }
+    }
+
+    /// Ends the accesses at once (a failed command), keeping one of them
+    /// (a mapping) out: returns it.
+    pub fn take_guard(&mut self) -> Option<(Arc<MemoryManager>, Acquired)> {
+        self.guards.pop()
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        for e in self.ready.drain(..) {
+            let _ = state().rt.release_event(e);
+        }
+    }
+}
+
+/// Ends access `g` once `cmd` (an event of `q`) completes: through a
+/// barrier after it (the manager owns the event it is given), or, where no
+/// barrier can be enqueued, after a host wait.
+pub fn hand_back(q: &Queue, cmd: EventId, g: Acquired) {
+    let rt = &state().rt;
+    match rt.enqueue_barrier(q.id, &[cmd]) {
+        Ok(b) => g.release_after(b),
+        Err(e) => {
+            tracing::warn!(error = %e, "no barrier after a managed command: waiting on the host");
+            let _ = rt.wait(&[cmd]);
+        }
+    }
+}
+
+/// Releases a managed root buffer's logical buffer.
+pub fn release(b: &Backing) -> Result<(), CapiError> {
+    match b {
+        Backing::Direct(id) => Ok(state().rt.release_buffer(*id)?),
+        Backing::Managed {
+            mm, buf, root: true, ..
+        } => mm.release(*buf).map_err(mm_error),
+        Backing::Managed { .. } => Ok(()),
+    }
+}
