@@ -32,6 +32,9 @@ fn alloc(
     kind: UsmKind,
 ) -> Result<(), CapiError> {
     let ctx = get::<Arc<Context>, _>(c)?;
+    // Every handle is checked before any other argument (the UR order:
+    // handles, pointers, values).
+    let device = d.map(get::<DeviceId, _>).transpose()?;
     if !pool.is_null() {
         get::<Arc<Pool>, _>(pool)?;
     }
@@ -50,8 +53,8 @@ fn alloc(
         return Err(CapiError::InvalidValue);
     }
     let mut udesc = UsmDesc::new(kind, size).aligned(align);
-    if let Some(d) = d {
-        udesc = udesc.on(get::<DeviceId, _>(d)?);
+    if let Some(d) = device {
+        udesc = udesc.on(d);
     }
     let ptr = state().rt.usm_alloc(ctx.id, &udesc)?;
     // SAFETY: checked non-null; writable by the module contract.
