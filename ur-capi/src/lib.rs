@@ -28,6 +28,29 @@
 //!   native interop (see [`platform::BACKEND`]).
 //! - **Cross-context wait lists** are waited for on the host before the
 //!   command is enqueued; in-context ones are handed to the runtime.
+//! - **Buffers of multi-device contexts live in the memory manager**
+//!   ([`managed`]): UR buffers belong to a context and UR puts migration in
+//!   the adapter; the project's runtime forbids implicit migration, so
+//!   such a buffer is a `ur-memory-manager` logical buffer, acquired at the
+//!   queue's location before each command (the manager copies along its
+//!   routes) and handed back after it. One-device contexts keep plain
+//!   runtime buffers.
+//! - **Profiling times are on one clock** with `urDeviceGetGlobalTimestamps`
+//!   ([`queue::on_host_clock`]): device-measured intervals, anchored at the
+//!   host time the event was handed out.
+//! - **Every DDI slot is filled**: unsupported entry points answer
+//!   `UNSUPPORTED_FEATURE` through stubs generated from the bindings
+//!   ([`unsupported`]).
+//!
+//! ## Tests and benches
+//!
+//! `tests/loader.rs` calls through Intel's loader; `tests/sycl.rs` builds
+//! the SYCL programs of `tests/sycl/` and runs each on this library and on
+//! UR's own OpenCL adapter (same output), and again under the loader's
+//! validation layer (no kind of report UR's own adapter does not also get);
+//! `tests/handle_sweep.rs` calls every implemented entry point with stale,
+//! foreign and mistyped handles (generated callers, so new entry points are
+//! swept too); `benches/urabi.rs` compares with UR's OpenCL adapter.
 //! - **The project's idea, exposed**: `urRustMemoryConnectionExp` (header
 //!   `include/ur_rust_memory_connection.h`, [`ext`]) answers the
 //!   memory-connection query for two (context, device) locations.

@@ -20,7 +20,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use common::{data_dirs, environment, wheels};
 use std::process::{Command, Output};
 
 /// Programs that must pass on our library, and what of UR's own output
@@ -93,60 +95,6 @@ fn validation_errors(exe: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) ->
         .collect())
 }
 
-fn wheels() -> PathBuf {
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    std::env::var_os("UR_WHEELS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".cache/unified-runtime/wheels"))
-}
-
-fn data_dirs(kind: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for w in std::fs::read_dir(wheels()).into_iter().flatten().flatten() {
-        for d in std::fs::read_dir(w.path()).into_iter().flatten().flatten() {
-            let p = d.path().join("data").join(kind);
-            if d.file_name().to_string_lossy().ends_with(".data") && p.is_dir() {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-/// A folder of links to every wheel library except the ICD loader copies
-/// (one OpenCL loader on the path), and an ICD folder that adds Intel's CPU
-/// runtime to the system's.
-fn environment(work: &Path) -> Result<(PathBuf, PathBuf), String> {
-    let lib = work.join("lib");
-    let icd = work.join("icd");
-    std::fs::create_dir_all(&lib).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&icd).map_err(|e| e.to_string())?;
-    for dir in data_dirs("lib") {
-        for f in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let name = f.file_name();
-            if name.to_string_lossy().starts_with("libOpenCL") {
-                continue;
-            }
-            let link = lib.join(&name);
-            let _ = std::fs::remove_file(&link);
-            let _ = std::os::unix::fs::symlink(f.path(), &link);
-            if name == "libintelocl.so" {
-                let _ = std::fs::write(icd.join("intel.icd"), format!("{}\n", f.path().display()));
-            }
-        }
-    }
-    for f in std::fs::read_dir("/etc/OpenCL/vendors").into_iter().flatten().flatten() {
-        let _ = std::fs::copy(f.path(), icd.join(f.file_name()));
-    }
-    if !lib.join("libsycl.so").exists() || !lib.join("libur_loader.so").exists() {
-        return Err(format!(
-            "no libsycl.so / libur_loader.so under {}: run `cargo xtask setup`",
-            wheels().display()
-        ));
-    }
-    Ok((lib, icd))
-}
-
 fn run(exe: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) -> Output {
     let mut c = Command::new(exe);
     c.env("LD_LIBRARY_PATH", lib)
@@ -170,13 +118,9 @@ fn main() {
     if Command::new("g++").arg("--version").output().is_err() {
         return skip("g++ not found (`cargo xtask setup` installs it)".into());
     }
-    let include = match data_dirs("include")
-        .into_iter()
-        .find(|d| d.join("sycl/sycl.hpp").is_file())
-    {
-        Some(i) => i,
-        None => return skip(format!("no SYCL headers under {}", wheels().display())),
-    };
+    if !data_dirs("include").iter().any(|d| d.join("sycl/sycl.hpp").is_file()) {
+        return skip(format!("no SYCL headers under {}", wheels().display()));
+    }
     let so = match common::adapter_library() {
         Ok(so) => so,
         Err(e) => return skip(e),
@@ -195,21 +139,8 @@ fn main() {
         .chain(KNOWN_FAILING.iter().map(|(p, _)| (*p, None)));
     for (name, compare) in all {
         let bin = work.join(name);
-        let built = Command::new("g++")
-            .args(["-std=c++17", "-O1", "-DSYCL_DISABLE_FSYCL_SYCLHPP_WARNING"])
-            .arg(format!("-I{}", include.display()))
-            .arg(format!("-I{}", include.join("sycl").display()))
-            .arg(src.join(format!("{name}.cpp")))
-            .arg(format!("-L{}", lib.display()))
-            .args(["-lsycl", "-o"])
-            .arg(&bin)
-            .output()
-            .expect("g++ runs");
-        if !built.status.success() {
-            failures.push(format!(
-                "{name}: g++ failed:\n{}",
-                String::from_utf8_lossy(&built.stderr)
-            ));
+        if let Err(e) = common::build_sycl(&src.join(format!("{name}.cpp")), &bin, &lib) {
+            failures.push(format!("{name}: {e}"));
             continue;
         }
         let ours = run(&bin, &lib, &icd, Some(&so));

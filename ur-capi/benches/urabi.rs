@@ -1,0 +1,227 @@
+//! `cargo bench -p ur-capi --bench urabi` (or `cargo xtask bench`): this
+//! library against UR's own OpenCL adapter, through Intel's UR loader, side
+//! by side in one run. Rows (`BENCH_ROW` lines, collected into
+//! `target/bench/report.json`):
+//!
+//! - `urabi.dispatch_over_ur_opencl`: ns per 64-byte non-blocking
+//!   `urEnqueueMemBufferWrite` + `urEventRelease` on PoCL's first device,
+//!   ours over UR's (target <= 1.0);
+//! - `urabi.sycl_usm_memcpy_256mib`: ns of a SYCL program's 256 MiB USM
+//!   device memcpy on the Intel CPU OpenCL runtime, ours over UR's (target
+//!   <= 1.05).
+//!
+//! The loader reads its adapter choice once per process, so each side runs
+//! in a child process (this binary with `URABI_CHILD`, or the SYCL program);
+//! the two sides alternate, several rounds, and the best of each is kept.
+//! A side that cannot run (no wheels, no PoCL, no g++) is a skip with the
+//! reason, never a row.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::ffi::{c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::ptr::{null, null_mut};
+use std::time::Instant;
+
+use libloading::{Library, Symbol};
+use ur_adapter_rust::sys::*;
+
+const ROUNDS: usize = 3;
+
+fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
+    println!(
+        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.1},\"unit\":\"ns\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.1},\"ratio\":{:.4}}}",
+        value / baseline
+    );
+}
+
+macro_rules! sym {
+    ($lib:expr, $name:literal, $ty:ty) => {{
+        // SAFETY: the symbol is the UR entry point of that name, with the
+        // signature of the generated pfn type.
+        let s: Symbol<'_, $ty> = unsafe { $lib.get(concat!($name, "\0").as_bytes()) }.expect($name);
+        s.expect(concat!($name, " present"))
+    }};
+}
+
+/// The child side of `dispatch_over_ur_opencl`: ns per write + release on
+/// PoCL's first device through whatever adapter the loader loads.
+fn dispatch_child(loader: &Path) -> Result<f64, String> {
+    // SAFETY: the UR loader's initialisers are sound to run.
+    let lib = unsafe { Library::new(loader) }.map_err(|e| e.to_string())?;
+    type Init = Option<unsafe extern "C" fn(u32, *mut c_void) -> ur_result_t>;
+    let init = sym!(lib, "urLoaderInit", Init);
+    let adapter_get = sym!(lib, "urAdapterGet", ur_pfnAdapterGet_t);
+    let platform_get = sym!(lib, "urPlatformGet", ur_pfnPlatformGet_t);
+    let platform_info = sym!(lib, "urPlatformGetInfo", ur_pfnPlatformGetInfo_t);
+    let device_get = sym!(lib, "urDeviceGet", ur_pfnDeviceGet_t);
+    let context_create = sym!(lib, "urContextCreate", ur_pfnContextCreate_t);
+    let queue_create = sym!(lib, "urQueueCreate", ur_pfnQueueCreate_t);
+    let queue_finish = sym!(lib, "urQueueFinish", ur_pfnQueueFinish_t);
+    let buffer_create = sym!(lib, "urMemBufferCreate", ur_pfnMemBufferCreate_t);
+    let write = sym!(lib, "urEnqueueMemBufferWrite", ur_pfnEnqueueMemBufferWrite_t);
+    let event_release = sym!(lib, "urEventRelease", ur_pfnEventRelease_t);
+    // SAFETY: every call passes arguments as the UR specification asks:
+    // live out-pointers of the right types and counts, handles the loader
+    // returned.
+    unsafe {
+        if init(0, null_mut()) != UR_RESULT_SUCCESS {
+            return Err("urLoaderInit failed".into());
+        }
+        let mut n = 0u32;
+        adapter_get(0, null_mut(), &mut n);
+        let mut adapters = vec![null_mut(); n as usize];
+        adapter_get(n, adapters.as_mut_ptr(), null_mut());
+        let mut pocl = None;
+        for a in adapters {
+            let mut np = 0u32;
+            platform_get(a, 0, null_mut(), &mut np);
+            let mut ps = vec![null_mut(); np as usize];
+            platform_get(a, np, ps.as_mut_ptr(), null_mut());
+            for p in ps {
+                let mut name = [0u8; 256];
+                platform_info(
+                    p,
+                    UR_PLATFORM_INFO_NAME,
+                    name.len(),
+                    name.as_mut_ptr().cast(),
+                    null_mut(),
+                );
+                let name = CStr::from_bytes_until_nul(&name).map(|c| c.to_string_lossy().into_owned());
+                if name.is_ok_and(|n| n.contains("Portable Computing Language")) {
+                    pocl = Some(p);
+                }
+            }
+        }
+        let p = pocl.ok_or("no PoCL platform")?;
+        let mut d = null_mut();
+        if device_get(p, UR_DEVICE_TYPE_ALL, 1, &mut d, null_mut()) != UR_RESULT_SUCCESS {
+            return Err("urDeviceGet failed".into());
+        }
+        let mut c = null_mut();
+        context_create(1, &d, null(), &mut c);
+        let mut q = null_mut();
+        queue_create(c, d, null(), &mut q);
+        let mut buf = null_mut();
+        buffer_create(c, UR_MEM_FLAG_READ_WRITE, 64, null(), &mut buf);
+        let data = [3u8; 64];
+        let run = |iters: usize| -> Result<f64, String> {
+            let t0 = Instant::now();
+            for i in 0..iters {
+                let mut ev = null_mut();
+                let r = write(q, buf, false, 0, 64, data.as_ptr().cast(), 0, null(), &mut ev);
+                if r != UR_RESULT_SUCCESS {
+                    return Err(format!("urEnqueueMemBufferWrite: {r}"));
+                }
+                event_release(ev);
+                if i % 256 == 255 {
+                    queue_finish(q);
+                }
+            }
+            queue_finish(q);
+            Ok(t0.elapsed().as_nanos() as f64 / iters as f64)
+        };
+        run(2_000)?;
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            best = best.min(run(20_000)?);
+        }
+        Ok(best)
+    }
+}
+
+/// The loader, the library folder and the ICD folder, or why not.
+fn setup(so: &Path) -> Result<(PathBuf, PathBuf, PathBuf), String> {
+    let work = so.parent().ok_or("no target folder")?.join("urabi-bench");
+    let (lib, icd) = common::environment(&work)?;
+    Ok((lib.join("libur_loader.so"), lib, icd))
+}
+
+fn child(kind: &str, exe: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) -> Result<f64, String> {
+    let mut c = Command::new(exe);
+    c.env("LD_LIBRARY_PATH", lib)
+        .env("OCL_ICD_VENDORS", icd)
+        .env("POCL_DEVICES", "pthread pthread")
+        .env("RUSTICL_ENABLE", "swrast")
+        .env("URABI_CHILD", kind)
+        .env_remove("UR_ADAPTERS_FORCE_LOAD");
+    if let Some(so) = ours {
+        c.env("UR_ADAPTERS_FORCE_LOAD", so);
+    }
+    let out = c.output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("NS "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "{kind}: no result ({}): {text}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+/// Best of `ROUNDS` alternating runs of each side: (ours, UR's).
+fn compare(kind: &str, exe: &Path, lib: &Path, icd: &Path, so: &Path) -> Result<(f64, f64), String> {
+    let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
+    for _ in 0..ROUNDS {
+        ours = ours.min(child(kind, exe, lib, icd, Some(so))?);
+        theirs = theirs.min(child(kind, exe, lib, icd, None)?);
+    }
+    Ok((ours, theirs))
+}
+
+fn main() {
+    if let Ok(kind) = std::env::var("URABI_CHILD") {
+        let loader = std::env::var_os("LD_LIBRARY_PATH")
+            .map(|l| PathBuf::from(l).join("libur_loader.so"))
+            .unwrap_or_default();
+        match kind.as_str() {
+            "dispatch" => match dispatch_child(&loader) {
+                Ok(ns) => println!("NS {ns}"),
+                Err(e) => println!("error: {e}"),
+            },
+            other => println!("error: unknown child {other}"),
+        }
+        return;
+    }
+    // `cargo bench` passes `--bench`; a filter argument selects rows.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    let so = match common::adapter_library() {
+        Ok(so) => so,
+        Err(e) => return println!("urabi: skipped: {e}"),
+    };
+    let (_, lib, icd) = match setup(&so) {
+        Ok(x) => x,
+        Err(e) => return println!("urabi: skipped: {e}"),
+    };
+    let exe = std::env::current_exe().expect("own path");
+    if wanted("urabi.dispatch_over_ur_opencl") {
+        match compare("dispatch", &exe, &lib, &icd, &so) {
+            Ok((ours, theirs)) => row(
+                "urabi.dispatch_over_ur_opencl",
+                ours,
+                "UR's OpenCL adapter (64 B write + event release, PoCL)",
+                theirs,
+            ),
+            Err(e) => println!("urabi.dispatch_over_ur_opencl: skipped: {e}"),
+        }
+    }
+    if wanted("urabi.sycl_usm_memcpy_256mib") {
+        let prog = so.parent().expect("target folder").join("urabi-bench/usm_memcpy");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/usm_memcpy.cpp");
+        match common::build_sycl(&src, &prog, &lib).and_then(|()| compare("memcpy", &prog, &lib, &icd, &so)) {
+            Ok((ours, theirs)) => row(
+                "urabi.sycl_usm_memcpy_256mib",
+                ours,
+                "UR's OpenCL adapter (SYCL 256 MiB USM memcpy, Intel CPU OpenCL)",
+                theirs,
+            ),
+            Err(e) => println!("urabi.sycl_usm_memcpy_256mib: skipped: {e}"),
+        }
+    }
+}
