@@ -28,7 +28,7 @@ use std::time::Instant;
 use libloading::{Library, Symbol};
 use ur_adapter_rust::sys::*;
 
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 
 fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
     println!(
