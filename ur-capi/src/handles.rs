@@ -42,10 +42,31 @@ struct Entry {
     obj: Object,
 }
 
+/// Hashes a handle address: headers are 8-byte aligned heap addresses, so
+/// a multiplicative mix of the address is spread enough, and costs a
+/// fraction of SipHash on the hot path (two lookups per command). Keys are
+/// addresses we allocated, so there is no hash flooding to defend against.
+#[derive(Debug, Default, Clone, Copy)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = ((v as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
 /// Registered handles, and released headers waiting for reuse.
 #[derive(Debug, Default)]
 struct Table {
-    live: HashMap<usize, Entry>,
+    live: HashMap<usize, Entry, std::hash::BuildHasherDefault<AddrHasher>>,
     free: VecDeque<usize>,
 }
 
