@@ -194,4 +194,17 @@ fn opencl_devices_round_trip_through_the_tree() {
         st.caller_direct + st.caller_locked + st.caller_staged,
         6 * locs.len() as u64
     );
+    let rt = mm.runtime();
+    let all_cpu = locs
+        .iter()
+        .all(|l| rt.device_info(l.device).unwrap().device_type == ur_api::DeviceType::Cpu);
+    if all_cpu && default_thresholds() {
+        // CPU devices copy pageable memory with one memcpy: never staged,
+        // and they do not lock (no HOST_REGISTER: see the OpenCL adapter).
+        assert_eq!(st.caller_direct, 6 * locs.len() as u64);
+        for l in &locs {
+            let caps = rt.device_info(l.device).unwrap().caps;
+            assert!(!caps.contains(ur_api::DeviceCaps::HOST_REGISTER));
+        }
+    }
 }
