@@ -18,6 +18,7 @@
 //! them take the direct route in the tree; they keep their own paths.
 
 use std::ops::Range;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use ur_api::{BufferId, Error};
@@ -71,27 +72,40 @@ impl MemoryManager {
         let (_, mut g) = self.locked(buf)?;
         Self::check_range(&g, &range)?;
         let inner = &self.inner;
-        // Work still pending on the allocations (asynchronous copies,
-        // kernels handed over with `release_after`) finishes first; then
-        // the copies that failed are learned before validity is trusted.
-        let busy: Vec<ur_api::EventId> = g.slots.iter().flatten().flat_map(|s| s.busy_ids()).collect();
-        if !busy.is_empty() {
-            inner.rt.wait(&busy)?;
-        }
         let failed = g.confirm();
-        inner
-            .counters
-            .failed_copies
-            .fetch_add(failed, std::sync::atomic::Ordering::Relaxed);
+        inner.counters.failed_copies.fetch_add(failed, Relaxed);
         for s in g.slots.iter_mut().flatten() {
             s.reap();
         }
-        if g.slots[HOST].as_ref().is_some_and(|s| s.valid.contains(range.clone())) {
+        let holds = |g: &crate::residency::Residency, p: usize| {
+            g.slots[p].as_ref().is_some_and(|s| s.valid.contains(range.clone()))
+        };
+        if holds(&g, HOST) {
             return Ok(false);
         }
-        let from = (1..g.slots.len())
-            .find(|&p| !inner.is_lost(p) && g.slots[p].as_ref().is_some_and(|s| s.valid.contains(range.clone())));
-        let Some(p) = from else { return Ok(false) };
+        let Some(p) = (1..g.slots.len()).find(|&p| !inner.is_lost(p) && holds(&g, p)) else {
+            return Ok(false);
+        };
+        // Work still pending on that allocation (asynchronous copies into
+        // it, kernels handed over with `release_after`) finishes first; a
+        // copy into it that failed makes the range stale there: then the
+        // host place's path plans the read.
+        let busy: Vec<ur_api::EventId> = g.slots[p].as_ref().map(|s| s.busy_ids().collect()).unwrap_or_default();
+        if !busy.is_empty() {
+            if let Err(e) = inner.rt.wait(&busy) {
+                // A failed copy is learned by `confirm` below; a lost device
+                // by the transfer, which then falls back.
+                tracing::debug!(error = %e, "work pending on the source allocation failed");
+            }
+        }
+        let failed = g.confirm();
+        inner.counters.failed_copies.fetch_add(failed, Relaxed);
+        if let Some(s) = g.slots[p].as_mut() {
+            s.reap();
+        }
+        if !holds(&g, p) {
+            return Ok(false);
+        }
         let Some(Mem::Device(b)) = g.slots[p].as_ref().map(|s| &s.mem) else {
             return Ok(false);
         };
@@ -137,10 +151,7 @@ pub(crate) fn transfer(
     };
     tracing::trace!(place = %inner.places[place].name, ?path, len, "caller transfer");
     inner.counters.count_transfer(path);
-    inner.counters.copies.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    inner
-        .counters
-        .bytes_moved
-        .fetch_add(len as u64, std::sync::atomic::Ordering::Relaxed);
+    inner.counters.copies.fetch_add(1, Relaxed);
+    inner.counters.bytes_moved.fetch_add(len as u64, Relaxed);
     Ok(())
 }
