@@ -121,8 +121,9 @@ pub struct Stats {
     pub host_slabs: u64,
     /// Transfers between caller memory and a device allocation
     /// ([`MemoryManager::read`] from a device, initial data to a hinted
-    /// device, [`MemoryManager::host_transfer`]'s decision tree) that went
-    /// direct: caller memory already locked or USM host, or a CPU device.
+    /// device; see [`MemoryManager::host_transfer`]) that went direct:
+    /// caller memory already locked or USM host, a CPU device, or a large
+    /// range on a device that does not lock.
     pub caller_direct: u64,
     /// Of those transfers, the ones that locked the caller's range in place.
     pub caller_locked: u64,
