@@ -131,13 +131,20 @@ impl Backend for Bounce {
         BackendKind::Bounce
     }
 
-    fn score(&self, _: &Job, p: &PieceView) -> Score {
+    fn score(&self, job: &Job, p: &PieceView) -> Score {
         let how = if p.file_aligned() { "O_DIRECT" } else { "buffered" };
         let op = match p.dir {
             Direction::Read => "pread into pinned bounce buffers, device writes overlapped",
             Direction::Write => "device reads into pinned bounce buffers, pwrite overlapped",
         };
-        Score::offer(BackendKind::Bounce, 0, format!("always offered: {how} {op}"))
+        let threads = job.engine.settings.threads;
+        let n = readers(threads, job.target.info.device_type);
+        let who = if n < threads {
+            format!("{n} of {threads} threads (the CPU device's copies take the other cores)")
+        } else {
+            format!("{n} threads")
+        };
+        Score::offer(BackendKind::Bounce, 0, format!("always offered: {how} {op}; {who}"))
     }
 
     fn run(&self, job: &Arc<Job>, file_offset: u64, len: usize) -> Result<Vec<Failed>> {
