@@ -117,6 +117,15 @@
 //!   pinned 64 KiB slab, returned to the class's free list on release
 //!   (slabs live as long as the manager); larger stores get their own
 //!   page-aligned pinned block ([`Stats::host_store_bytes`]).
+//! - **Caller memory goes through the host-transfer decision tree**
+//!   ([`HostTransfer`], one per context: [`MemoryManager::host_transfer`]):
+//!   initial data for a hinted device, and a [`MemoryManager::read`] of a
+//!   range the host place lacks but one device allocation holds whole, move
+//!   between the caller's slice and the device in one transfer: direct when
+//!   the caller locked the memory (in that registry) or it is USM host, locked
+//!   in place when large on a device that locks, through the pinned staging
+//!   ring when small ([`Stats::caller_direct`], [`Stats::caller_locked`],
+//!   [`Stats::caller_staged`]). Such a read leaves the host place as it was.
 //! - **The host place** is pinned memory (a USM host allocation of the
 //!   first location's context that offers one), else page-aligned host
 //!   memory; the host is the one place that is never evicted or lost.
@@ -158,6 +167,7 @@
 //! ```
 
 mod access;
+mod caller;
 mod error;
 mod exec;
 mod interval;

@@ -14,6 +14,7 @@ use crate::plan::{Access, Plan};
 use crate::residency::{Mem, Residency};
 use crate::route::{self, LinkCost, Topology, HOST};
 use crate::state::{BufferCell, ManagerState, PlaceInfo};
+use crate::transfer::HostTransfer;
 
 /// A place data can live: plain host memory the manager owns, or a device
 /// location (context, device) of the runtime.
@@ -118,6 +119,16 @@ pub struct Stats {
     pub host_store_bytes: u64,
     /// Slabs allocated for small host stores.
     pub host_slabs: u64,
+    /// Transfers between caller memory and a device allocation
+    /// ([`MemoryManager::read`] from a device, initial data to a hinted
+    /// device; see [`MemoryManager::host_transfer`]) that went direct:
+    /// caller memory already locked or USM host, a CPU device, or a large
+    /// range on a device that does not lock.
+    pub caller_direct: u64,
+    /// Of those transfers, the ones that locked the caller's range in place.
+    pub caller_locked: u64,
+    /// Of those transfers, the ones staged through the pinned ring.
+    pub caller_staged: u64,
     /// LRU entries eviction looked at (a victim is found without scanning
     /// every buffer: this stays near `evictions`).
     pub eviction_probes: u64,
@@ -258,8 +269,22 @@ impl MemoryManager {
             mapped_chunk: config.mapped_chunk.max(64),
             ..config
         };
+        let mut by_context: Vec<(ContextId, Arc<HostTransfer>)> = Vec::new();
+        let mut transfers = vec![None];
+        for p in &places[1..] {
+            let ctx = p.location.expect("device place").context;
+            let x = match by_context.iter().find(|(c, _)| *c == ctx) {
+                Some((_, x)) => x.clone(),
+                None => {
+                    let x = Arc::new(HostTransfer::new(rt.clone(), ctx)?);
+                    by_context.push((ctx, x.clone()));
+                    x
+                }
+            };
+            transfers.push(Some(x));
+        }
         Ok(MemoryManager {
-            inner: Arc::new(ManagerState::new(rt, places, conn, config)),
+            inner: Arc::new(ManagerState::new(rt, places, conn, config, transfers)),
         })
     }
 
@@ -482,9 +507,17 @@ impl MemoryManager {
         Ok(self.guard(&cell, &mut g, place, p, target, range))
     }
 
-    /// Copies `dst.len()` bytes at `offset` into `dst` (through the host place).
+    /// Copies `dst.len()` bytes at `offset` into `dst`: from the host place
+    /// when it holds them all; else, when one device allocation holds them
+    /// all, straight from there into `dst` through the context's
+    /// [`HostTransfer`] decision tree (locked or USM host `dst`: direct;
+    /// large: locked in place; small: the pinned staging ring), leaving the
+    /// host place as it was; otherwise through the host place.
     pub fn read(&self, buf: LogicalBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
         let range = Self::span(offset, dst.len())?;
+        if !dst.is_empty() && self.read_from_device(buf, range.clone(), dst)? {
+            return Ok(());
+        }
         self.with_host(buf, Access::Read, range, |s| dst.copy_from_slice(s))
     }
 
@@ -603,6 +636,9 @@ impl MemoryManager {
             host_store_bytes: l(&self.inner.slabs.host_bytes),
             host_slabs: l(&self.inner.slabs.slabs),
             eviction_probes: l(&c.eviction_probes),
+            caller_direct: l(&c.caller_direct),
+            caller_locked: l(&c.caller_locked),
+            caller_staged: l(&c.caller_staged),
         }
     }
 

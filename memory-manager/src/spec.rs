@@ -1,8 +1,6 @@
 //! [`BufferSpec`]: a logical buffer's size, placement hints and initial
 //! data, honoured by its first allocation.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use crate::error::{MmError, Result};
 use crate::exec;
 use crate::manager::{LogicalBuffer, MemoryManager, Place};
@@ -109,11 +107,9 @@ impl MemoryManager {
             let slot = g.slots[at].as_mut().expect("allocated above");
             match &mut slot.mem {
                 Mem::Host(m) => m.as_mut_slice()[..data.len()].copy_from_slice(data),
-                Mem::Device(b) => inner.rt.write(inner.queue(at), *b, 0, data)?,
-            }
-            if at != HOST {
-                inner.counters.copies.fetch_add(1, Relaxed);
-                inner.counters.bytes_moved.fetch_add(data.len() as u64, Relaxed);
+                // The caller's slice through the context's decision tree
+                // (counted there).
+                Mem::Device(b) => crate::caller::transfer(inner, at, *b, 0, crate::caller::Dir::Write(data))?,
             }
             g.mark_written(at, 0..data.len());
             inner.touch(&mut g, at);

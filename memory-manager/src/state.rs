@@ -16,6 +16,7 @@ use crate::residency::Residency;
 use crate::route::{LinkCost, Topology};
 use crate::slab::SlabPool;
 use crate::staging::StagingPool;
+use crate::transfer::HostTransfer;
 
 /// One logical buffer's state behind its lock.
 pub(crate) type BufferCell = Arc<Mutex<Residency>>;
@@ -31,6 +32,23 @@ pub(crate) struct Counters {
     pub failed_copies: AtomicU64,
     pub pinned_host_stores: AtomicU64,
     pub eviction_probes: AtomicU64,
+    /// Caller-memory transfers by path: direct, locked in place, staged.
+    pub caller_direct: AtomicU64,
+    pub caller_locked: AtomicU64,
+    pub caller_staged: AtomicU64,
+}
+
+impl Counters {
+    /// Counts one caller-memory transfer that took `path`.
+    pub(crate) fn count_transfer(&self, path: crate::transfer::TransferPath) {
+        use crate::transfer::TransferPath;
+        let c = match path {
+            TransferPath::Direct => &self.caller_direct,
+            TransferPath::LockInPlace => &self.caller_locked,
+            TransferPath::Staged => &self.caller_staged,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 pub(crate) struct PlaceInfo {
@@ -106,6 +124,9 @@ pub(crate) struct ManagerState {
     pub counters: Counters,
     /// Per place: its device was found lost.
     pub lost: Vec<AtomicBool>,
+    /// Per device place (shared by the places of one context): the
+    /// decision tree for transfers between caller memory and the place.
+    pub transfers: Vec<Option<Arc<HostTransfer>>>,
 }
 
 /// Ids of managers, so that a buffer handle names its manager.
@@ -117,6 +138,7 @@ impl ManagerState {
         places: Vec<PlaceInfo>,
         conn: Vec<Vec<MemoryConnection>>,
         config: Config,
+        transfers: Vec<Option<Arc<HostTransfer>>>,
     ) -> Self {
         let n = places.len();
         ManagerState {
@@ -134,6 +156,7 @@ impl ManagerState {
             slabs: Arc::new(SlabPool::default()),
             counters: Counters::default(),
             lost: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            transfers,
         }
     }
 

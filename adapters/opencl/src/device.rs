@@ -210,6 +210,21 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
     if il.contains("SPIR-V") {
         formats |= ProgramFormats::SPIRV;
     }
+    // HOST_REGISTER (`lock_host`) is not claimed, per device type:
+    // - CPU devices (PoCL pthread, rusticl llvmpipe, Intel's CPU runtime):
+    //   device memory is host memory and every transfer is a memcpy by the
+    //   runtime's threads; a `USE_HOST_PTR` buffer over the caller's range
+    //   pins nothing and makes no transfer faster (the memory manager's
+    //   tree sends CPU devices direct anyway). Zero-copy access to caller
+    //   memory is what `USE_HOST_PTR` buffers already give (file-io's
+    //   direct path); a lock would add nothing to it.
+    // - GPUs: whether a `USE_HOST_PTR` buffer pins the range is up to the
+    //   driver (AMD and Intel GPU runtimes use page-aligned host memory in
+    //   place; NVIDIA's copies it and pins only `ALLOC_HOST_PTR`), and
+    //   OpenCL 1.2 hands out no device address for it: a lock would have to
+    //   redirect later `enqueue_write`s from the range to
+    //   `clEnqueueCopyBuffer` from that buffer. Not built: no OpenCL GPU
+    //   here to measure that it beats a pageable write.
     let mut caps = DeviceCaps::SUB_BUFFERS | DeviceCaps::MAP | DeviceCaps::USE_HOST_PTR | DeviceCaps::FILL_ANY_PATTERN;
     if !formats.is_empty() {
         // Local-memory arguments (`__local` pointers set with a size and a
