@@ -1,0 +1,1 @@
+//! Real HDF5 files.
