@@ -49,6 +49,10 @@ pub const GROUPS: [Group; 6] = [
         purpose: "unzip, to unpack Intel's runtimes from their wheels",
         packages: &["unzip"],
     },
+    Group {
+        purpose: "libhdf5 (1.10), for ur-filters' direct chunk reads of HDF5 files",
+        packages: &["libhdf5-dev"],
+    },
 ];
 
 /// Where the null driver is built, relative to the workspace root; its
@@ -265,6 +269,7 @@ pub fn setup(dry_run: bool) -> Result<()> {
         ze_null(&crate::workspace_root())?;
     }
     crate::wheels::ensure(dry_run)?;
+    crate::wheels::ensure_h5py(dry_run)?;
     crate::icd::register(dry_run)?;
     show_opencl();
     Ok(())

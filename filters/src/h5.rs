@@ -1,1 +1,0 @@
-//! Real HDF5 files.
