@@ -138,14 +138,15 @@ fn our_encoding_matches_the_stored_chunks_bit_for_bit() {
 }
 
 #[test]
-fn deflate_encoding_compared_with_h5py_zlib() {
+fn deflate_encoding_roundtrips_and_is_compared_with_h5py_zlib() {
     let Some(dir) = files() else { return };
     // zlib-rs promises zlib's output at the same level; h5py's wheel carries its own zlib.
     let ds = Dataset::open(dir.join("filters.h5"), "/d1_i32_deflate", false).unwrap();
     assert_eq!(ds.filters()[0].id, FILTER_DEFLATE);
     let (stored, mask) = ds.read_raw_chunk(&[0]).unwrap().unwrap();
     let raw = ds.pipeline().decode(stored.clone(), mask, ds.chunk_bytes()).unwrap();
-    let ours = ds.pipeline().encode(raw, mask).unwrap();
+    let ours = ds.pipeline().encode(raw.clone(), mask).unwrap();
+    assert_eq!(ds.pipeline().decode(ours.clone(), mask, ds.chunk_bytes()).unwrap(), raw);
     println!("deflate chunk 0: h5py {} bytes, ours {} bytes, identical: {}", stored.len(), ours.len(), ours == stored);
 }
 
@@ -205,5 +206,51 @@ fn corrupt_and_unsupported_inputs_are_typed_errors_naming_the_chunk() {
     if dir.join("plugins.h5").exists() {
         let err = Dataset::open(dir.join("plugins.h5"), "/blosc", false).unwrap_err();
         assert!(matches!(err, H5Error::Pipeline { source: FilterError::Unknown { id: 32001 }, .. }), "{err}");
+    }
+}
+
+#[test]
+fn hyperslab_lands_in_a_logical_buffer_at_every_place() {
+    use std::sync::Arc;
+    use ur_memory_manager::{MemoryManager, Place};
+
+    let Some(dir) = files() else { return };
+    let mut rt = ur_api::Runtime::new();
+    rt.add(ur_native::NativeAdapter::new()).unwrap();
+    let dev = rt.all_devices()[0];
+    let ctx = rt.create_context(&[dev]).unwrap();
+    let mm = MemoryManager::new(Arc::new(rt), &[ur_api::Location::new(ctx, dev)]).unwrap();
+    let m = manifest(dir);
+    let e = m["datasets"].as_array().unwrap().iter().find(|e| e.get("start").is_some()).unwrap();
+    let want = std::fs::read(dir.join(e["expected"].as_str().unwrap())).unwrap();
+    let ds = Dataset::open(dir.join(e["file"].as_str().unwrap()), e["dataset"].as_str().unwrap(), false).unwrap();
+    let sel = Selection {
+        start: u64s(&e["start"]),
+        count: u64s(&e["count"]),
+    };
+    for place in mm.places() {
+        let buf = mm.create_buffer(want.len() + 64).unwrap();
+        let report = ds.read_logical(&sel, &mm, buf, place, 64).unwrap();
+        assert_eq!(report.bytes, want.len());
+        let kind = h5::place_kind(&mm, place).unwrap();
+        let valid = mm.valid_copies(buf).unwrap();
+        assert!(valid.iter().any(|(p, r, _)| *p == place && r.contains(&64)), "{kind}: {valid:?}");
+        for (p, r, bytes) in valid.iter().filter(|(_, r, _)| r.start >= 64) {
+            assert_same_elements(&format!("{kind} copy at {p:?}"), bytes, &want[r.start - 64..r.end - 64], 2);
+        }
+        println!("{kind}: {report:?}; plan of chunk 0:\n{}", ds.explain_chunk(&[0, 0, 0], &kind).unwrap());
+    }
+
+    // A corrupt chunk leaves the buffer's contents and validity as they were.
+    let bad = Dataset::open(dir.join("corrupt.h5"), "/fletcher_bad", false).unwrap();
+    let buf = mm.create_buffer(bad.byte_len()).unwrap();
+    mm.write(buf, 0, &vec![5u8; bad.byte_len()]).unwrap();
+    let before = mm.residency(buf).unwrap();
+    for place in mm.places() {
+        assert!(bad.read_logical(&Selection::all(bad.shape()), &mm, buf, place, 0).is_err());
+        assert_eq!(mm.residency(buf).unwrap(), before);
+        let mut back = vec![0u8; bad.byte_len()];
+        mm.read(buf, 0, &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 5));
     }
 }
