@@ -24,6 +24,7 @@
 //! ```
 
 mod codecs;
+pub mod device;
 mod error;
 mod filter;
 pub mod h5;

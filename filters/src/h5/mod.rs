@@ -247,6 +247,18 @@ impl Dataset {
         Ok(Some((buf, mask)))
     }
 
+    /// Where a chunk's stored bytes are in the file: (address, size,
+    /// filter mask); `None` where the chunk was never written.
+    pub fn chunk_location(&self, origin: &[u64]) -> Result<Option<(u64, u64, u32)>, H5Error> {
+        let (f, _g) = ffi::lib()?;
+        let (mut mask, mut addr, mut size) = (0, 0u64, 0 as ffi::Hsize);
+        // SAFETY: `origin` has one offset per dimension; the outputs are plain integers.
+        if unsafe { (f.H5Dget_chunk_info_by_coord)(self.id, origin.as_ptr(), &mut mask, &mut addr, &mut size) } < 0 {
+            return Err(call_failed("H5Dget_chunk_info_by_coord", format!("{} chunk {origin:?}", self.name)));
+        }
+        Ok((addr != ffi::HADDR_UNDEF).then_some((addr, size, mask)))
+    }
+
     /// Writes a chunk's stored bytes with this filter mask.
     pub fn write_raw_chunk(&self, origin: &[u64], mask: u32, stored: &[u8]) -> Result<(), H5Error> {
         let (f, _g) = ffi::lib()?;

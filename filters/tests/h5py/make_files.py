@@ -46,6 +46,7 @@ with h5py.File(os.path.join(out, fname), "w") as f:
         ("d2_i16be_shuffle_deflate", (33, 20), ">i2", (8, 8), dict(shuffle=True, compression="gzip", compression_opts=9)),
         ("d1_f32_shuffle_fletcher", (300,), "<f4", (64,), dict(shuffle=True, fletcher32=True)),
         ("d3_i64_deflate_divides", (8, 6, 4), "<i8", (4, 3, 2), dict(compression="gzip", compression_opts=1)),
+        ("d2_f32_shuffle_rows", (100, 64), "<f4", (32, 64), dict(shuffle=True)),
     ]
     for name, shape, dtype, chunks, kw in cases:
         ds = f.create_dataset(name, data=data(shape, dtype), chunks=chunks, **kw)
