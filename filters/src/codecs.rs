@@ -43,7 +43,10 @@ impl Filter for Deflate {
         false
     }
     fn encode(&self, input: Vec<u8>) -> Result<Vec<u8>, FilterError> {
-        let mut e = flate2::write::ZlibEncoder::new(Vec::with_capacity(input.len() / 2), flate2::Compression::new(self.level));
+        let mut e = flate2::write::ZlibEncoder::new(
+            Vec::with_capacity(input.len() / 2),
+            flate2::Compression::new(self.level),
+        );
         e.write_all(&input).map_err(|e| corrupt("deflate", e.to_string()))?;
         e.finish().map_err(|e| corrupt("deflate", e.to_string()))
     }
@@ -56,12 +59,20 @@ impl Filter for Deflate {
             .decompress_vec(&input, &mut out, flate2::FlushDecompress::Finish)
             .map_err(|e| corrupt("deflate", e.to_string()))?;
         if out.len() > raw_size {
-            return Err(corrupt("deflate", format!("inflates past the chunk's {raw_size} bytes")));
+            return Err(corrupt(
+                "deflate",
+                format!("inflates past the chunk's {raw_size} bytes"),
+            ));
         }
         if status != flate2::Status::StreamEnd {
             return Err(corrupt(
                 "deflate",
-                format!("stream ends early ({} of {} input bytes, {} bytes out)", d.total_in(), input.len(), out.len()),
+                format!(
+                    "stream ends early ({} of {} input bytes, {} bytes out)",
+                    d.total_in(),
+                    input.len(),
+                    out.len()
+                ),
             ));
         }
         Ok(out)
@@ -193,7 +204,10 @@ impl Filter for Fletcher32 {
     }
     fn decode(&self, mut input: Vec<u8>, _: usize) -> Result<Vec<u8>, FilterError> {
         let Some(data_len) = input.len().checked_sub(4) else {
-            return Err(corrupt("fletcher32", format!("{} bytes, shorter than the checksum", input.len())));
+            return Err(corrupt(
+                "fletcher32",
+                format!("{} bytes, shorter than the checksum", input.len()),
+            ));
         };
         let stored = u32::from_le_bytes(input[data_len..].try_into().expect("4 bytes"));
         let computed = fletcher32(&input[..data_len]);
@@ -261,12 +275,18 @@ impl Filter for Lz4 {
     fn decode(&self, input: Vec<u8>, raw_size: usize) -> Result<Vec<u8>, FilterError> {
         let be32 = |b: &[u8]| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize;
         if input.len() < 12 {
-            return Err(corrupt("lz4", format!("{} bytes, shorter than the 12-byte header", input.len())));
+            return Err(corrupt(
+                "lz4",
+                format!("{} bytes, shorter than the 12-byte header", input.len()),
+            ));
         }
         let total = u64::from_be_bytes(input[..8].try_into().expect("8 bytes"));
         let block = be32(&input[8..12]);
         if total > raw_size as u64 || (block == 0 && total > 0) {
-            return Err(corrupt("lz4", format!("header says {total} bytes in blocks of {block}, chunk holds {raw_size}")));
+            return Err(corrupt(
+                "lz4",
+                format!("header says {total} bytes in blocks of {block}, chunk holds {raw_size}"),
+            ));
         }
         let total = total as usize;
         let mut out = vec![0u8; total];
@@ -278,7 +298,10 @@ impl Filter for Lz4 {
             };
             at += 4;
             let Some(data) = input.get(at..at + size) else {
-                return Err(corrupt("lz4", format!("block at raw offset {done}: {size} bytes, input ends")));
+                return Err(corrupt(
+                    "lz4",
+                    format!("block at raw offset {done}: {size} bytes, input ends"),
+                ));
             };
             let dst = &mut out[done..done + this];
             if size == this {
@@ -287,7 +310,10 @@ impl Filter for Lz4 {
                 let n = lz4_flex::block::decompress_into(data, dst)
                     .map_err(|e| corrupt("lz4", format!("block at raw offset {done}: {e}")))?;
                 if n != this {
-                    return Err(corrupt("lz4", format!("block at raw offset {done}: {n} bytes, expected {this}")));
+                    return Err(corrupt(
+                        "lz4",
+                        format!("block at raw offset {done}: {n} bytes, expected {this}"),
+                    ));
                 }
             }
             at += size;
@@ -358,7 +384,10 @@ mod tests {
         assert_eq!(&z[..8], &2500u64.to_be_bytes());
         assert_eq!(&z[8..12], &1000u32.to_be_bytes());
         assert_eq!(l.decode(z.clone(), 2500).unwrap(), data);
-        assert!(matches!(l.decode(z[..z.len() - 3].to_vec(), 2500), Err(FilterError::Corrupt { .. })));
+        assert!(matches!(
+            l.decode(z[..z.len() - 3].to_vec(), 2500),
+            Err(FilterError::Corrupt { .. })
+        ));
         // Default block: clamped to the chunk.
         let z = Lz4::new(0).encode(data.clone()).unwrap();
         assert_eq!(&z[8..12], &2500u32.to_be_bytes());

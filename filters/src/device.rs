@@ -5,7 +5,10 @@
 
 use std::sync::Arc;
 
-use ur_api::{ArgValue, BufferDesc, BufferId, ContextId, DeviceId, EventId, KernelId, NdRange, ProgramId, ProgramSource, QueueId, Runtime};
+use ur_api::{
+    ArgValue, BufferDesc, BufferId, ContextId, DeviceId, EventId, KernelId, NdRange, ProgramId, ProgramSource, QueueId,
+    Runtime,
+};
 use ur_file_io::{BackendKind, DeviceMem, FileIo, OpenOptions, Request};
 
 use crate::error::H5Error;
@@ -89,11 +92,15 @@ impl DeviceShuffle {
             ArgValue::scalar(&sz),
             ArgValue::scalar(&count64),
         ];
-        let mut ev = self.rt.enqueue_launch(queue, kernel, &NdRange::d1(count.max(1)), &args, wait)?;
+        let mut ev = self
+            .rt
+            .enqueue_launch(queue, kernel, &NdRange::d1(count.max(1)), &args, wait)?;
         let whole = n * size;
         if whole < out_bytes {
             // Bytes past the last whole element are not shuffled.
-            let tail = self.rt.enqueue_copy(queue, src, whole, dst, dst_offset + whole, out_bytes - whole, &[ev])?;
+            let tail = self
+                .rt
+                .enqueue_copy(queue, src, whole, dst, dst_offset + whole, out_bytes - whole, &[ev])?;
             self.rt.release_event(ev)?;
             ev = tail;
         }
@@ -112,11 +119,27 @@ impl DeviceShuffle {
         size: usize,
         wait: &[EventId],
     ) -> ur_api::Result<EventId> {
-        self.launch(self.unshuffle, queue, (src, dst, dst_offset), bytes, out_bytes, size, wait)
+        self.launch(
+            self.unshuffle,
+            queue,
+            (src, dst, dst_offset),
+            bytes,
+            out_bytes,
+            size,
+            wait,
+        )
     }
 
     /// Shuffles `bytes` at the start of `src` into `dst` at `dst_offset`.
-    pub fn encode(&self, queue: QueueId, src: BufferId, (dst, dst_offset): (BufferId, usize), bytes: usize, size: usize, wait: &[EventId]) -> ur_api::Result<EventId> {
+    pub fn encode(
+        &self,
+        queue: QueueId,
+        src: BufferId,
+        (dst, dst_offset): (BufferId, usize),
+        bytes: usize,
+        size: usize,
+        wait: &[EventId],
+    ) -> ur_api::Result<EventId> {
         self.launch(self.shuffle, queue, (src, dst, dst_offset), bytes, bytes, size, wait)
     }
 }
@@ -156,9 +179,17 @@ pub fn read_shuffled_to_device(
     dst: BufferId,
 ) -> Result<DeviceReadReport, H5Error> {
     let rt = io.runtime().clone();
-    let call = |call: &'static str| move |e: ur_api::Error| H5Error::Call { call, what: e.to_string() };
+    let call = |call: &'static str| {
+        move |e: ur_api::Error| H5Error::Call {
+            call,
+            what: e.to_string(),
+        }
+    };
     let specs = ds.filters();
-    if specs.len() != 1 || specs[0].id != FILTER_SHUFFLE || ds.shape().iter().zip(ds.chunk_shape()).skip(1).any(|(s, c)| s != c) {
+    if specs.len() != 1
+        || specs[0].id != FILTER_SHUFFLE
+        || ds.shape().iter().zip(ds.chunk_shape()).skip(1).any(|(s, c)| s != c)
+    {
         return Err(H5Error::Pipeline {
             dataset: ds.name().into(),
             source: crate::FilterError::Corrupt {
@@ -168,28 +199,48 @@ pub fn read_shuffled_to_device(
         });
     }
     let size = specs[0].cd_values.first().copied().unwrap_or(1) as usize;
-    let file = io.open(ds.path(), OpenOptions::read()).map_err(|e| H5Error::Call { call: "FileIo::open", what: e.to_string() })?;
-    let staging = rt.create_buffer(context, &BufferDesc::new(ds.chunk_bytes()).on(device), None).map_err(call("create_buffer"))?;
+    let file = io.open(ds.path(), OpenOptions::read()).map_err(|e| H5Error::Call {
+        call: "FileIo::open",
+        what: e.to_string(),
+    })?;
+    let staging = rt
+        .create_buffer(context, &BufferDesc::new(ds.chunk_bytes()).on(device), None)
+        .map_err(call("create_buffer"))?;
     let mut report = DeviceReadReport::default();
     let origins = crate::h5::chunks_meeting(&Selection::all(ds.shape()), ds.chunk_shape());
     let row = ds.byte_len() / ds.shape()[0].max(1) as usize;
     let result = (|| {
         for origin in origins {
             let Some((addr, stored, mask)) = ds.chunk_location(&origin)? else {
-                return Err(H5Error::Call { call: "H5Dget_chunk_info_by_coord", what: format!("{} chunk {origin:?} not allocated", ds.name()) });
+                return Err(H5Error::Call {
+                    call: "H5Dget_chunk_info_by_coord",
+                    what: format!("{} chunk {origin:?} not allocated", ds.name()),
+                });
             };
             let start = origin[0] as usize * row;
             let bytes = (ds.byte_len() - start).min(ds.chunk_bytes());
-            let target = DeviceMem::Buffer { queue, buffer: staging, offset: 0 };
-            let rep = io.run(&file, &Request::read(target, addr, stored as usize)).map_err(|e| H5Error::Call { call: "FileIo::run", what: e.to_string() })?;
+            let target = DeviceMem::Buffer {
+                queue,
+                buffer: staging,
+                offset: 0,
+            };
+            let rep = io
+                .run(&file, &Request::read(target, addr, stored as usize))
+                .map_err(|e| H5Error::Call {
+                    call: "FileIo::run",
+                    what: e.to_string(),
+                })?;
             report.bytes_copied += rep.bytes_by(BackendKind::Bounce);
             report.stored_bytes += stored;
             report.chunks += 1;
             // An edge chunk is stored at full chunk size; only its first `bytes` are the dataset's.
             let ev = if mask & 1 != 0 {
-                rt.enqueue_copy(queue, staging, 0, dst, start, bytes, &[]).map_err(call("enqueue_copy"))?
+                rt.enqueue_copy(queue, staging, 0, dst, start, bytes, &[])
+                    .map_err(call("enqueue_copy"))?
             } else {
-                shuffle.decode(queue, staging, (dst, start), ds.chunk_bytes(), bytes, size, &[]).map_err(call("enqueue_launch"))?
+                shuffle
+                    .decode(queue, staging, (dst, start), ds.chunk_bytes(), bytes, size, &[])
+                    .map_err(call("enqueue_launch"))?
             };
             rt.complete(ev).map_err(call("wait"))?;
         }

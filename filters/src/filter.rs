@@ -123,7 +123,8 @@ impl Pipeline {
 
     /// Encodes one chunk (filters in order, those in `mask` skipped).
     pub fn encode(&self, raw: Vec<u8>, mask: u32) -> Result<Vec<u8>, (usize, FilterError)> {
-        self.active(mask).try_fold(raw, |b, (i, f)| f.encode(b).map_err(|e| (i, e)))
+        self.active(mask)
+            .try_fold(raw, |b, (i, f)| f.encode(b).map_err(|e| (i, e)))
     }
 
     /// Decodes one chunk (filters in reverse order, those in `mask` skipped);

@@ -154,7 +154,13 @@ mod tests {
         assert!(KindPattern::AnyHost.matches(&BufferKind::HostPinned));
         assert!(KindPattern::DeviceOf("opencl".into()).matches(&dev));
         assert!(!KindPattern::DeviceOf("cuda".into()).matches(&dev));
-        assert_eq!(KindDecl::host_codec().output(&BufferKind::HostPinned), BufferKind::HostPageable);
-        assert_eq!(KindDecl::host_in_place().output(&BufferKind::HostPinned), BufferKind::HostPinned);
+        assert_eq!(
+            KindDecl::host_codec().output(&BufferKind::HostPinned),
+            BufferKind::HostPageable
+        );
+        assert_eq!(
+            KindDecl::host_in_place().output(&BufferKind::HostPinned),
+            BufferKind::HostPinned
+        );
     }
 }

@@ -33,6 +33,8 @@ mod planner;
 
 pub use codecs::{fletcher32, shuffle_into, unshuffle_into, Deflate, Fletcher32, Lz4, Shuffle, LZ4_DEFAULT_BLOCK};
 pub use error::{FilterError, H5Error};
-pub use filter::{Direction, Filter, FilterSpec, Pipeline, FILTER_DEFLATE, FILTER_FLETCHER32, FILTER_LZ4, FILTER_SHUFFLE};
+pub use filter::{
+    Direction, Filter, FilterSpec, Pipeline, FILTER_DEFLATE, FILTER_FLETCHER32, FILTER_LZ4, FILTER_SHUFFLE,
+};
 pub use kind::{BufferKind, KindDecl, KindPattern, Returns};
 pub use planner::{plan_chunk, plan_stages, stages, ChunkPlan, ChunkSource, PlanStep, Stage};

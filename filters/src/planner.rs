@@ -188,14 +188,24 @@ pub fn plan_chunk(
     raw: usize,
     destination: &BufferKind,
 ) -> ChunkPlan {
-    plan_stages(&stages(pipeline, mask, stored, raw), &source.kind(), stored, destination)
+    plan_stages(
+        &stages(pipeline, mask, stored, raw),
+        &source.kind(),
+        stored,
+        destination,
+    )
 }
 
 /// The kinds worth considering: host pageable and pinned, the source, the
 /// destination, every kind a stage names, and one device of each backend a
 /// stage accepts where none is there yet.
 pub(crate) fn candidates(stages: &[Stage], source: &BufferKind, destination: &BufferKind) -> Vec<BufferKind> {
-    let mut c = vec![BufferKind::HostPageable, BufferKind::HostPinned, source.clone(), destination.clone()];
+    let mut c = vec![
+        BufferKind::HostPageable,
+        BufferKind::HostPinned,
+        source.clone(),
+        destination.clone(),
+    ];
     for st in stages {
         for p in &st.decl.accepts {
             match p {

@@ -30,7 +30,14 @@ fn device_shuffle_stage(bytes: usize) -> Stage {
 
 #[test]
 fn host_pipeline_into_host_needs_no_copy() {
-    let plan = plan_chunk(&pipeline(), 0, ChunkSource::Fallback, 1004, 4000, &BufferKind::HostPageable);
+    let plan = plan_chunk(
+        &pipeline(),
+        0,
+        ChunkSource::Fallback,
+        1004,
+        4000,
+        &BufferKind::HostPageable,
+    );
     assert_eq!(plan.copies(), 0);
     insta::assert_snapshot!(plan.explain());
 }
@@ -46,7 +53,14 @@ fn host_pipeline_into_device_copies_once_at_the_end() {
 #[test]
 fn masked_filters_are_not_planned() {
     // Bit 1 set: deflate skipped for this chunk; bit 2: fletcher32 skipped.
-    let plan = plan_chunk(&pipeline(), 0b110, ChunkSource::Fallback, 4000, 4000, &BufferKind::HostPageable);
+    let plan = plan_chunk(
+        &pipeline(),
+        0b110,
+        ChunkSource::Fallback,
+        4000,
+        4000,
+        &BufferKind::HostPageable,
+    );
     insta::assert_snapshot!(plan.explain());
 }
 
@@ -108,7 +122,13 @@ fn stage_strategy() -> impl Strategy<Value = (Vec<KindPattern>, Option<BufferKin
 }
 
 /// Cost (bytes, copies) of running each stage on `placement[i]`.
-fn cost(stages: &[Stage], placement: &[BufferKind], source: &BufferKind, dest: &BufferKind, stored: usize) -> (usize, usize) {
+fn cost(
+    stages: &[Stage],
+    placement: &[BufferKind],
+    source: &BufferKind,
+    dest: &BufferKind,
+    stored: usize,
+) -> (usize, usize) {
     let (mut cur, mut b, mut c) = (source.clone(), 0, 0);
     for (st, at) in stages.iter().zip(placement) {
         if &cur != at {
@@ -124,7 +144,13 @@ fn cost(stages: &[Stage], placement: &[BufferKind], source: &BufferKind, dest: &
     (b, c)
 }
 
-fn brute_force(stages: &[Stage], cands: &[BufferKind], source: &BufferKind, dest: &BufferKind, stored: usize) -> (usize, usize) {
+fn brute_force(
+    stages: &[Stage],
+    cands: &[BufferKind],
+    source: &BufferKind,
+    dest: &BufferKind,
+    stored: usize,
+) -> (usize, usize) {
     let mut best = (usize::MAX, usize::MAX);
     let mut placement = Vec::new();
     fn go(

@@ -39,16 +39,28 @@ fn pocl() -> Option<(Arc<Runtime>, ContextId, DeviceId, QueueId)> {
 fn device_unshuffle_matches_the_host_filter() {
     let Some((rt, ctx, dev, q)) = pocl() else { return };
     let ds = DeviceShuffle::new(rt.clone(), ctx).unwrap();
-    for (size, len, out) in [(4usize, 4096usize, 4096usize), (8, 8000, 2400), (2, 1001, 1001), (1, 100, 100)] {
+    for (size, len, out) in [
+        (4usize, 4096usize, 4096usize),
+        (8, 8000, 2400),
+        (2, 1001, 1001),
+        (1, 100, 100),
+    ] {
         let raw: Vec<u8> = (0..len).map(|i| (i * 7 + i / 13) as u8).collect();
         let stored = Shuffle::new(size).encode(raw.clone()).unwrap();
-        let src = rt.create_buffer_with_data(ctx, &BufferDesc::new(len).on(dev), &stored).unwrap();
+        let src = rt
+            .create_buffer_with_data(ctx, &BufferDesc::new(len).on(dev), &stored)
+            .unwrap();
         let dst = rt.create_buffer(ctx, &BufferDesc::new(out + 16).on(dev), None).unwrap();
         let ev = ds.decode(q, src, (dst, 16), len, out, size, &[]).unwrap();
         rt.complete(ev).unwrap();
         let mut back = vec![0u8; out];
         rt.read(q, dst, 16, &mut back).unwrap();
-        assert_same_elements(&format!("size {size}, {len} bytes, first {out}"), &back, &raw[..out], size);
+        assert_same_elements(
+            &format!("size {size}, {len} bytes, first {out}"),
+            &back,
+            &raw[..out],
+            size,
+        );
         // And the kernel's shuffle is HDF5's.
         let ev = ds.encode(q, dst, (src, 0), out - out % size.max(1), size, &[]).unwrap();
         rt.complete(ev).unwrap();
@@ -67,11 +79,25 @@ fn h5py_shuffle_dataset_into_pocl_without_host_decode() {
     // Buffered file: file-io's direct fastpath (pread into the mapping of the
     // PoCL buffer) takes the unaligned chunk ranges; the fallback bounces them.
     for (settings, fast) in [
-        (Settings { direct_io: DirectIo::Off, ..Settings::default() }, true),
-        (Settings { fallback_only: true, ..Settings::default() }, false),
+        (
+            Settings {
+                direct_io: DirectIo::Off,
+                ..Settings::default()
+            },
+            true,
+        ),
+        (
+            Settings {
+                fallback_only: true,
+                ..Settings::default()
+            },
+            false,
+        ),
     ] {
         let io = FileIo::with_settings(rt.clone(), settings).unwrap();
-        let dst = rt.create_buffer(ctx, &BufferDesc::new(ds.byte_len()).on(dev), None).unwrap();
+        let dst = rt
+            .create_buffer(ctx, &BufferDesc::new(ds.byte_len()).on(dev), None)
+            .unwrap();
         let report = read_shuffled_to_device(&ds, &io, &shuffle, ctx, dev, q, dst).unwrap();
         let mut back = vec![0u8; ds.byte_len()];
         rt.read(q, dst, 0, &mut back).unwrap();
@@ -79,7 +105,10 @@ fn h5py_shuffle_dataset_into_pocl_without_host_decode() {
         println!("fastpath allowed {fast}: {report:?}");
         assert_eq!(report.chunks, 4);
         if !fast {
-            assert_eq!(report.bytes_copied, report.stored_bytes, "the fallback bounces every byte");
+            assert_eq!(
+                report.bytes_copied, report.stored_bytes,
+                "the fallback bounces every byte"
+            );
         }
         rt.release_buffer(dst).unwrap();
     }

@@ -15,7 +15,12 @@ use ur_filters::{FilterError, H5Error, FILTER_DEFLATE};
 fn every_h5py_dataset_reads_element_for_element() {
     let Some(dir) = files() else { return };
     let m = manifest(dir);
-    println!("files by h5py {} (HDF5 {}); reading with {}", m["h5py"], m["hdf5"], h5::available().unwrap());
+    println!(
+        "files by h5py {} (HDF5 {}); reading with {}",
+        m["h5py"],
+        m["hdf5"],
+        h5::available().unwrap()
+    );
     let entries = m["datasets"].as_array().unwrap();
     assert!(entries.len() >= 10, "the script wrote {} datasets", entries.len());
     let mut plugin = 0;
@@ -33,9 +38,15 @@ fn every_h5py_dataset_reads_element_for_element() {
             None => Selection::all(ds.shape()),
         };
         let mut got = vec![0xAAu8; want.len()];
-        let report = ds.read_into(&sel, &mut got).unwrap_or_else(|err| panic!("{file}:{name}: {err}"));
+        let report = ds
+            .read_into(&sel, &mut got)
+            .unwrap_or_else(|err| panic!("{file}:{name}: {err}"));
         assert_same_elements(&format!("{file}:{name} {sel:?}"), &got, &want, ds.element_size());
-        println!("{file}:{name} {:?} filters {:?}: {report:?}", ds.shape(), ds.filters().iter().map(|f| f.id).collect::<Vec<_>>());
+        println!(
+            "{file}:{name} {:?} filters {:?}: {report:?}",
+            ds.shape(),
+            ds.filters().iter().map(|f| f.id).collect::<Vec<_>>()
+        );
     }
     if plugin == 0 {
         println!("note: no LZ4 plugin datasets (hdf5plugin missing)");
@@ -77,7 +88,12 @@ fn deflate_encoding_roundtrips_and_is_compared_with_h5py_zlib() {
     let raw = ds.pipeline().decode(stored.clone(), mask, ds.chunk_bytes()).unwrap();
     let ours = ds.pipeline().encode(raw.clone(), mask).unwrap();
     assert_eq!(ds.pipeline().decode(ours.clone(), mask, ds.chunk_bytes()).unwrap(), raw);
-    println!("deflate chunk 0: h5py {} bytes, ours {} bytes, identical: {}", stored.len(), ours.len(), ours == stored);
+    println!(
+        "deflate chunk 0: h5py {} bytes, ours {} bytes, identical: {}",
+        stored.len(),
+        ours.len(),
+        ours == stored
+    );
 }
 
 #[test]
@@ -92,7 +108,13 @@ fn our_writes_read_back_by_h5py() {
         assert_eq!(ds.read_all().unwrap(), values);
     }
     let out = dir.join("write_target.bin");
-    let st = python().arg(script("dump.py")).arg(&path).arg("/write_target").arg(&out).status().unwrap();
+    let st = python()
+        .arg(script("dump.py"))
+        .arg(&path)
+        .arg("/write_target")
+        .arg(&out)
+        .status()
+        .unwrap();
     assert!(st.success());
     assert_same_elements("h5py's read of our write", &std::fs::read(out).unwrap(), &values, 4);
 }
@@ -135,7 +157,16 @@ fn corrupt_and_unsupported_inputs_are_typed_errors_naming_the_chunk() {
 
     if dir.join("plugins.h5").exists() {
         let err = Dataset::open(dir.join("plugins.h5"), "/blosc", false).unwrap_err();
-        assert!(matches!(err, H5Error::Pipeline { source: FilterError::Unknown { id: 32001 }, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                H5Error::Pipeline {
+                    source: FilterError::Unknown { id: 32001 },
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }
 
@@ -151,9 +182,19 @@ fn hyperslab_lands_in_a_logical_buffer_at_every_place() {
     let ctx = rt.create_context(&[dev]).unwrap();
     let mm = MemoryManager::new(Arc::new(rt), &[ur_api::Location::new(ctx, dev)]).unwrap();
     let m = manifest(dir);
-    let e = m["datasets"].as_array().unwrap().iter().find(|e| e.get("start").is_some()).unwrap();
+    let e = m["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e.get("start").is_some())
+        .unwrap();
     let want = std::fs::read(dir.join(e["expected"].as_str().unwrap())).unwrap();
-    let ds = Dataset::open(dir.join(e["file"].as_str().unwrap()), e["dataset"].as_str().unwrap(), false).unwrap();
+    let ds = Dataset::open(
+        dir.join(e["file"].as_str().unwrap()),
+        e["dataset"].as_str().unwrap(),
+        false,
+    )
+    .unwrap();
     let sel = Selection {
         start: u64s(&e["start"]),
         count: u64s(&e["count"]),
@@ -164,11 +205,22 @@ fn hyperslab_lands_in_a_logical_buffer_at_every_place() {
         assert_eq!(report.bytes, want.len());
         let kind = h5::place_kind(&mm, place).unwrap();
         let valid = mm.valid_copies(buf).unwrap();
-        assert!(valid.iter().any(|(p, r, _)| *p == place && r.contains(&64)), "{kind}: {valid:?}");
+        assert!(
+            valid.iter().any(|(p, r, _)| *p == place && r.contains(&64)),
+            "{kind}: {valid:?}"
+        );
         for (p, r, bytes) in valid.iter().filter(|(_, r, _)| r.start >= 64) {
-            assert_same_elements(&format!("{kind} copy at {p:?}"), bytes, &want[r.start - 64..r.end - 64], 2);
+            assert_same_elements(
+                &format!("{kind} copy at {p:?}"),
+                bytes,
+                &want[r.start - 64..r.end - 64],
+                2,
+            );
         }
-        println!("{kind}: {report:?}; plan of chunk 0:\n{}", ds.explain_chunk(&[0, 0, 0], &kind).unwrap());
+        println!(
+            "{kind}: {report:?}; plan of chunk 0:\n{}",
+            ds.explain_chunk(&[0, 0, 0], &kind).unwrap()
+        );
     }
 
     // A corrupt chunk leaves the buffer's contents and validity as they were.
@@ -177,7 +229,9 @@ fn hyperslab_lands_in_a_logical_buffer_at_every_place() {
     mm.write(buf, 0, &vec![5u8; bad.byte_len()]).unwrap();
     let before = mm.residency(buf).unwrap();
     for place in mm.places() {
-        assert!(bad.read_logical(&Selection::all(bad.shape()), &mm, buf, place, 0).is_err());
+        assert!(bad
+            .read_logical(&Selection::all(bad.shape()), &mm, buf, place, 0)
+            .is_err());
         assert_eq!(mm.residency(buf).unwrap(), before);
         let mut back = vec![0u8; bad.byte_len()];
         mm.read(buf, 0, &mut back).unwrap();

@@ -146,7 +146,9 @@ pub const H5PY_PACKAGES: &[&str] = &["h5py==3.16.0", "hdf5plugin==7.1.0", "numpy
 /// wheel cache (`~/.cache/unified-runtime/h5py`). ur-filters' tests put it
 /// on `PYTHONPATH` when it exists.
 pub fn h5py_dir() -> PathBuf {
-    cache_dir().parent().map_or_else(|| cache_dir().join("h5py"), |p| p.join("h5py"))
+    cache_dir()
+        .parent()
+        .map_or_else(|| cache_dir().join("h5py"), |p| p.join("h5py"))
 }
 
 /// Installs [`H5PY_PACKAGES`] into [`h5py_dir`] unless already there.

@@ -28,7 +28,13 @@ pub const HADDR_UNDEF: u64 = u64::MAX;
 pub const E_DEFAULT: Hid = 0;
 
 /// Library names tried in order: Debian's serial build first.
-const NAMES: &[&str] = &["libhdf5_serial.so.103", "libhdf5_serial.so", "libhdf5.so.103", "libhdf5.so", "libhdf5.so.310"];
+const NAMES: &[&str] = &[
+    "libhdf5_serial.so.103",
+    "libhdf5_serial.so",
+    "libhdf5.so.103",
+    "libhdf5.so",
+    "libhdf5.so.310",
+];
 
 macro_rules! hdf5_fns {
     ($($name:ident : fn($($arg:ty),*) -> $ret:ty;)*) => {

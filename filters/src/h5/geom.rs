@@ -49,7 +49,13 @@ pub fn chunks_meeting(sel: &Selection, chunk: &[u64]) -> Vec<Vec<u64>> {
         return Vec::new();
     }
     let lo: Vec<u64> = sel.start.iter().zip(chunk).map(|(s, c)| s / c).collect();
-    let hi: Vec<u64> = sel.start.iter().zip(&sel.count).zip(chunk).map(|((s, n), c)| (s + n - 1) / c).collect();
+    let hi: Vec<u64> = sel
+        .start
+        .iter()
+        .zip(&sel.count)
+        .zip(chunk)
+        .map(|((s, n), c)| (s + n - 1) / c)
+        .collect();
     let mut out = Vec::new();
     let mut idx = lo.clone();
     loop {
@@ -72,10 +78,18 @@ pub fn chunks_meeting(sel: &Selection, chunk: &[u64]) -> Vec<Vec<u64>> {
 /// Calls `f(chunk_byte_offset, selection_byte_offset, len)` for each
 /// contiguous run shared by the chunk at `origin` (a full chunk buffer of
 /// dims `chunk`, row-major) and the selection's buffer (dims `sel.count`).
-pub fn for_each_run(origin: &[u64], chunk: &[u64], sel: &Selection, elem: usize, mut f: impl FnMut(usize, usize, usize)) {
+pub fn for_each_run(
+    origin: &[u64],
+    chunk: &[u64],
+    sel: &Selection,
+    elem: usize,
+    mut f: impl FnMut(usize, usize, usize),
+) {
     let nd = chunk.len();
     let lo: Vec<u64> = (0..nd).map(|d| origin[d].max(sel.start[d])).collect();
-    let hi: Vec<u64> = (0..nd).map(|d| (origin[d] + chunk[d]).min(sel.start[d] + sel.count[d])).collect();
+    let hi: Vec<u64> = (0..nd)
+        .map(|d| (origin[d] + chunk[d]).min(sel.start[d] + sel.count[d]))
+        .collect();
     if (0..nd).any(|d| lo[d] >= hi[d]) {
         return;
     }
@@ -124,9 +138,15 @@ mod tests {
         let mut seen = vec![0u8; sel.len() as usize];
         for origin in chunks_meeting(&sel, &chunk) {
             assert!(origin.iter().zip(&shape).all(|(o, n)| o < n));
-            for_each_run(&origin, &chunk, &sel, 1, |_, s, n| seen[s..s + n].iter_mut().for_each(|x| *x += 1));
+            for_each_run(&origin, &chunk, &sel, 1, |_, s, n| {
+                seen[s..s + n].iter_mut().for_each(|x| *x += 1)
+            });
         }
         assert!(seen.iter().all(|&x| x == 1));
-        assert!(!Selection { start: vec![5, 0, 0], count: vec![3, 1, 1] }.within(&shape));
+        assert!(!Selection {
+            start: vec![5, 0, 0],
+            count: vec![3, 1, 1]
+        }
+        .within(&shape));
     }
 }

@@ -75,7 +75,10 @@ pub struct ReadReport {
 }
 
 fn call_failed(call: &'static str, what: impl Into<String>) -> H5Error {
-    H5Error::Call { call, what: what.into() }
+    H5Error::Call {
+        call,
+        what: what.into(),
+    }
 }
 
 impl Dataset {
@@ -163,7 +166,16 @@ impl Dataset {
             let mut name = [0 as c_char; 64];
             // SAFETY: `nelmts` says how many cd values fit (16), `name` holds 64 chars.
             let id = unsafe {
-                (f.H5Pget_filter2)(dcpl, i, &mut flags, &mut nelmts, cd.as_mut_ptr(), 64, name.as_mut_ptr(), &mut config)
+                (f.H5Pget_filter2)(
+                    dcpl,
+                    i,
+                    &mut flags,
+                    &mut nelmts,
+                    cd.as_mut_ptr(),
+                    64,
+                    name.as_mut_ptr(),
+                    &mut config,
+                )
             };
             if id < 0 {
                 return Err(call_failed("H5Pget_filter2", format!("{} filter {i}", self.name)));
@@ -225,7 +237,8 @@ impl Dataset {
         let (f, _g) = ffi::lib()?;
         let (mut info_mask, mut addr, mut size) = (0, 0u64, 0 as ffi::Hsize);
         // SAFETY: `origin` has one offset per dimension; the outputs are plain integers.
-        if unsafe { (f.H5Dget_chunk_info_by_coord)(self.id, origin.as_ptr(), &mut info_mask, &mut addr, &mut size) } < 0 {
+        if unsafe { (f.H5Dget_chunk_info_by_coord)(self.id, origin.as_ptr(), &mut info_mask, &mut addr, &mut size) } < 0
+        {
             return Err(call_failed("H5Dget_chunk_info_by_coord", what()));
         }
         if addr == ffi::HADDR_UNDEF {
@@ -241,7 +254,16 @@ impl Dataset {
         let mut buf = vec![0u8; size as usize];
         let mut mask = 0u32;
         // SAFETY: `buf` holds the chunk's storage size, as HDF5 reported it.
-        if unsafe { (f.H5Dread_chunk)(self.id, ffi::P_DEFAULT, origin.as_ptr(), &mut mask, buf.as_mut_ptr().cast()) } < 0 {
+        if unsafe {
+            (f.H5Dread_chunk)(
+                self.id,
+                ffi::P_DEFAULT,
+                origin.as_ptr(),
+                &mut mask,
+                buf.as_mut_ptr().cast(),
+            )
+        } < 0
+        {
             return Err(call_failed("H5Dread_chunk", what()));
         }
         Ok(Some((buf, mask)))
@@ -254,7 +276,10 @@ impl Dataset {
         let (mut mask, mut addr, mut size) = (0, 0u64, 0 as ffi::Hsize);
         // SAFETY: `origin` has one offset per dimension; the outputs are plain integers.
         if unsafe { (f.H5Dget_chunk_info_by_coord)(self.id, origin.as_ptr(), &mut mask, &mut addr, &mut size) } < 0 {
-            return Err(call_failed("H5Dget_chunk_info_by_coord", format!("{} chunk {origin:?}", self.name)));
+            return Err(call_failed(
+                "H5Dget_chunk_info_by_coord",
+                format!("{} chunk {origin:?}", self.name),
+            ));
         }
         Ok((addr != ffi::HADDR_UNDEF).then_some((addr, size, mask)))
     }
@@ -263,7 +288,17 @@ impl Dataset {
     pub fn write_raw_chunk(&self, origin: &[u64], mask: u32, stored: &[u8]) -> Result<(), H5Error> {
         let (f, _g) = ffi::lib()?;
         // SAFETY: `origin` has one offset per dimension, `stored` is `len` readable bytes.
-        if unsafe { (f.H5Dwrite_chunk)(self.id, ffi::P_DEFAULT, mask, origin.as_ptr(), stored.len(), stored.as_ptr().cast()) } < 0 {
+        if unsafe {
+            (f.H5Dwrite_chunk)(
+                self.id,
+                ffi::P_DEFAULT,
+                mask,
+                origin.as_ptr(),
+                stored.len(),
+                stored.as_ptr().cast(),
+            )
+        } < 0
+        {
             return Err(call_failed("H5Dwrite_chunk", format!("{} chunk {origin:?}", self.name)));
         }
         Ok(())
@@ -288,7 +323,14 @@ impl Dataset {
             Some((b, m)) => (b.len(), m),
             None => (0, u32::MAX),
         };
-        Ok(plan_chunk(&self.pipeline, mask, ChunkSource::Fallback, stored, self.chunk_bytes(), destination))
+        Ok(plan_chunk(
+            &self.pipeline,
+            mask,
+            ChunkSource::Fallback,
+            stored,
+            self.chunk_bytes(),
+            destination,
+        ))
     }
 
     /// Decodes one fetched chunk (full chunk size) or makes a fill chunk.
@@ -297,13 +339,16 @@ impl Dataset {
         let Some((stored, mask)) = raw else {
             return Ok(self.fill.iter().copied().cycle().take(want).collect());
         };
-        let out = self.pipeline.decode(stored, mask, want).map_err(|(filter, source)| H5Error::Chunk {
-            dataset: self.name.clone(),
-            chunk: origin.to_vec(),
-            filter,
-            name: self.pipeline.filters()[filter].name(),
-            source,
-        })?;
+        let out = self
+            .pipeline
+            .decode(stored, mask, want)
+            .map_err(|(filter, source)| H5Error::Chunk {
+                dataset: self.name.clone(),
+                chunk: origin.to_vec(),
+                filter,
+                name: self.pipeline.filters()[filter].name(),
+                source,
+            })?;
         if out.len() != want {
             return Err(H5Error::ChunkSize {
                 dataset: self.name.clone(),
@@ -398,13 +443,16 @@ impl Dataset {
                 for_each_run(&origin, &self.chunk, &all, self.elem, |c, s, n| {
                     chunk[c..c + n].copy_from_slice(&src[s..s + n]);
                 });
-                let stored = self.pipeline.encode(chunk, 0).map_err(|(filter, source)| H5Error::Chunk {
-                    dataset: self.name.clone(),
-                    chunk: origin.clone(),
-                    filter,
-                    name: self.pipeline.filters()[filter].name(),
-                    source,
-                })?;
+                let stored = self
+                    .pipeline
+                    .encode(chunk, 0)
+                    .map_err(|(filter, source)| H5Error::Chunk {
+                        dataset: self.name.clone(),
+                        chunk: origin.clone(),
+                        filter,
+                        name: self.pipeline.filters()[filter].name(),
+                        source,
+                    })?;
                 Ok((origin, stored))
             })
             .collect::<Result<_, H5Error>>()?;

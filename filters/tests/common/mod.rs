@@ -43,7 +43,10 @@ pub fn files() -> Option<&'static Path> {
             .output()
             .map_err(|e| format!("python3: {e}"))?;
         if !out.status.success() {
-            return Err(format!("h5py could not write the files: {}", String::from_utf8_lossy(&out.stderr)));
+            return Err(format!(
+                "h5py could not write the files: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         Ok(dir)
     });
@@ -75,4 +78,3 @@ pub fn assert_same_elements(what: &str, got: &[u8], want: &[u8], elem: usize) {
 pub fn u64s(v: &serde_json::Value) -> Vec<u64> {
     v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
 }
-
