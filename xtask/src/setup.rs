@@ -24,7 +24,7 @@ pub struct Group {
 }
 
 /// Everything `setup` installs.
-pub const GROUPS: [Group; 6] = [
+pub const GROUPS: [Group; 7] = [
     Group {
         purpose: "OpenCL: ICD loader, PoCL (CPU) and Mesa rusticl platforms, clinfo",
         packages: &["pocl-opencl-icd", "mesa-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
