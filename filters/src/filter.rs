@@ -158,7 +158,7 @@ mod tests {
         for mask in 0..8 {
             let stored = p.encode(raw.clone(), mask).unwrap();
             let names: Vec<_> = p.active(mask).map(|(_, f)| f.name()).collect();
-            assert_eq!(names.len(), 3 - (mask as u32).count_ones() as usize);
+            assert_eq!(names.len(), 3 - mask.count_ones() as usize);
             assert_eq!(p.decode(stored, mask, raw.len()).unwrap(), raw, "mask {mask}");
         }
     }
