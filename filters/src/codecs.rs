@@ -115,12 +115,31 @@ pub fn unshuffle_into(src: &[u8], dst: &mut [u8], size: usize) {
         dst.copy_from_slice(src);
         return;
     }
-    for (j, plane) in src[..n * size].chunks_exact(n).enumerate() {
-        for (i, b) in plane.iter().enumerate() {
-            dst[i * size + j] = *b;
+    match size {
+        2 => unshuffle_fixed::<2>(src, dst, n),
+        4 => unshuffle_fixed::<4>(src, dst, n),
+        8 => unshuffle_fixed::<8>(src, dst, n),
+        _ => {
+            for (j, plane) in src[..n * size].chunks_exact(n).enumerate() {
+                for (i, b) in plane.iter().enumerate() {
+                    dst[i * size + j] = *b;
+                }
+            }
         }
     }
     dst[n * size..].copy_from_slice(&src[n * size..]);
+}
+
+/// [`unshuffle_into`] for `S`-byte elements: one pass over the output,
+/// gathering byte `j` of element `i` from plane `j` (no bounds checks in
+/// the loop: the planes are exactly `n` long).
+fn unshuffle_fixed<const S: usize>(src: &[u8], dst: &mut [u8], n: usize) {
+    let planes: [&[u8]; S] = std::array::from_fn(|j| &src[j * n..(j + 1) * n]);
+    for (i, out) in dst[..n * S].chunks_exact_mut(S).enumerate() {
+        for (o, plane) in out.iter_mut().zip(&planes) {
+            *o = plane[i];
+        }
+    }
 }
 
 impl Filter for Shuffle {
@@ -337,6 +356,24 @@ mod tests {
         let s = Shuffle::new(4).encode(raw.clone()).unwrap();
         assert_eq!(s, vec![0, 4, 1, 5, 2, 6, 3, 7, 8, 9, 10]);
         assert_eq!(Shuffle::new(4).decode(s, 11).unwrap(), raw);
+    }
+
+    #[test]
+    fn unshuffle_fast_paths_match_the_definition() {
+        for size in [2usize, 3, 4, 8] {
+            let raw = sample(8 * 37 + 5);
+            let mut shuffled = vec![0; raw.len()];
+            shuffle_into(&raw, &mut shuffled, size);
+            let n = raw.len() / size;
+            for i in 0..n {
+                for j in 0..size {
+                    assert_eq!(shuffled[j * n + i], raw[i * size + j]);
+                }
+            }
+            let mut back = vec![0; raw.len()];
+            unshuffle_into(&shuffled, &mut back, size);
+            assert_eq!(back, raw, "size {size}");
+        }
     }
 
     #[test]
