@@ -16,6 +16,8 @@ use crate::filter::FILTER_SHUFFLE;
 use crate::h5::{Dataset, Selection};
 use crate::kind::KindDecl;
 
+pub use crate::device_fletcher::{DeviceFilterError, DeviceFletcher32, FLETCHER32_CL, FLETCHER_BLOCK_WORDS};
+
 /// The kernels: HDF5's byte shuffle and its inverse, one work-item per element.
 pub const SHUFFLE_CL: &str = r#"
 __kernel void ur_unshuffle(__global const uchar *src, __global uchar *dst, ulong dst_off, ulong n, uint size, ulong count) {

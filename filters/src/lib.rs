@@ -25,6 +25,7 @@
 
 mod codecs;
 pub mod device;
+mod device_fletcher;
 mod error;
 mod filter;
 pub mod h5;
