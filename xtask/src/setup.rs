@@ -24,7 +24,7 @@ pub struct Group {
 }
 
 /// Everything `setup` installs.
-pub const GROUPS: [Group; 6] = [
+pub const GROUPS: [Group; 7] = [
     Group {
         purpose: "OpenCL: ICD loader, PoCL (CPU) and Mesa rusticl platforms, clinfo",
         packages: &["pocl-opencl-icd", "mesa-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
@@ -48,6 +48,10 @@ pub const GROUPS: [Group; 6] = [
     Group {
         purpose: "unzip, to unpack Intel's runtimes from their wheels",
         packages: &["unzip"],
+    },
+    Group {
+        purpose: "libhdf5 (1.10), for ur-filters' direct chunk reads of HDF5 files",
+        packages: &["libhdf5-dev"],
     },
 ];
 
@@ -265,6 +269,7 @@ pub fn setup(dry_run: bool) -> Result<()> {
         ze_null(&crate::workspace_root())?;
     }
     crate::wheels::ensure(dry_run)?;
+    crate::wheels::ensure_h5py(dry_run)?;
     crate::icd::register(dry_run)?;
     show_opencl();
     Ok(())

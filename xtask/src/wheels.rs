@@ -137,6 +137,41 @@ pub fn ensure(dry_run: bool) -> Result<()> {
     Ok(())
 }
 
+/// The Python packages ur-filters' tests write their HDF5 files with
+/// (h5py: a writer that is not ours; hdf5plugin: the LZ4 plugin filter),
+/// pinned.
+pub const H5PY_PACKAGES: &[&str] = &["h5py==3.16.0", "hdf5plugin==7.1.0", "numpy==2.4.6"];
+
+/// Where they are installed (`pip install --target`): `h5py` next to the
+/// wheel cache (`~/.cache/unified-runtime/h5py`). ur-filters' tests put it
+/// on `PYTHONPATH` when it exists.
+pub fn h5py_dir() -> PathBuf {
+    cache_dir()
+        .parent()
+        .map_or_else(|| cache_dir().join("h5py"), |p| p.join("h5py"))
+}
+
+/// Installs [`H5PY_PACKAGES`] into [`h5py_dir`] unless already there.
+pub fn ensure_h5py(dry_run: bool) -> Result<()> {
+    let dir = h5py_dir();
+    let spec = H5PY_PACKAGES.join(" ");
+    if std::fs::read_to_string(dir.join(DONE)).is_ok_and(|s| s == spec) {
+        eprintln!("setup: present: {spec} in {}", dir.display());
+        return Ok(());
+    }
+    if dry_run {
+        eprintln!("setup: would pip install --target {} {spec}", dir.display());
+        return Ok(());
+    }
+    run(pip()
+        .args(["install", "--quiet", "--only-binary=:all:", "--upgrade", "--target"])
+        .arg(&dir)
+        .args(H5PY_PACKAGES))?;
+    std::fs::write(dir.join(DONE), spec.as_bytes()).map_err(|e| io("mark", &dir, e))?;
+    eprintln!("setup: installed {spec} into {}", dir.display());
+    Ok(())
+}
+
 /// `pip` as the machine has it: `python3 -m pip`.
 fn pip() -> Command {
     let mut c = Command::new("python3");

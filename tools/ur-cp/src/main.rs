@@ -1,14 +1,21 @@
 //! `ur-cp`: copies a file into a device's memory and out to another file
-//! (or file -> device only, to measure), through `ur-file-io`.
+//! (or file -> device only, to measure), through `ur-file-io`; or, with
+//! `--hdf5 FILE:/dataset`, loads a chunked HDF5 dataset into a device
+//! through `ur-filters` and prints each chunk's filter plan.
 //!
 //! ```text
 //! ur-cp --devices 'opencl:0' --backend auto --verify --explain in.bin out.bin
+//! ur-cp --devices 'opencl:0' --hdf5 data.h5:/temps --plans 2 --verify
 //! ```
 //!
 //! Prints a summary: the file mode, bytes per backend, retries and
 //! throughput of each leg; `--verify` checksums the source file, the
-//! device's copy and the destination file. Exit status: 0 done, 1 error,
-//! 3 checksum mismatch.
+//! device's copy and the destination file. In `--hdf5` mode: the dataset,
+//! the plans of the first `--plans` chunks, the read and the plans' copy
+//! totals; `--verify` compares the device's copy with a separate host read.
+//! Exit status: 0 done, 1 error, 3 checksum mismatch.
+
+mod hdf5;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +37,8 @@ use ur_file_io::{
 #[command(name = "ur-cp", version, about)]
 struct Cli {
     /// The file to read.
-    src: PathBuf,
+    #[arg(required_unless_present = "hdf5")]
+    src: Option<PathBuf>,
     /// The file to write from the device (omit: file -> device only).
     dst: Option<PathBuf>,
     /// Device selector, e.g. `opencl:0` or `native:*` (the first selected device is used).
@@ -57,6 +65,15 @@ struct Cli {
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Load the HDF5 dataset `FILE:/dataset` into the device instead of copying a file.
+    #[arg(long, value_name = "FILE:/DATASET", conflicts_with_all = ["src", "dst", "backend", "direct_io", "explain"])]
+    hdf5: Option<String>,
+    /// In `--hdf5` mode, how many chunk plans to print.
+    #[arg(long, default_value_t = 1, requires = "hdf5")]
+    plans: usize,
+    /// In `--hdf5` mode, write the device's copy of the dataset (raw, row-major) to this file.
+    #[arg(long, value_name = "FILE", requires = "hdf5")]
+    dump: Option<PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -316,13 +333,28 @@ fn run(cli: &Cli) -> Result<bool, String> {
             why.join("; ")
         ));
     };
+    if let Some(spec) = &cli.hdf5 {
+        return hdf5::run(
+            spec,
+            rt,
+            dev,
+            &hdf5::Options {
+                plans: cli.plans,
+                verify: cli.verify,
+                dump: cli.dump.as_deref(),
+            },
+        );
+    }
+    let Some(src_path) = &cli.src else {
+        return Err("no file to copy (give SRC, or --hdf5 FILE:/dataset)".into());
+    };
     let rt = Arc::new(rt);
     let mut settings = Settings::from_env().map_err(|e| e.to_string())?;
     if let Some(d) = cli.direct_io {
         settings.direct_io = d;
     }
     let io = FileIo::with_settings(rt.clone(), settings).map_err(|e| e.to_string())?;
-    let src = io.open(&cli.src, OpenOptions::read()).map_err(|e| e.to_string())?;
+    let src = io.open(src_path, OpenOptions::read()).map_err(|e| e.to_string())?;
     let len = usize::try_from(src.len().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let info = rt.device_info(dev).map_err(|e| e.to_string())?;
     let backend = rt.backend_of(dev).map_err(|e| e.to_string())?;
@@ -334,7 +366,7 @@ fn run(cli: &Cli) -> Result<bool, String> {
     };
     println!(
         "ur-cp: {} -> {backend} device \"{}\"{}",
-        cli.src.display(),
+        src_path.display(),
         info.name,
         cli.dst
             .as_ref()
@@ -371,7 +403,7 @@ fn run(cli: &Cli) -> Result<bool, String> {
         dst.close();
     }
     if cli.verify {
-        let s = file_sum(&cli.src)?;
+        let s = file_sum(src_path)?;
         let d = device_sum(&copy, len)?;
         let mut line = format!("  verify src {s:016x} device {d:016x}");
         ok = s == d;

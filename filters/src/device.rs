@@ -1,0 +1,253 @@
+//! Filters as device kernels (OpenCL C) that accept device buffers only,
+//! run through the project's [`Runtime`], and the shuffle-only dataset
+//! path that reads stored chunks straight into device memory with
+//! `ur-file-io` and unshuffles them there.
+
+use std::sync::Arc;
+
+use ur_api::{
+    ArgValue, BufferDesc, BufferId, ContextId, DeviceId, EventId, KernelId, NdRange, ProgramId, ProgramSource, QueueId,
+    Runtime,
+};
+use ur_file_io::{BackendKind, DeviceMem, FileIo, OpenOptions, Request};
+
+use crate::error::H5Error;
+use crate::filter::FILTER_SHUFFLE;
+use crate::h5::{Dataset, Selection};
+use crate::kind::KindDecl;
+
+pub use crate::device_fletcher::{DeviceFilterError, DeviceFletcher32, FLETCHER32_CL, FLETCHER_BLOCK_WORDS};
+
+/// The kernels: HDF5's byte shuffle and its inverse, one work-item per element.
+pub const SHUFFLE_CL: &str = r#"
+__kernel void ur_unshuffle(__global const uchar *src, __global uchar *dst, ulong dst_off, ulong n, uint size, ulong count) {
+    ulong i = get_global_id(0);
+    if (i >= count) return;
+    __global uchar *d = dst + dst_off + i * size;
+    for (uint j = 0; j < size; ++j) d[j] = src[j * n + i];
+}
+__kernel void ur_shuffle(__global const uchar *src, __global uchar *dst, ulong dst_off, ulong n, uint size, ulong count) {
+    ulong i = get_global_id(0);
+    if (i >= count) return;
+    __global const uchar *s = src + i * size;
+    for (uint j = 0; j < size; ++j) dst[dst_off + j * n + i] = s[j];
+}
+"#;
+
+/// HDF5's shuffle (filter 2) as an OpenCL C kernel: device buffers only.
+#[derive(Debug)]
+pub struct DeviceShuffle {
+    rt: Arc<Runtime>,
+    program: ProgramId,
+    unshuffle: KernelId,
+    shuffle: KernelId,
+}
+
+impl DeviceShuffle {
+    /// Builds the kernels for `context` (an OpenCL context).
+    pub fn new(rt: Arc<Runtime>, context: ContextId) -> ur_api::Result<Self> {
+        let program = rt.create_program(context, &ProgramSource::OpenClC(SHUFFLE_CL.into()), "")?;
+        let unshuffle = rt.create_kernel(program, "ur_unshuffle")?;
+        let shuffle = rt.create_kernel(program, "ur_shuffle")?;
+        Ok(DeviceShuffle {
+            rt,
+            program,
+            unshuffle,
+            shuffle,
+        })
+    }
+
+    /// HDF5's filter id.
+    pub fn id(&self) -> u32 {
+        FILTER_SHUFFLE
+    }
+
+    /// What it accepts and returns: OpenCL device memory only.
+    pub fn kinds() -> KindDecl {
+        KindDecl::device_only("opencl")
+    }
+
+    /// Runs `kernel` over a chunk of `bytes` (elements of `size` bytes),
+    /// writing only the first `out_bytes` of its result (an edge chunk).
+    fn launch(
+        &self,
+        kernel: KernelId,
+        queue: QueueId,
+        (src, dst, dst_offset): (BufferId, BufferId, usize),
+        bytes: usize,
+        out_bytes: usize,
+        size: usize,
+        wait: &[EventId],
+    ) -> ur_api::Result<EventId> {
+        let out_bytes = out_bytes.min(bytes);
+        let n = if size > 1 { bytes / size } else { 0 };
+        if n <= 1 {
+            return self.rt.enqueue_copy(queue, src, 0, dst, dst_offset, out_bytes, wait);
+        }
+        let count = (out_bytes / size).min(n);
+        let (off, n64, sz, count64) = (dst_offset as u64, n as u64, size as u32, count as u64);
+        let args = [
+            ArgValue::Buffer(src),
+            ArgValue::Buffer(dst),
+            ArgValue::scalar(&off),
+            ArgValue::scalar(&n64),
+            ArgValue::scalar(&sz),
+            ArgValue::scalar(&count64),
+        ];
+        let mut ev = self
+            .rt
+            .enqueue_launch(queue, kernel, &NdRange::d1(count.max(1)), &args, wait)?;
+        let whole = n * size;
+        if whole < out_bytes {
+            // Bytes past the last whole element are not shuffled.
+            let tail = self
+                .rt
+                .enqueue_copy(queue, src, whole, dst, dst_offset + whole, out_bytes - whole, &[ev])?;
+            self.rt.release_event(ev)?;
+            ev = tail;
+        }
+        Ok(ev)
+    }
+
+    /// Unshuffles a chunk of `bytes` at the start of `src` into `dst` at
+    /// `dst_offset`, writing its first `out_bytes` only.
+    pub fn decode(
+        &self,
+        queue: QueueId,
+        src: BufferId,
+        (dst, dst_offset): (BufferId, usize),
+        bytes: usize,
+        out_bytes: usize,
+        size: usize,
+        wait: &[EventId],
+    ) -> ur_api::Result<EventId> {
+        self.launch(
+            self.unshuffle,
+            queue,
+            (src, dst, dst_offset),
+            bytes,
+            out_bytes,
+            size,
+            wait,
+        )
+    }
+
+    /// Shuffles `bytes` at the start of `src` into `dst` at `dst_offset`.
+    pub fn encode(
+        &self,
+        queue: QueueId,
+        src: BufferId,
+        (dst, dst_offset): (BufferId, usize),
+        bytes: usize,
+        size: usize,
+        wait: &[EventId],
+    ) -> ur_api::Result<EventId> {
+        self.launch(self.shuffle, queue, (src, dst, dst_offset), bytes, bytes, size, wait)
+    }
+}
+
+impl Drop for DeviceShuffle {
+    fn drop(&mut self) {
+        let _ = self.rt.release_kernel(self.unshuffle);
+        let _ = self.rt.release_kernel(self.shuffle);
+        let _ = self.rt.release_program(self.program);
+    }
+}
+
+/// What [`read_shuffled_to_device`] moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceReadReport {
+    /// Chunks read.
+    pub chunks: usize,
+    /// Stored bytes read from the file.
+    pub stored_bytes: u64,
+    /// Bytes copied between buffer kinds (a host bounce buffer to the
+    /// device: the file-io fallback); the direct fastpath copies none.
+    pub bytes_copied: u64,
+}
+
+/// Reads a shuffle-only dataset whose chunks are whole rows (every chunk
+/// dimension but the first spans the dataset) into `dst` on `queue`'s
+/// device: each chunk's stored bytes go from the file into a device
+/// staging buffer through `io` (its fastpath where offered), then the
+/// device kernel unshuffles them into place. No host decode.
+pub fn read_shuffled_to_device(
+    ds: &Dataset,
+    io: &FileIo,
+    shuffle: &DeviceShuffle,
+    context: ContextId,
+    device: DeviceId,
+    queue: QueueId,
+    dst: BufferId,
+) -> Result<DeviceReadReport, H5Error> {
+    let rt = io.runtime().clone();
+    let call = |call: &'static str| {
+        move |e: ur_api::Error| H5Error::Call {
+            call,
+            what: e.to_string(),
+        }
+    };
+    let specs = ds.filters();
+    if specs.len() != 1
+        || specs[0].id != FILTER_SHUFFLE
+        || ds.shape().iter().zip(ds.chunk_shape()).skip(1).any(|(s, c)| s != c)
+    {
+        return Err(H5Error::Pipeline {
+            dataset: ds.name().into(),
+            source: crate::FilterError::Corrupt {
+                filter: "shuffle",
+                reason: "the device path takes shuffle-only datasets chunked in whole rows".into(),
+            },
+        });
+    }
+    let size = specs[0].cd_values.first().copied().unwrap_or(1) as usize;
+    let file = io.open(ds.path(), OpenOptions::read()).map_err(|e| H5Error::Call {
+        call: "FileIo::open",
+        what: e.to_string(),
+    })?;
+    let staging = rt
+        .create_buffer(context, &BufferDesc::new(ds.chunk_bytes()).on(device), None)
+        .map_err(call("create_buffer"))?;
+    let mut report = DeviceReadReport::default();
+    let origins = crate::h5::chunks_meeting(&Selection::all(ds.shape()), ds.chunk_shape());
+    let row = ds.byte_len() / ds.shape()[0].max(1) as usize;
+    let result = (|| {
+        for origin in origins {
+            let Some((addr, stored, mask)) = ds.chunk_location(&origin)? else {
+                return Err(H5Error::Call {
+                    call: "H5Dget_chunk_info_by_coord",
+                    what: format!("{} chunk {origin:?} not allocated", ds.name()),
+                });
+            };
+            let start = origin[0] as usize * row;
+            let bytes = (ds.byte_len() - start).min(ds.chunk_bytes());
+            let target = DeviceMem::Buffer {
+                queue,
+                buffer: staging,
+                offset: 0,
+            };
+            let rep = io
+                .run(&file, &Request::read(target, addr, stored as usize))
+                .map_err(|e| H5Error::Call {
+                    call: "FileIo::run",
+                    what: e.to_string(),
+                })?;
+            report.bytes_copied += rep.bytes_by(BackendKind::Bounce);
+            report.stored_bytes += stored;
+            report.chunks += 1;
+            // An edge chunk is stored at full chunk size; only its first `bytes` are the dataset's.
+            let ev = if mask & 1 != 0 {
+                rt.enqueue_copy(queue, staging, 0, dst, start, bytes, &[])
+                    .map_err(call("enqueue_copy"))?
+            } else {
+                shuffle
+                    .decode(queue, staging, (dst, start), ds.chunk_bytes(), bytes, size, &[])
+                    .map_err(call("enqueue_launch"))?
+            };
+            rt.complete(ev).map_err(call("wait"))?;
+        }
+        Ok(())
+    })();
+    let _ = rt.release_buffer(staging);
+    result.map(|()| report)
+}
