@@ -276,6 +276,7 @@ mod tests {
                 "fuzz-file_io_split",
                 "fuzz-reorg_dist",
                 "fuzz-dyn_args",
+                "fuzz-capi_args",
             ]
         );
         let test = display(&steps[3].1);
