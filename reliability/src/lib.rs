@@ -16,9 +16,15 @@
 //!   logical buffers of the memory manager across native, sim and every
 //!   OpenCL device, with a watchdog, every byte checked against a model.
 //!
+//! - `src/miri_pure.rs` (unit tests): the lock-free pointer map under
+//!   concurrent readers and writers, sized for Miri.
+//!
 //! The fuzz targets live in `fuzz/` (cargo-fuzz, its own workspace).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+#[cfg(test)]
+mod miri_pure;
 
 /// Runs `f`, turning a panic into `Err` with its message.
 pub fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {

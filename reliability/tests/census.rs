@@ -528,6 +528,9 @@ fn bad_input_census() {
             rt.enqueue_launch(q, kern, r, &[ArgValue::Buffer(buf), ArgValue::scalar(&k)], &[])
         });
     }
+    let local_mem = rt.device_info(dev).unwrap().local_mem_size;
+    assert!(local_mem > 0, "the native device reports its local memory");
+    let local_over = usize::try_from(local_mem + 1).unwrap();
     let arg_sets: Vec<(&str, Vec<ArgValue<'_>>)> = vec![
         ("no arguments", vec![]),
         ("one argument of two", vec![ArgValue::Buffer(buf)]),
@@ -547,6 +550,14 @@ fn bad_input_census() {
         (
             "local memory of 0 bytes",
             vec![ArgValue::Buffer(buf), ArgValue::Local(0)],
+        ),
+        (
+            "local memory one byte above the device's local_mem_size",
+            vec![ArgValue::Buffer(buf), ArgValue::Local(local_over)],
+        ),
+        (
+            "local memory of usize::MAX bytes",
+            vec![ArgValue::Buffer(buf), ArgValue::Local(usize::MAX)],
         ),
     ];
     for (what, args) in &arg_sets {

@@ -219,6 +219,11 @@ pub struct DeviceInfo {
     pub max_work_group_size: usize,
     /// Required alignment, in bytes, of a sub-buffer's offset.
     pub sub_buffer_align: usize,
+    /// Local (work-group shared) memory in bytes a launch may use: the
+    /// bound on the sum of its [`ArgValue::Local`](crate::ArgValue::Local)
+    /// arguments, which the dyn layer checks. 0: not reported (no bound
+    /// checked).
+    pub local_mem_size: u64,
     /// Driver version.
     pub driver_version: String,
     /// Backend API version the device supports.
@@ -229,7 +234,8 @@ impl DeviceInfo {
     /// A device with this name and type and modest defaults: no vendor, no
     /// memory reported (0), separate memory, no USM, no optional
     /// capability, no program format, one compute unit, work groups of 1,
-    /// sub-buffer alignment 1, empty version strings.
+    /// sub-buffer alignment 1, no local memory reported (0), empty version
+    /// strings.
     pub fn new(name: impl Into<String>, device_type: DeviceType) -> Self {
         DeviceInfo {
             name: name.into(),
@@ -244,6 +250,7 @@ impl DeviceInfo {
             max_compute_units: 1,
             max_work_group_size: 1,
             sub_buffer_align: 1,
+            local_mem_size: 0,
             driver_version: String::new(),
             backend_version: String::new(),
         }
@@ -307,6 +314,11 @@ impl DeviceInfo {
             sub_buffer_align,
             ..self
         }
+    }
+
+    /// Sets the local (work-group shared) memory size in bytes.
+    pub fn local_mem(self, local_mem_size: u64) -> Self {
+        DeviceInfo { local_mem_size, ..self }
     }
 
     /// Sets the driver and backend API version strings.

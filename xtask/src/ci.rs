@@ -4,6 +4,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::cmd::{cargo, human, run_limited, step, with_backend_env, Result, XtaskError, OPENCL_ENV};
+use crate::reliability;
 
 /// Overrides the per-step time limit, in seconds.
 pub const STEP_TIMEOUT_ENV: &str = "XTASK_STEP_TIMEOUT_SECS";
@@ -13,7 +14,7 @@ pub const STEP_TIMEOUT_ENV: &str = "XTASK_STEP_TIMEOUT_SECS";
 const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
 /// The steps, in order: a name and the command it runs.
-fn steps() -> Vec<(&'static str, Command)> {
+fn steps() -> Result<Vec<(String, Command)>> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
     let mut clippy = cargo();
@@ -72,7 +73,7 @@ fn steps() -> Vec<(&'static str, Command)> {
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", rustdocflags());
-    vec![
+    let mut steps: Vec<(String, Command)> = [
         ("fmt", fmt),
         ("clippy", clippy),
         ("codegen", bindings),
@@ -84,7 +85,34 @@ fn steps() -> Vec<(&'static str, Command)> {
         ("mpi-prop", prop),
         ("example", example),
         ("doc", doc),
+        // Reliability (issue #16), on nightly: the host-side crates' tests
+        // under AddressSanitizer, again with LeakSanitizer where no OpenCL
+        // runtime is loaded, the pure parts under Miri, then every fuzz
+        // target for a bounded time after replaying its committed inputs.
+        ("asan", reliability::asan_step()),
+        ("lsan", reliability::lsan_step()),
+        ("miri", reliability::miri_step()),
+        ("fuzz-build", reliability::fuzz_build_step()),
     ]
+    .into_iter()
+    .map(|(n, c)| (n.to_owned(), c))
+    .collect();
+    steps.extend(reliability::fuzz_steps(reliability::fuzz_secs()?));
+    Ok(steps)
+}
+
+/// Whether a reliability step's tools are there. Missing, it is a skip with
+/// the reason outside CI and a failure in CI (where setup ran first).
+fn reliability_tools(step: &str) -> Result<bool> {
+    let nightly = ["asan", "lsan", "miri"].contains(&step) || step.starts_with("fuzz");
+    let Some(why) = nightly.then(|| reliability::missing_tool(step)).flatten() else {
+        return Ok(true);
+    };
+    if in_ci() {
+        return Err(XtaskError::Other(format!("step `{step}`: {why}")));
+    }
+    eprintln!("xtask: skipping step `{step}`: {why}");
+    Ok(false)
 }
 
 /// Whether the null driver `setup` builds is there. Missing, it is a skip
@@ -130,7 +158,8 @@ fn null_driver_path() -> std::ffi::OsString {
 
 /// fmt, clippy, the bindings check, tests (unit, conformance, doctests),
 /// the suite on the Level Zero null driver, the MPI examples, the pipeline
-/// example, docs.
+/// example, docs, then the reliability steps (ASan, LSan, Miri, bounded
+/// fuzzing).
 pub fn ci() -> Result<()> {
     let start = Instant::now();
     let limit = step_timeout()?;
@@ -147,13 +176,16 @@ pub fn ci() -> Result<()> {
             Err(_) => eprintln!("xtask: {key}={value:?} (default for the real OpenCL backends)"),
         }
     }
-    let mut done: Vec<(&str, Duration, bool)> = Vec::new();
-    for (name, mut cmd) in steps() {
+    let mut done: Vec<(String, Duration, bool)> = Vec::new();
+    for (name, mut cmd) in steps()? {
         if name == "ze-null" && !null_driver_built()? {
             continue;
         }
+        if !reliability_tools(&name)? {
+            continue;
+        }
         let t = Instant::now();
-        let outcome = step(name, || run_limited(&mut cmd, limit));
+        let outcome = step(&name, || run_limited(&mut cmd, limit));
         done.push((name, t.elapsed(), outcome.is_ok()));
         if outcome.is_err() {
             eprint!("{}", summary(&done));
@@ -189,11 +221,12 @@ fn step_timeout() -> Result<Duration> {
 }
 
 /// One line per step run: name, outcome, duration.
-fn summary(done: &[(&str, Duration, bool)]) -> String {
+fn summary<S: AsRef<str>>(done: &[(S, Duration, bool)]) -> String {
     let mut s = String::from("xtask: ci summary\n");
     for (name, took, ok) in done {
         s.push_str(&format!(
-            "  {name:<7} {:<6} {:>8}\n",
+            "  {:<22} {:<6} {:>8}\n",
+            name.as_ref(),
             if *ok { "ok" } else { "FAILED" },
             human(*took)
         ));
@@ -216,8 +249,8 @@ mod tests {
 
     #[test]
     fn steps_run_in_the_documented_order_with_the_backend_env_on_tests() {
-        let steps = steps();
-        let names: Vec<&str> = steps.iter().map(|(n, _)| *n).collect();
+        let steps = steps().unwrap();
+        let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
             [
@@ -231,7 +264,19 @@ mod tests {
                 "mpi-dri",
                 "mpi-prop",
                 "example",
-                "doc"
+                "doc",
+                "asan",
+                "lsan",
+                "miri",
+                "fuzz-build",
+                "fuzz-device_selector",
+                "fuzz-sim_topology",
+                "fuzz-interval_set",
+                "fuzz-mm_plan",
+                "fuzz-file_io_split",
+                "fuzz-reorg_dist",
+                "fuzz-dyn_args",
+                "fuzz-capi_args",
             ]
         );
         let test = display(&steps[3].1);
@@ -251,6 +296,15 @@ mod tests {
         assert!(display(&steps[7].1).contains("mpirun -n 10 --oversubscribe"));
         assert!(display(&steps[9].1).contains("--example pipeline"));
         assert!(display(&steps[10].1).contains("RUSTDOCFLAGS="));
+        let asan = display(&steps[11].1);
+        assert!(
+            asan.contains("RUSTFLAGS=-Zsanitizer=address") && asan.contains("CARGO_TARGET_DIR=target/asan"),
+            "{asan}"
+        );
+        assert!(display(&steps[12].1).contains("detect_leaks=1"));
+        assert!(display(&steps[13].1).contains("cargo +nightly miri test"));
+        assert!(display(&steps[14].1).ends_with("fuzz build --fuzz-dir fuzz"));
+        assert!(display(&steps[15].1).contains("-max_total_time="));
     }
 
     #[test]
@@ -259,8 +313,8 @@ mod tests {
             ("fmt", Duration::from_millis(900), true),
             ("clippy", Duration::from_secs(61), false),
         ]);
-        assert!(s.contains("fmt     ok"), "{s}");
-        assert!(s.contains("clippy  FAILED"), "{s}");
+        assert!(s.contains("fmt                    ok"), "{s}");
+        assert!(s.contains("clippy                 FAILED"), "{s}");
         assert!(s.contains("1m01s"), "{s}");
     }
 }

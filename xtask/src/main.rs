@@ -3,7 +3,8 @@
 //!
 //! - `cargo xtask setup`: installs the system packages the real backends need
 //!   and unpacks Intel's runtimes from their wheels (`wheels.rs`).
-//! - `cargo xtask ci`: the checks CI runs (fmt, clippy, tests, docs).
+//! - `cargo xtask ci`: the checks CI runs (fmt, clippy, tests, docs, then
+//!   AddressSanitizer, LeakSanitizer, Miri and bounded fuzzing on nightly).
 //! - `cargo xtask codegen [--check]`: regenerates (or checks) the committed
 //!   Level Zero bindings of `level-zero-sys` with bindgen.
 //! - `cargo xtask bench [--filter NAME]`: runs the benchmarks and collects
@@ -14,7 +15,6 @@ mod ci;
 mod cmd;
 mod codegen;
 mod icd;
-#[allow(dead_code)] // reason: the ASan and fuzz steps are not wired into `ci` yet (issue 16).
 mod reliability;
 mod setup;
 mod wheels;
@@ -34,13 +34,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Install the system packages the backends need (apt-get; a no-op when present).
+    /// Install the system packages the backends need (apt-get) and the nightly tools (a no-op when present).
     Setup {
         /// Show what would be installed without installing it.
         #[arg(long)]
         dry_run: bool,
     },
-    /// Run the CI checks: fmt, clippy, tests (with the conformance suite), docs.
+    /// Run the CI checks: fmt, clippy, tests (with the conformance suite), docs, sanitizers, Miri, fuzzing.
     Ci,
     /// Regenerate the Level Zero bindings of level-zero-sys from the headers (bindgen).
     Codegen {

@@ -1,12 +1,17 @@
 //! Reliability steps of `cargo xtask ci` (issue #16): the host-side crates'
-//! tests under AddressSanitizer, the bounded fuzz runs, and the `setup`
-//! helper that installs cargo-fuzz.
+//! tests under AddressSanitizer (and LeakSanitizer), the pure parts under
+//! Miri, the bounded fuzz runs, and the `setup` helper that installs what
+//! they need (the nightly toolchain with Miri and rust-src, cargo-fuzz).
 //!
-//! Both need the nightly toolchain (`-Zsanitizer`, libFuzzer); they run it
-//! through the rustup proxy (`cargo +nightly`), in their own target folders
-//! (`target/asan`, `fuzz/target`) so the stable build is not invalidated.
+//! All need the nightly toolchain (`-Zsanitizer`, Miri, libFuzzer); they
+//! run it through the rustup proxy (`cargo +nightly`), in their own target
+//! folders (`target/asan`, `target/miri`, `fuzz/target`) so the stable
+//! build is not invalidated.
+//!
+//! A fuzz crash fails its step and leaves the input in
+//! `fuzz/artifacts/<target>/`; once the cause is fixed, the input goes into
+//! `fuzz/regressions/<target>/`, which every later run replays first.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use crate::cmd::{with_backend_env, Result, XtaskError};
@@ -32,7 +37,7 @@ pub const ASAN_CRATES: [&str; 8] = [
 /// project's own crates are run with leak detection by [`lsan_step`].
 pub const ASAN_OPTIONS: &str = "detect_leaks=0:use_sigaltstack=0:abort_on_error=1:strict_string_checks=1";
 
-/// The crates [`lsan_step`] runs with LeakSanitizer on (no OpenCL loaded).
+/// The crates [`lsan_step`] runs with LeakSanitizer on.
 pub const LSAN_CRATES: [&str; 6] = [
     "ur-api",
     "ur-native",
@@ -44,7 +49,7 @@ pub const LSAN_CRATES: [&str; 6] = [
 
 /// The fuzz targets of `fuzz/` (`fuzz/fuzz_targets/<name>.rs`, corpus in
 /// `fuzz/corpus/<name>/`).
-pub const FUZZ_TARGETS: [&str; 7] = [
+pub const FUZZ_TARGETS: [&str; 8] = [
     "device_selector",
     "sim_topology",
     "interval_set",
@@ -52,6 +57,7 @@ pub const FUZZ_TARGETS: [&str; 7] = [
     "file_io_split",
     "reorg_dist",
     "dyn_args",
+    "capi_args",
 ];
 
 /// Overrides the seconds each fuzz target runs ([`DEFAULT_FUZZ_SECS`]).
@@ -59,6 +65,13 @@ pub const FUZZ_SECS_ENV: &str = "XTASK_FUZZ_SECS";
 
 /// Seconds per fuzz target when [`FUZZ_SECS_ENV`] is unset.
 pub const DEFAULT_FUZZ_SECS: u64 = 60;
+
+/// The version of cargo-fuzz `setup` installs (from crates.io, `--locked`).
+pub const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
+/// The nightly components the steps need: Miri and the standard library's
+/// source (Miri builds its own sysroot from it).
+pub const NIGHTLY_COMPONENTS: [&str; 2] = ["miri", "rust-src"];
 
 /// `cargo +nightly ...` through the rustup proxy, in the workspace root,
 /// without the toolchain the outer `cargo xtask` was started with.
@@ -85,7 +98,9 @@ fn asan_test(crates: &[&str], options: &str, target_dir: &str) -> Command {
         .env("RUSTFLAGS", "-Zsanitizer=address")
         .env("RUSTDOCFLAGS", "-Zsanitizer=address")
         .env("ASAN_OPTIONS", options)
-        .env("CARGO_TARGET_DIR", target_dir);
+        .env("CARGO_TARGET_DIR", target_dir)
+        // The bad-input census checks the committed table, never rewrites it.
+        .env("UR_CENSUS_CHECK", "1");
     with_backend_env(&mut cmd);
     cmd
 }
@@ -96,14 +111,65 @@ pub fn asan_step() -> Command {
     asan_test(&ASAN_CRATES, ASAN_OPTIONS, "target/asan")
 }
 
-/// The crates that load no OpenCL runtime, under ASan with LeakSanitizer
-/// on (`detect_leaks=1`), sharing `target/asan`.
+/// Where [`lsan_step`] points the OpenCL ICD loader: a folder that does not
+/// exist, so no OpenCL runtime is loaded (their process-lifetime
+/// allocations, in modules unloaded by the time LeakSanitizer looks, would
+/// be reported as leaks of `<unknown module>`) and the OpenCL paths of the
+/// tests skip.
+pub const LSAN_NO_OPENCL_VENDORS: &str = "target/asan/no-opencl-vendors";
+
+/// [`LSAN_CRATES`] under ASan with LeakSanitizer on (`detect_leaks=1`),
+/// sharing `target/asan`, with no OpenCL runtime loaded.
 pub fn lsan_step() -> Command {
-    asan_test(
+    let mut cmd = asan_test(
         &LSAN_CRATES,
         "detect_leaks=1:use_sigaltstack=0:abort_on_error=1",
         "target/asan",
-    )
+    );
+    cmd.env("OCL_ICD_VENDORS", crate::workspace_root().join(LSAN_NO_OPENCL_VENDORS));
+    cmd
+}
+
+/// The crates Miri runs, and the test-path filters that select their pure
+/// parts: the dyn layer's parameter checks and the pointer map's small
+/// tests (its model and growth tests are too long for the interpreter;
+/// `ur-reliability`'s `miri_pure` races readers against a writer on a
+/// small map instead), the device selector parser, the memory manager's
+/// interval sets and plans. Not the pinned registry: it asks the kernel
+/// which pages are mapped (`mincore`), a foreign call Miri cannot run.
+pub const MIRI_CRATES: [&str; 3] = ["ur-api", "ur-memory-manager", "ur-reliability"];
+
+/// See [`MIRI_CRATES`].
+pub const MIRI_FILTERS: [&str; 7] = [
+    "dynamic::check::",
+    "dynamic::pointer_map::tests::bad_ranges_are_refused",
+    "dynamic::pointer_map::tests::every_tier_answers",
+    "selector::",
+    "interval::",
+    "plan::",
+    "miri_pure::",
+];
+
+/// `MIRIFLAGS` of the step: proptest reads the working directory (for its
+/// failure files), so isolation is off; the pointer map packs addresses
+/// into integers, so provenance is permissive.
+pub const MIRIFLAGS: &str = "-Zmiri-disable-isolation -Zmiri-permissive-provenance";
+
+/// The pure parts' unit tests under Miri (undefined behaviour, aliasing,
+/// data races, leaks), in `target/miri`, with proptest's default case
+/// count cut to 16 (each case is interpreted).
+pub fn miri_step() -> Command {
+    let mut cmd = nightly_cargo();
+    cmd.args(["miri", "test"]);
+    for c in MIRI_CRATES {
+        cmd.args(["-p", c]);
+    }
+    cmd.args(["--lib", "--no-fail-fast", "--"])
+        .args(MIRI_FILTERS)
+        .env("MIRIFLAGS", MIRIFLAGS)
+        .env("PROPTEST_CASES", "16")
+        .env("CARGO_TARGET_DIR", "target/miri");
+    cmd
 }
 
 /// Seconds each fuzz target runs: [`FUZZ_SECS_ENV`] or [`DEFAULT_FUZZ_SECS`].
@@ -117,18 +183,44 @@ pub fn fuzz_secs() -> Result<u64> {
     }
 }
 
+/// Builds every fuzz target once (libFuzzer, ASan, release with debug
+/// assertions), so the runs that follow time fuzzing, not compiling.
+pub fn fuzz_build_step() -> Command {
+    let mut cmd = nightly_cargo();
+    cmd.args(["fuzz", "build", "--fuzz-dir", "fuzz"]);
+    cmd
+}
+
+/// The committed inputs of `target` a run starts from: its seed corpus and,
+/// where there is one, its folder of regression inputs (crashes found and
+/// fixed).
+fn committed_inputs(target: &str) -> Vec<String> {
+    let mut dirs = vec![format!("fuzz/corpus/{target}")];
+    let regressions = format!("fuzz/regressions/{target}");
+    if crate::workspace_root().join(&regressions).is_dir() {
+        dirs.push(regressions);
+    }
+    dirs
+}
+
 /// One bounded run per fuzz target: `cargo +nightly fuzz run <target>
-/// fuzz/corpus/<target> -- -max_total_time=<secs>`, after which libFuzzer
-/// prints its execution count (`Done N runs in S second(s)`). A crash
-/// fails the step and leaves the input in `fuzz/artifacts/<target>/`.
+/// fuzz/target/corpus/<target> fuzz/corpus/<target> [fuzz/regressions/<target>]
+/// -- -max_total_time=<secs>`. libFuzzer first runs every committed input,
+/// then mutates for `secs` seconds and prints its execution count
+/// (`stat::number_of_executed_units`). New inputs go to the first folder,
+/// a scratch one under `fuzz/target`, so a run leaves the committed
+/// corpus as it is. A crash fails the step and leaves the input in
+/// `fuzz/artifacts/<target>/`.
 pub fn fuzz_steps(secs: u64) -> Vec<(String, Command)> {
     FUZZ_TARGETS
         .iter()
         .map(|t| {
             let mut cmd = nightly_cargo();
             cmd.args(["fuzz", "run", "--fuzz-dir", "fuzz", t])
-                .arg(format!("fuzz/corpus/{t}"))
+                .arg(format!("fuzz/target/corpus/{t}"))
+                .args(committed_inputs(t))
                 .arg("--")
+                .arg("-create_missing_dirs=1")
                 .arg(format!("-max_total_time={secs}"))
                 .arg("-print_final_stats=1")
                 .env("ASAN_OPTIONS", "detect_leaks=0:use_sigaltstack=0");
@@ -137,63 +229,95 @@ pub fn fuzz_steps(secs: u64) -> Vec<(String, Command)> {
         .collect()
 }
 
-/// Replays every committed corpus and regression input once per target
-/// (`-runs=0`): quick, and what a test run of the fuzz crate amounts to.
-pub fn fuzz_replay_steps() -> Vec<(String, Command)> {
-    FUZZ_TARGETS
-        .iter()
-        .map(|t| {
-            let mut cmd = nightly_cargo();
-            cmd.args(["fuzz", "run", "--fuzz-dir", "fuzz", t])
-                .arg(format!("fuzz/corpus/{t}"))
-                .arg(format!("fuzz/regressions/{t}"))
-                .args(["--", "-runs=0"])
-                .env("ASAN_OPTIONS", "detect_leaks=0:use_sigaltstack=0");
-            (format!("fuzz-replay-{t}"), cmd)
-        })
-        .collect()
-}
-
-/// Is `cargo-fuzz` installed (for the nightly toolchain's cargo)?
-pub fn cargo_fuzz_installed() -> bool {
-    nightly_cargo()
-        .args(["fuzz", "--version"])
-        .stdout(std::process::Stdio::null())
+/// Does `cmd` run and exit 0 (output discarded)?
+fn succeeds(cmd: &mut Command) -> bool {
+    cmd.stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
 }
 
+/// Is `cargo-fuzz` installed (for the nightly toolchain's cargo)?
+pub fn cargo_fuzz_installed() -> bool {
+    succeeds(nightly_cargo().args(["fuzz", "--version"]))
+}
+
+/// Is the nightly toolchain installed (through rustup)?
+pub fn nightly_installed() -> bool {
+    succeeds(Command::new("rustup").args(["run", "nightly", "rustc", "--version"]))
+}
+
+/// The [`NIGHTLY_COMPONENTS`] the nightly toolchain lacks.
+fn missing_components() -> Vec<&'static str> {
+    let installed = Command::new("rustup")
+        .args(["component", "list", "--installed", "--toolchain", "nightly"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    NIGHTLY_COMPONENTS
+        .into_iter()
+        .filter(|c| !installed.lines().any(|l| l.starts_with(&format!("{c}-")) || l == *c))
+        .collect()
+}
+
+/// Why a reliability step cannot run here (a tool `cargo xtask setup`
+/// installs is missing), or `None` when it can.
+pub fn missing_tool(step: &str) -> Option<String> {
+    if !nightly_installed() {
+        return Some("no nightly toolchain (`cargo xtask setup` installs it)".to_owned());
+    }
+    if step == "miri" && !missing_components().is_empty() {
+        return Some(format!(
+            "nightly lacks {} (`cargo xtask setup` adds them)",
+            missing_components().join(", ")
+        ));
+    }
+    if step.starts_with("fuzz") && !cargo_fuzz_installed() {
+        return Some("no cargo-fuzz (`cargo xtask setup` installs it)".to_owned());
+    }
+    None
+}
+
 /// Installs what these steps need, idempotently: the nightly toolchain
-/// (with rust-src, which `-Zsanitizer` builds of std do not need but Miri
-/// does) and `cargo-fuzz` (`cargo install cargo-fuzz --locked`, skipped
-/// when `cargo fuzz --version` already answers).
+/// (minimal profile) with [`NIGHTLY_COMPONENTS`], and cargo-fuzz
+/// [`CARGO_FUZZ_VERSION`] from crates.io (`cargo install --locked`),
+/// skipped when `cargo +nightly fuzz --version` already answers. Needs
+/// rustup and its distribution server (static.rust-lang.org) and
+/// crates.io; nothing from GitHub.
 pub fn setup(dry_run: bool) -> Result<()> {
-    let have_nightly = Command::new("rustup")
-        .args(["run", "nightly", "rustc", "--version"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_nightly {
+    if !nightly_installed() {
         let mut cmd = Command::new("rustup");
+        // `--allow-downgrade`: the newest nightly that has every component.
         cmd.args([
             "toolchain",
             "install",
             "nightly",
             "--profile",
             "minimal",
-            "--component",
-            "rust-src,miri",
-        ]);
+            "--allow-downgrade",
+        ])
+        .arg("--component")
+        .arg(NIGHTLY_COMPONENTS.join(","));
         run_or_show(&mut cmd, dry_run)?;
+    } else {
+        let missing = missing_components();
+        if missing.is_empty() {
+            eprintln!(
+                "setup: present: nightly toolchain with {}",
+                NIGHTLY_COMPONENTS.join(", ")
+            );
+        } else {
+            let mut cmd = Command::new("rustup");
+            cmd.args(["component", "add", "--toolchain", "nightly"]).args(&missing);
+            run_or_show(&mut cmd, dry_run)?;
+        }
     }
     if cargo_fuzz_installed() {
-        eprintln!("xtask: cargo-fuzz present");
+        eprintln!("setup: present: cargo-fuzz");
         return Ok(());
     }
     let mut cmd = Command::new("cargo");
-    cmd.args(["install", "cargo-fuzz", "--locked"]);
+    cmd.args(["install", "cargo-fuzz", "--locked", "--version", CARGO_FUZZ_VERSION]);
     run_or_show(&mut cmd, dry_run)
 }
 
@@ -207,7 +331,8 @@ fn run_or_show(cmd: &mut Command, dry_run: bool) -> Result<()> {
 }
 
 /// The folder of the fuzz crate.
-pub fn fuzz_dir() -> PathBuf {
+#[cfg(test)]
+fn fuzz_dir() -> std::path::PathBuf {
     crate::workspace_root().join("fuzz")
 }
 
@@ -229,7 +354,22 @@ mod tests {
             assert!(s.contains(&format!("-p {c} ")), "{c} missing: {s}");
         }
         assert!(!s.contains("ur-opencl") && !s.contains("ur-cuda"), "{s}");
-        assert!(display(&lsan_step()).contains("detect_leaks=1"));
+        let lsan = display(&lsan_step());
+        assert!(lsan.contains("detect_leaks=1"), "{lsan}");
+        assert!(lsan.contains(LSAN_NO_OPENCL_VENDORS), "{lsan}");
+        assert!(s.contains("UR_CENSUS_CHECK=1"), "{s}");
+    }
+
+    #[test]
+    fn miri_runs_the_pure_parts_of_the_host_crates() {
+        let s = display(&miri_step());
+        assert!(
+            s.contains("cargo +nightly miri test -p ur-api -p ur-memory-manager -p ur-reliability --lib"),
+            "{s}"
+        );
+        for f in MIRI_FILTERS {
+            assert!(s.contains(f), "{f} missing: {s}");
+        }
     }
 
     #[test]
@@ -239,8 +379,17 @@ mod tests {
         for ((name, cmd), t) in steps.iter().zip(FUZZ_TARGETS) {
             assert_eq!(name, &format!("fuzz-{t}"));
             let s = display(cmd);
+            // New inputs go to the scratch folder, the committed ones are read.
             assert!(
-                s.contains(&format!("fuzz run --fuzz-dir fuzz {t} fuzz/corpus/{t}")),
+                s.contains(&format!(
+                    "fuzz run --fuzz-dir fuzz {t} fuzz/target/corpus/{t} fuzz/corpus/{t}"
+                )),
+                "{s}"
+            );
+            let regressions = fuzz_dir().join("regressions").join(t);
+            assert_eq!(
+                s.contains(&format!("fuzz/regressions/{t}")),
+                regressions.is_dir(),
                 "{s}"
             );
             assert!(s.ends_with("-max_total_time=7 -print_final_stats=1"), "{s}");
@@ -252,6 +401,5 @@ mod tests {
             let seeds = std::fs::read_dir(&corpus).map(|d| d.count()).unwrap_or(0);
             assert!(seeds > 0, "no committed seeds in {}", corpus.display());
         }
-        assert_eq!(fuzz_replay_steps().len(), FUZZ_TARGETS.len());
     }
 }

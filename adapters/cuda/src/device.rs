@@ -168,6 +168,8 @@ pub(crate) struct DevInner {
     pub max_block: [usize; 3],
     pub max_grid: [usize; 3],
     pub max_pitch: usize,
+    /// Shared memory per block in bytes (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`).
+    pub shared_mem: u64,
     pub integrated: bool,
     pub managed: bool,
     pub host_register: bool,
@@ -340,6 +342,7 @@ pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
                 a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as usize,
             ],
             max_pitch: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_PITCH)? as usize,
+            shared_mem: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
             integrated: a(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0,
             // Shared USM needs managed memory the host may touch while kernels run.
             managed: a(Attr::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0
@@ -393,6 +396,9 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         .program_formats(program_formats)
         .compute(d.sm_count, d.max_threads)
         .sub_buffer_align(crate::memory::SUB_BUFFER_ALIGN)
+        // Reported although no launch takes local-memory arguments: it is
+        // what a kernel's `__shared__` declarations may use per block.
+        .local_mem(d.shared_mem)
         .versions(
             conv::cuda_version(d.driver_version),
             format!("compute capability {}.{}", d.cc.0, d.cc.1),

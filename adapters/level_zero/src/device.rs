@@ -250,6 +250,9 @@ fn describe(d: &Arc<Driver>, h: sys::ze_device_handle_t, tile: Option<usize>) ->
             conv::or_default(compute.maxTotalGroupSize, 256) as usize,
         )
         .sub_buffer_align(crate::memory::SUB_BUFFER_ALIGN)
+        // ze_device_compute_properties_t::maxSharedLocalMemory; a driver that
+        // reports 0 (the null driver) bounds nothing.
+        .local_mem(u64::from(compute.maxSharedLocalMemory))
         .versions(
             d.version.clone(),
             format!(

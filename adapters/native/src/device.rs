@@ -34,6 +34,13 @@ const FALLBACK_MEM: u64 = 4 << 30;
 /// which keeps ranges portable to them.
 const MAX_WORK_GROUP: usize = 4096;
 
+/// Local memory a launch may ask of a host kernel, summed over its
+/// local-memory arguments. A host kernel allocates its work-group scratch
+/// itself, so there is no hardware limit; this is the size a CPU OpenCL
+/// runtime reports (Intel's CPU runtime: 256 KiB), which keeps launches
+/// portable to them and keeps a hostile size from reaching the kernel.
+pub const LOCAL_MEM_SIZE: u64 = 256 << 10;
+
 pub(crate) fn platform_info() -> PlatformInfo {
     PlatformInfo {
         name: PLATFORM_NAME.to_owned(),
@@ -86,6 +93,7 @@ fn describe(cpuinfo: &str, total: u64, units: usize) -> DeviceInfo {
         .program_formats(ProgramFormats::HOST)
         .compute(u32::try_from(units).unwrap_or(u32::MAX), MAX_WORK_GROUP)
         .sub_buffer_align(BASE_ALIGN)
+        .local_mem(LOCAL_MEM_SIZE)
         .versions(
             env!("CARGO_PKG_VERSION"),
             format!("native {}", env!("CARGO_PKG_VERSION")),

@@ -260,6 +260,8 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
         .program_formats(formats)
         .compute(check3(d.max_compute_units())?, check3(d.max_work_group_size())?)
         .sub_buffer_align((check3(d.mem_base_addr_align())? as usize / 8).max(1))
+        // CL_DEVICE_LOCAL_MEM_SIZE: the bound of a launch's `__local` arguments.
+        .local_mem(check3(d.local_mem_size())?)
         .versions(check3(d.driver_version())?, version_text);
     Ok(Device {
         id: Handle(id),

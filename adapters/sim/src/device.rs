@@ -11,6 +11,11 @@ use crate::state::{DeviceState, SimState, ARENA_ALIGN};
 /// range in one call, so this is a convention, not a hardware limit.
 const MAX_WORK_GROUP: usize = 1024;
 
+/// Local memory reported, summed over a launch's local-memory arguments:
+/// a convention like [`MAX_WORK_GROUP`] (host kernels allocate their own
+/// scratch), the 64 KiB of a typical GPU's work-group shared memory.
+pub const LOCAL_MEM_SIZE: u64 = 64 << 10;
+
 /// A platform of the topology.
 #[derive(Debug)]
 pub struct SimPlatform {
@@ -77,6 +82,7 @@ pub(crate) fn device_info(d: &DeviceState) -> DeviceInfo {
         .program_formats(ProgramFormats::HOST)
         .compute(1, MAX_WORK_GROUP)
         .sub_buffer_align(ARENA_ALIGN)
+        .local_mem(LOCAL_MEM_SIZE)
         .versions(env!("CARGO_PKG_VERSION"), "sim 1")
 }
 

@@ -59,6 +59,10 @@ pub(crate) fn device_info() -> DeviceInfo {
         // The storage needs no alignment; 8 keeps sub-buffers viewable as
         // `u64` and exercises the dyn layer's alignment checks.
         .sub_buffer_align(8)
+        // No `.local_mem(..)`: without LOCAL_MEMORY_ARGS a launch can ask
+        // for no local memory, and 0 says so. An adapter that takes such
+        // arguments reports its device's size here (the dyn layer bounds
+        // their sum by it).
         .versions(
             env!("CARGO_PKG_VERSION"),
             format!("template {}", env!("CARGO_PKG_VERSION")),

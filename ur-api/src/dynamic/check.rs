@@ -2,7 +2,7 @@
 
 use super::ArgValue;
 use crate::error::{Error, Result};
-use crate::types::{KernelInfo, MapFlags, MemFlags, NdRange, RectCopy, RectSide};
+use crate::types::{DeviceCaps, DeviceInfo, KernelInfo, MapFlags, MemFlags, NdRange, RectCopy, RectSide};
 
 /// The largest fill pattern, in bytes.
 pub(crate) const MAX_PATTERN: usize = 128;
@@ -239,9 +239,11 @@ pub(crate) fn nd_range(range: &NdRange, max_work_group: usize, offsets: bool) ->
 }
 
 /// Kernel arguments against what the adapter reported of the kernel
-/// (count, sizes) and what the device allows (`local`: local-memory
-/// arguments). Buffers and USM pointers count as 8 bytes.
-pub(crate) fn kernel_args(info: &KernelInfo, args: &[ArgValue<'_>], local: bool) -> Result<()> {
+/// (count, sizes) and what the device allows: local-memory arguments only
+/// with [`DeviceCaps::LOCAL_MEMORY_ARGS`], and their sum within
+/// [`DeviceInfo::local_mem_size`] (when reported). Buffers and USM pointers
+/// count as 8 bytes.
+pub(crate) fn kernel_args(info: &KernelInfo, args: &[ArgValue<'_>], device: &DeviceInfo) -> Result<()> {
     if let Some(n) = info.arg_count {
         if args.len() != n {
             return Err(Error::InvalidKernelArgs(format!(
@@ -250,6 +252,10 @@ pub(crate) fn kernel_args(info: &KernelInfo, args: &[ArgValue<'_>], local: bool)
             )));
         }
     }
+    let local = device.caps.contains(DeviceCaps::LOCAL_MEMORY_ARGS);
+    let limit = device.local_mem_size;
+    // Saturating: a sum past u64::MAX is past any limit too.
+    let mut local_total = 0u64;
     for (i, a) in args.iter().enumerate() {
         let given = match *a {
             ArgValue::Scalar([]) => return Err(Error::InvalidKernelArgs(format!("argument {i}: empty scalar"))),
@@ -261,7 +267,16 @@ pub(crate) fn kernel_args(info: &KernelInfo, args: &[ArgValue<'_>], local: bool)
             ArgValue::Local(_) if !local => {
                 return Err(Error::unsupported("local-memory kernel arguments on this device"))
             }
-            ArgValue::Local(_) => continue,
+            ArgValue::Local(n) => {
+                local_total = local_total.saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
+                if limit != 0 && local_total > limit {
+                    return Err(Error::InvalidKernelArgs(format!(
+                        "argument {i}: {n} bytes of local memory bring the launch to {local_total}, \
+                         above the device's {limit}"
+                    )));
+                }
+                continue;
+            }
             ArgValue::Scalar(s) => s.len(),
             ArgValue::Buffer(_) | ArgValue::Usm(_) => 8,
         };
@@ -368,27 +383,62 @@ mod tests {
         assert!(nd_range(&shifted, 1024, true).is_ok());
     }
 
+    /// A device with local-memory arguments and `local` bytes of it.
+    fn dev(local: u64) -> DeviceInfo {
+        DeviceInfo::new("d", crate::DeviceType::Cpu)
+            .caps(DeviceCaps::KERNELS | DeviceCaps::LOCAL_MEMORY_ARGS)
+            .local_mem(local)
+    }
+
     #[test]
     fn kernel_arguments() {
         let two = KernelInfo::with_arg_count(2);
         let args = [ArgValue::Local(4), ArgValue::Scalar(&[1, 2, 3, 4])];
-        assert!(kernel_args(&two, &args, true).is_ok());
+        assert!(kernel_args(&two, &args, &dev(64)).is_ok());
+        let no_local = DeviceInfo::new("d", crate::DeviceType::Cpu).caps(DeviceCaps::KERNELS);
         assert!(matches!(
-            kernel_args(&two, &args, false),
+            kernel_args(&two, &args, &no_local),
             Err(Error::Unsupported { .. })
         ));
         assert!(matches!(
-            kernel_args(&two, &args[..1], true),
+            kernel_args(&two, &args[..1], &dev(64)),
             Err(Error::InvalidKernelArgs(_))
         ));
         let sized = KernelInfo::with_arg_sizes(vec![8, 2]);
         let v = 7u32;
         let wrong = [ArgValue::Usm(crate::UsmPtr(64)), ArgValue::scalar(&v)];
         assert!(matches!(
-            kernel_args(&sized, &wrong, true),
+            kernel_args(&sized, &wrong, &dev(64)),
             Err(Error::InvalidKernelArgs(_))
         ));
-        assert!(kernel_args(&KernelInfo::default(), &[ArgValue::Scalar(&[])], true).is_err());
+        assert!(kernel_args(&KernelInfo::default(), &[ArgValue::Scalar(&[])], &dev(64)).is_err());
+    }
+
+    #[test]
+    fn local_memory_beyond_the_device_size_is_refused() {
+        let any = KernelInfo::default();
+        // Exactly the device's local memory fits, one byte more does not.
+        assert!(kernel_args(&any, &[ArgValue::Local(64)], &dev(64)).is_ok());
+        assert!(kernel_args(&any, &[ArgValue::Local(40), ArgValue::Local(24)], &dev(64)).is_ok());
+        let over = kernel_args(&any, &[ArgValue::Local(65)], &dev(64));
+        assert!(
+            matches!(&over, Err(Error::InvalidKernelArgs(m)) if m.contains("argument 0")),
+            "{over:?}"
+        );
+        // The sum counts: each argument fits alone, both do not.
+        let sum = kernel_args(&any, &[ArgValue::Local(40), ArgValue::Local(25)], &dev(64));
+        assert!(
+            matches!(&sum, Err(Error::InvalidKernelArgs(m)) if m.contains("argument 1")),
+            "{sum:?}"
+        );
+        // Sizes whose sum overflows are refused, not wrapped.
+        let huge = [ArgValue::Local(usize::MAX), ArgValue::Local(usize::MAX)];
+        assert!(matches!(
+            kernel_args(&any, &huge, &dev(64)),
+            Err(Error::InvalidKernelArgs(_))
+        ));
+        // A device that reports no size (0) bounds nothing.
+        assert!(kernel_args(&any, &[ArgValue::Local(usize::MAX)], &dev(0)).is_ok());
     }
 
     #[test]

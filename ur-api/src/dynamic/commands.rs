@@ -446,7 +446,7 @@ impl<A: Adapter> AdapterHost<A> {
                 caps.max_work_group_size,
                 caps.caps.contains(DeviceCaps::GLOBAL_OFFSET),
             )?;
-            check::kernel_args(&k.info, args, caps.caps.contains(DeviceCaps::LOCAL_MEMORY_ARGS))?;
+            check::kernel_args(&k.info, args, caps)?;
             let resolved = args
                 .iter()
                 .map(|a| {
