@@ -24,10 +24,10 @@ fn steps() -> Result<Vec<(String, Command)>> {
     // every test target runs even after one fails, so CI shows all failures.
     with_backend_env(test.args(["test", "--workspace", "--no-fail-fast"]));
     if in_ci() {
-        // `setup` ran first: an OpenCL runtime, or the wheels and g++ the
-        // SYCL programs of the UR C ABI tests need, missing here is a
-        // failure, not a skip.
-        for key in [REQUIRE_OPENCL_ENV, REQUIRE_SYCL_ENV] {
+        // `setup` ran first: an OpenCL runtime, the wheels and g++ the
+        // SYCL programs of the UR C ABI tests need, or h5py and libhdf5
+        // for the HDF5 filter tests, missing here is a failure, not a skip.
+        for key in [REQUIRE_OPENCL_ENV, REQUIRE_SYCL_ENV, REQUIRE_H5PY_ENV] {
             if std::env::var_os(key).is_none() {
                 test.env(key, "1");
             }
@@ -203,6 +203,10 @@ const REQUIRE_OPENCL_ENV: &str = "UR_REQUIRE_OPENCL";
 /// Makes the UR C ABI's loader and SYCL tests fail, not skip, without the
 /// wheels or g++.
 const REQUIRE_SYCL_ENV: &str = "UR_REQUIRE_SYCL";
+
+/// Makes the HDF5 tests (`ur-filters`, `ur-cp --hdf5`) fail, not skip,
+/// without h5py (which writes their files) or libhdf5.
+const REQUIRE_H5PY_ENV: &str = "UR_REQUIRE_H5PY";
 
 /// Is this a CI run (`CI` set to anything but `false` or `0`)?
 fn in_ci() -> bool {

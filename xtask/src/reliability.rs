@@ -18,7 +18,7 @@ use crate::cmd::{with_backend_env, Result, XtaskError};
 
 /// The crates whose tests run under AddressSanitizer: every crate that needs
 /// no GPU (the OpenCL CPU devices are loaded where a test asks for them).
-pub const ASAN_CRATES: [&str; 8] = [
+pub const ASAN_CRATES: [&str; 9] = [
     "ur-api",
     "ur-native",
     "ur-sim",
@@ -26,6 +26,7 @@ pub const ASAN_CRATES: [&str; 8] = [
     "ur-memory-manager",
     "ur-reorg",
     "ur-file-io",
+    "ur-filters",
     "ur-reliability",
 ];
 
