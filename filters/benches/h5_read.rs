@@ -15,13 +15,15 @@
 //!   decoded bytes to the device). The device contents are compared.
 //!   Target <= 0.5. Needs PoCL (skipped with the reason otherwise).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
-use std::sync::Arc;
-
-use ur_api::{BufferDesc, QueueProps, Runtime};
+use common::h5py::{python, script};
+use common::{pocl, ClDevice};
+use ur_api::BufferDesc;
 use ur_file_io::{DirectIo, FileIo, Settings};
 use ur_filters::device::{read_shuffled_to_device, DeviceShuffle};
 use ur_filters::h5::{self, Dataset};
@@ -40,23 +42,12 @@ fn row(name: &str, value: f64, unit: &str, baseline_name: &str, baseline: f64) {
     );
 }
 
-fn python() -> Command {
-    let mut cmd = Command::new(std::env::var("UR_PYTHON").unwrap_or_else(|_| "python3".into()));
-    if let Some(home) = std::env::var_os("HOME") {
-        let dir = Path::new(&home).join(".cache/unified-runtime/h5py");
-        if dir.is_dir() {
-            cmd.env("PYTHONPATH", dir);
-        }
-    }
-    cmd
-}
-
 fn main() {
     if let Err(e) = h5::available() {
         eprintln!("filters.h5_read_over_h5py: skipped: {e}");
         return;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h5py/bench_file.py");
+    let script = script("bench_file.py");
     let mib: u64 = std::env::var("UR_FILTERS_BENCH_MIB")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -125,28 +116,11 @@ fn main() {
 }
 
 fn device_copies(script: &Path, dir: &Path) {
-    for (k, v) in [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")] {
-        if std::env::var_os(k).is_none() {
-            // Edition 2021: safe; no OpenCL thread exists yet.
-            std::env::set_var(k, v);
-        }
-    }
-    let mut rt = Runtime::new();
-    if let Err(e) = rt.add(ur_opencl::OpenClAdapter::new()) {
-        eprintln!("filters.device_shuffle_copies: skipped: no OpenCL: {e}");
-        return;
-    }
-    let Some(dev) = rt.all_devices().into_iter().find(|&d| {
-        rt.platform_info(rt.device_platform(d).unwrap())
-            .map(|p| p.name.contains("Portable"))
-            .unwrap_or(false)
-    }) else {
-        eprintln!("filters.device_shuffle_copies: skipped: no PoCL device");
+    // Prints why (and returns `None`) without PoCL; panics where
+    // UR_REQUIRE_OPENCL is set.
+    let Some((rt, ClDevice { ctx, dev, queue: q, .. })) = pocl("filters.device_shuffle_copies") else {
         return;
     };
-    let ctx = rt.create_context(&[dev]).expect("context");
-    let q = rt.create_queue(ctx, dev, &QueueProps::default()).expect("queue");
-    let rt = Arc::new(rt);
     let file = dir.join("shuffle.h5");
     let st = python().arg(script).arg("shuffle").arg(&file).arg("64").status();
     assert!(st.is_ok_and(|s| s.success()), "h5py could not write the shuffle file");

@@ -7,7 +7,8 @@
 
 mod common;
 
-use common::{assert_same_elements, files, manifest, python, script, u64s};
+use common::every_device;
+use common::h5py::{assert_same_elements, entries, files, manifest, python, script};
 use ur_filters::h5::{self, Dataset, Selection};
 use ur_filters::{FilterError, H5Error, FILTER_DEFLATE};
 
@@ -21,29 +22,26 @@ fn every_h5py_dataset_reads_element_for_element() {
         m["hdf5"],
         h5::available().unwrap()
     );
-    let entries = m["datasets"].as_array().unwrap();
+    let entries = entries(dir);
     assert!(entries.len() >= 10, "the script wrote {} datasets", entries.len());
     let mut plugin = 0;
     for e in entries {
-        let (file, name) = (e["file"].as_str().unwrap(), e["dataset"].as_str().unwrap());
-        let want = std::fs::read(dir.join(e["expected"].as_str().unwrap())).unwrap();
-        let ds = Dataset::open(dir.join(file), name, false).unwrap_or_else(|err| panic!("{file}:{name}: {err}"));
-        assert_eq!(ds.element_size(), e["elem"].as_u64().unwrap() as usize);
-        plugin += usize::from(file == "plugins.h5");
-        let sel = match e.get("start") {
-            Some(s) => Selection {
-                start: u64s(s),
-                count: u64s(&e["count"]),
-            },
+        let want = e.want();
+        let spec = e.spec();
+        let ds = Dataset::open(&e.file, &e.dataset, false).unwrap_or_else(|err| panic!("{spec}: {err}"));
+        assert_eq!(ds.element_size(), e.elem);
+        plugin += usize::from(e.file.ends_with("plugins.h5"));
+        let sel = match e.hyperslab {
+            Some((start, count)) => Selection { start, count },
             None => Selection::all(ds.shape()),
         };
         let mut got = vec![0xAAu8; want.len()];
         let report = ds
             .read_into(&sel, &mut got)
-            .unwrap_or_else(|err| panic!("{file}:{name}: {err}"));
-        assert_same_elements(&format!("{file}:{name} {sel:?}"), &got, &want, ds.element_size());
+            .unwrap_or_else(|err| panic!("{spec}: {err}"));
+        assert_same_elements(&format!("{spec} {sel:?}"), &got, &want, ds.element_size());
         println!(
-            "{file}:{name} {:?} filters {:?}: {report:?}",
+            "{spec} {:?} filters {:?}: {report:?}",
             ds.shape(),
             ds.filters().iter().map(|f| f.id).collect::<Vec<_>>()
         );
@@ -171,55 +169,71 @@ fn corrupt_and_unsupported_inputs_are_typed_errors_naming_the_chunk() {
 }
 
 #[test]
-fn hyperslab_lands_in_a_logical_buffer_at_every_place() {
-    use std::sync::Arc;
-    use ur_memory_manager::MemoryManager;
+fn every_h5py_dataset_lands_in_a_logical_buffer_at_every_place() {
+    use ur_memory_manager::{Config, MemoryManager};
 
     let Some(dir) = files() else { return };
-    let mut rt = ur_api::Runtime::new();
-    rt.add(ur_native::NativeAdapter::new()).unwrap();
-    let dev = rt.all_devices()[0];
-    let ctx = rt.create_context(&[dev]).unwrap();
-    let mm = MemoryManager::new(Arc::new(rt), &[ur_api::Location::new(ctx, dev)]).unwrap();
-    let m = manifest(dir);
-    let e = m["datasets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e.get("start").is_some())
-        .unwrap();
-    let want = std::fs::read(dir.join(e["expected"].as_str().unwrap())).unwrap();
-    let ds = Dataset::open(
-        dir.join(e["file"].as_str().unwrap()),
-        e["dataset"].as_str().unwrap(),
-        false,
-    )
-    .unwrap();
-    let sel = Selection {
-        start: u64s(&e["start"]),
-        count: u64s(&e["count"]),
+    // Host, the native device and every OpenCL device (PoCL's two,
+    // rusticl's, Intel's CPU runtime: whichever are present).
+    let (rt, locations) = every_device("logical_buffer_at_every_place");
+    let config = Config {
+        measure_routes: false,
+        ..Config::default()
     };
-    for place in mm.places() {
-        let buf = mm.create_buffer(want.len() + 64).unwrap();
-        let report = ds.read_logical(&sel, &mm, buf, place, 64).unwrap();
-        assert_eq!(report.bytes, want.len());
-        let kind = h5::place_kind(&mm, place).unwrap();
-        let valid = mm.valid_copies(buf).unwrap();
-        assert!(
-            valid.iter().any(|(p, r, _)| *p == place && r.contains(&64)),
-            "{kind}: {valid:?}"
-        );
-        for (p, r, bytes) in valid.iter().filter(|(_, r, _)| r.start >= 64) {
-            assert_same_elements(
-                &format!("{kind} copy at {p:?}"),
-                bytes,
-                &want[r.start - 64..r.end - 64],
-                2,
-            );
+    let mm = MemoryManager::with_config(rt, &locations, config).unwrap();
+    let places = mm.places();
+    println!(
+        "places: {:?}",
+        places.iter().map(|p| mm.place_name(*p).unwrap()).collect::<Vec<_>>()
+    );
+    assert_eq!(places.len(), locations.len() + 1, "the host and every device");
+    const OFFSET: usize = 64;
+    for e in entries(dir) {
+        let want = e.want();
+        let spec = e.spec();
+        let ds = Dataset::open(&e.file, &e.dataset, false).unwrap();
+        let sel = match e.hyperslab {
+            Some((start, count)) => Selection { start, count },
+            None => Selection::all(ds.shape()),
+        };
+        for &place in &places {
+            let kind = h5::place_kind(&mm, place).unwrap();
+            let what = format!("{spec} {sel:?} at {kind}");
+            let buf = mm.create_buffer(want.len() + OFFSET).unwrap();
+            let report = ds
+                .read_logical(&sel, &mm, buf, place, OFFSET)
+                .unwrap_or_else(|err| panic!("{what}: {err}"));
+            assert_eq!(report.bytes, want.len(), "{what}");
+            let valid = mm.valid_copies(buf).unwrap();
+            // The whole selection is current at `place`, read back from there.
+            let Some((_, range, bytes)) = valid
+                .iter()
+                .find(|(p, r, _)| *p == place && r.start <= OFFSET && r.end >= OFFSET + want.len())
+            else {
+                panic!("{what}: not current at the place: {valid:?}");
+            };
+            let at = OFFSET - range.start;
+            assert_same_elements(&what, &bytes[at..at + want.len()], &want, e.elem);
+            // And every other copy agrees with h5py where it holds the data.
+            for (p, r, bytes) in valid.iter().filter(|(_, r, _)| r.start >= OFFSET) {
+                assert_same_elements(
+                    &format!("{what}: the copy at {}", mm.place_name(*p).unwrap()),
+                    bytes,
+                    &want[r.start - OFFSET..r.end - OFFSET],
+                    e.elem,
+                );
+            }
+            mm.release(buf).unwrap();
         }
         println!(
-            "{kind}: {report:?}; plan of chunk 0:\n{}",
-            ds.explain_chunk(&[0, 0, 0], &kind).unwrap()
+            "{spec}: {} bytes at {} places; plan of its first chunk at the last place:\n{}",
+            want.len(),
+            places.len(),
+            ds.explain_chunk(
+                &h5::chunks_meeting(&sel, ds.chunk_shape())[0],
+                &h5::place_kind(&mm, *places.last().unwrap()).unwrap()
+            )
+            .unwrap()
         );
     }
 

@@ -1,80 +1,110 @@
-//! Helpers shared by the test binaries: h5py-written files, comparisons.
+//! Helpers shared by the test binaries: the h5py-written files
+//! ([`h5py`]), the OpenCL environment ([`opencl`], the OpenCL adapter's
+//! test setup), the devices the tests run on.
 #![allow(dead_code)] // reason: each test binary uses a subset.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+pub mod h5py;
+// The OpenCL adapter's own test setup: environment defaults, skip-or-fail.
+#[path = "../../../adapters/opencl/tests/common/mod.rs"]
+pub mod opencl;
 
-use ur_filters::h5;
+use std::fmt::Display;
+use std::sync::Arc;
 
-pub const REQUIRE_ENV: &str = "UR_REQUIRE_H5PY";
+use ur_api::{ContextId, DeviceId, Location, QueueId, QueueProps, Runtime};
 
-/// `python3` (or `$UR_PYTHON`), with `~/.cache/unified-runtime/h5py` (where
-/// `cargo xtask setup` installs h5py) on `PYTHONPATH` when it exists.
-pub fn python() -> Command {
-    let mut cmd = Command::new(std::env::var("UR_PYTHON").unwrap_or_else(|_| "python3".into()));
-    if let Some(home) = std::env::var_os("HOME") {
-        let dir = Path::new(&home).join(".cache/unified-runtime/h5py");
-        if dir.is_dir() {
-            let mut paths = vec![dir];
-            if let Some(old) = std::env::var_os("PYTHONPATH") {
-                paths.extend(std::env::split_paths(&old));
+/// One OpenCL device with a context and a queue of its own.
+#[derive(Debug, Clone)]
+pub struct ClDevice {
+    pub ctx: ContextId,
+    pub dev: DeviceId,
+    pub queue: QueueId,
+    /// The platform's name (PoCL's is "Portable Computing Language").
+    pub platform: String,
+    /// `opencl:INDEX "device" [platform]`, for messages.
+    pub name: String,
+}
+
+/// A runtime over the OpenCL adapter with every OpenCL device of the
+/// machine (PoCL's two, rusticl's, Intel's CPU runtime: whichever are
+/// registered), each with its own context and queue. `None` after
+/// [`opencl::skip`] (a failure where OpenCL is required) when there is no
+/// OpenCL device at all.
+pub fn opencl_devices(test: &str) -> Option<(Arc<Runtime>, Vec<ClDevice>)> {
+    let rt = opencl::runtime(test)?;
+    let devices: Vec<ClDevice> = rt
+        .all_devices()
+        .into_iter()
+        .enumerate()
+        .map(|(i, dev)| {
+            let ctx = rt.create_context(&[dev]).expect("context");
+            let queue = rt.create_queue(ctx, dev, &QueueProps::default()).expect("queue");
+            let platform = opencl::platform_name(&rt, dev);
+            let device = rt.device_info(dev).map(|d| d.name).unwrap_or_default();
+            ClDevice {
+                ctx,
+                dev,
+                queue,
+                name: format!("opencl:{i} \"{device}\" [{platform}]"),
+                platform,
             }
-            cmd.env("PYTHONPATH", std::env::join_paths(paths).expect("paths"));
-        }
-    }
-    cmd
+        })
+        .collect();
+    println!(
+        "{test}: {} OpenCL device(s): {:?}",
+        devices.len(),
+        devices.iter().map(|d| &d.name).collect::<Vec<_>>()
+    );
+    Some((Arc::new(rt), devices))
 }
 
-pub fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h5py").join(name)
-}
-
-/// The files, written once per test binary; `None` (after printing why) when
-/// h5py or libhdf5 is missing and `UR_REQUIRE_H5PY` is not set.
-pub fn files() -> Option<&'static Path> {
-    static DIR: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
-    let made = DIR.get_or_init(|| {
-        h5::available().map_err(|e| format!("{e}"))?;
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let out = python()
-            .arg(script("make_files.py"))
-            .arg(dir.path())
-            .output()
-            .map_err(|e| format!("python3: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "h5py could not write the files: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(dir)
-    });
-    match made {
-        Ok(d) => Some(d.path()),
-        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") => panic!("{REQUIRE_ENV}=1 but: {why}"),
-        Err(why) => {
-            println!("SKIP: {why} (set {REQUIRE_ENV}=1 to make this a failure)");
-            None
-        }
+/// Runs `body` on every OpenCL device ([`opencl_devices`]; a printed skip,
+/// or a failure where OpenCL is required, without one) with the device
+/// filter `make` builds there, then prints that the device passed.
+pub fn on_every_opencl_device<K, E: Display>(
+    test: &str,
+    make: impl Fn(&Arc<Runtime>, &ClDevice) -> Result<K, E>,
+    mut body: impl FnMut(&Arc<Runtime>, &ClDevice, K),
+) {
+    let Some((rt, devices)) = opencl_devices(test) else {
+        return;
+    };
+    for device in &devices {
+        let kernel = make(&rt, device).unwrap_or_else(|e| panic!("{test}: {}: {e}", device.name));
+        body(&rt, device, kernel);
+        println!("{test}: passed on {}", device.name);
     }
 }
 
-pub fn manifest(dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+/// The first PoCL device (see [`opencl_devices`]); `None` after
+/// [`opencl::skip`] where there is none.
+pub fn pocl(test: &str) -> Option<(Arc<Runtime>, ClDevice)> {
+    let (rt, devices) = opencl_devices(test)?;
+    let Some(dev) = devices.into_iter().find(|d| d.platform.contains("Portable")) else {
+        opencl::skip(test, "no PoCL device");
+        return None;
+    };
+    Some((rt, dev))
 }
 
-pub fn assert_same_elements(what: &str, got: &[u8], want: &[u8], elem: usize) {
-    assert_eq!(got.len(), want.len(), "{what}: byte length");
-    if let Some(i) = got.chunks(elem).zip(want.chunks(elem)).position(|(a, b)| a != b) {
-        panic!(
-            "{what}: element {i} differs: ours {:?}, h5py's {:?}",
-            &got[i * elem..(i + 1) * elem],
-            &want[i * elem..(i + 1) * elem]
-        );
+/// A runtime over the native adapter and, where present, the OpenCL one,
+/// with a location for every device: one context per platform. The
+/// OpenCL part is skipped with the reason printed (a failure where OpenCL
+/// is required) when there is none.
+pub fn every_device(test: &str) -> (Arc<Runtime>, Vec<Location>) {
+    opencl::env_defaults();
+    let mut rt = Runtime::new();
+    rt.add(ur_native::NativeAdapter::new()).expect("native adapter");
+    match rt.add(ur_opencl::OpenClAdapter::new()) {
+        Ok(()) if rt.all_devices().len() > 1 => {}
+        Ok(()) => opencl::skip(test, "no OpenCL platform with devices on this machine"),
+        Err(e) => opencl::skip(test, &format!("the OpenCL adapter did not load: {e}")),
     }
-}
-
-pub fn u64s(v: &serde_json::Value) -> Vec<u64> {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+    let mut locations = Vec::new();
+    for p in rt.platforms() {
+        let devs = rt.devices(p).expect("devices");
+        let ctx = rt.create_context(&devs).expect("context");
+        locations.extend(devs.into_iter().map(|d| Location::new(ctx, d)));
+    }
+    (Arc::new(rt), locations)
 }
