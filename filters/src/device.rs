@@ -6,15 +6,16 @@
 use std::sync::Arc;
 
 use ur_api::{
-    ArgValue, BufferDesc, BufferId, ContextId, DeviceId, EventId, KernelId, NdRange, ProgramId, ProgramSource, QueueId,
-    Runtime,
+    ArgValue, Backend, BufferDesc, BufferId, ContextId, DeviceId, EventId, KernelId, NdRange, ProgramId, ProgramSource,
+    QueueId, Runtime,
 };
 use ur_file_io::{BackendKind, DeviceMem, FileIo, OpenOptions, Request};
 
 use crate::error::H5Error;
-use crate::filter::FILTER_SHUFFLE;
+use crate::filter::{FILTER_FLETCHER32, FILTER_SHUFFLE};
 use crate::h5::{Dataset, Selection};
 use crate::kind::KindDecl;
+use crate::planner::DeviceKernels;
 
 pub use crate::device_fletcher::{DeviceFilterError, DeviceFletcher32, FLETCHER32_CL, FLETCHER_BLOCK_WORDS};
 
@@ -152,6 +153,32 @@ impl Drop for DeviceShuffle {
         let _ = self.rt.release_kernel(self.shuffle);
         let _ = self.rt.release_program(self.program);
     }
+}
+
+/// The device kernels of this module that `device` (in `context`) can run,
+/// for the planner ([`crate::plan_chunk_with`],
+/// [`Dataset::explain_chunk_with`](crate::h5::Dataset::explain_chunk_with)):
+/// none on a device of another backend than OpenCL; on an OpenCL one, each
+/// kernel whose program builds there (a build failure is logged and leaves
+/// that filter on the host).
+pub fn kernels_for(rt: &Arc<Runtime>, context: ContextId, device: DeviceId) -> DeviceKernels {
+    let mut kernels = DeviceKernels::new();
+    match rt.backend_of(device) {
+        Ok(Backend::OpenCl) => {}
+        other => {
+            tracing::debug!(?other, "no device filter kernels: not an OpenCL device");
+            return kernels;
+        }
+    }
+    match DeviceShuffle::new(rt.clone(), context) {
+        Ok(_) => kernels = kernels.with(FILTER_SHUFFLE, DeviceShuffle::kinds()),
+        Err(e) => tracing::warn!(%e, "the shuffle kernel does not build; shuffle stays on the host"),
+    }
+    match DeviceFletcher32::new(rt.clone(), context, device) {
+        Ok(_) => kernels = kernels.with(FILTER_FLETCHER32, DeviceFletcher32::kinds()),
+        Err(e) => tracing::warn!(%e, "the Fletcher-32 kernels do not build; Fletcher-32 stays on the host"),
+    }
+    kernels
 }
 
 /// What [`read_shuffled_to_device`] moved.

@@ -38,4 +38,7 @@ pub use filter::{
     Direction, Filter, FilterSpec, Pipeline, FILTER_DEFLATE, FILTER_FLETCHER32, FILTER_LZ4, FILTER_SHUFFLE,
 };
 pub use kind::{BufferKind, KindDecl, KindPattern, Returns};
-pub use planner::{plan_chunk, plan_stages, stages, ChunkPlan, ChunkSource, PlanStep, Stage};
+pub use planner::{
+    plan_chunk, plan_chunk_with, plan_stages, stages, stages_with, ChunkPlan, ChunkSource, DeviceKernels, PlanStep,
+    Stage,
+};

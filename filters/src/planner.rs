@@ -36,8 +36,12 @@ pub struct Stage {
     pub index: usize,
     /// Its name.
     pub name: String,
-    /// What it accepts and returns when decoding.
+    /// What it accepts and returns when decoding (the host filter).
     pub decl: KindDecl,
+    /// What a device kernel of the same filter accepts and returns, where
+    /// one was offered ([`DeviceKernels`]): the planner may run the stage
+    /// there instead.
+    pub kernel: Option<KindDecl>,
     /// Bytes it reads.
     pub bytes_in: usize,
     /// Bytes it writes.
@@ -69,6 +73,8 @@ pub enum PlanStep {
         index: usize,
         /// Filter name.
         name: String,
+        /// Whether its device kernel runs ([`Stage::kernel`]), not the host filter.
+        kernel: bool,
         /// The kind it reads.
         at: BufferKind,
         /// The kind it leaves its output in.
@@ -118,6 +124,7 @@ impl ChunkPlan {
                 PlanStep::Run {
                     index,
                     name,
+                    kernel,
                     at,
                     out,
                     bytes_in,
@@ -125,7 +132,8 @@ impl ChunkPlan {
                     in_place,
                 } => writeln!(
                     s,
-                    "{i}. {name} (filter {index}) on {at}{}: {bytes_in} -> {bytes_out} bytes{}",
+                    "{i}. {name} (filter {index}{}) on {at}{}: {bytes_in} -> {bytes_out} bytes{}",
+                    if *kernel { ", device kernel" } else { "" },
                     if out != at { format!(" -> {out}") } else { String::new() },
                     if *in_place { ", in place" } else { "" }
                 ),
@@ -149,11 +157,65 @@ impl fmt::Display for ChunkPlan {
     }
 }
 
+/// The device kernels a device can run, by HDF5 filter id, each with what
+/// it accepts and returns when decoding. Offered to the planner
+/// ([`plan_chunk_with`]), a filter with a kernel may run on the device
+/// instead of on the host, where that moves fewer bytes.
+///
+/// ```
+/// use ur_filters::{plan_chunk_with, BufferKind, ChunkSource, DeviceKernels, FilterSpec, Pipeline, FILTER_FLETCHER32};
+/// use ur_filters::device::DeviceFletcher32;
+///
+/// let p = Pipeline::new(&[FilterSpec::new(FILTER_FLETCHER32, vec![])])?;
+/// let dev = BufferKind::device("opencl", 0);
+/// let kernels = DeviceKernels::new().with(FILTER_FLETCHER32, DeviceFletcher32::kinds());
+/// // Stored bytes read straight into the device: checked there, no copy.
+/// let plan = plan_chunk_with(&p, 0, ChunkSource::FileToDevice(dev.clone()), 1004, 1000, &dev, &kernels);
+/// assert_eq!(plan.copies(), 0);
+/// # Ok::<(), ur_filters::FilterError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceKernels(BTreeMap<u32, KindDecl>);
+
+impl DeviceKernels {
+    /// No kernels: every filter runs on the host.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the kernel of filter `id`, declaring `decl`.
+    pub fn with(mut self, id: u32, decl: KindDecl) -> Self {
+        self.0.insert(id, decl);
+        self
+    }
+
+    /// The kernel of filter `id`, if offered.
+    pub fn get(&self, id: u32) -> Option<&KindDecl> {
+        self.0.get(&id)
+    }
+
+    /// The filter ids with a kernel.
+    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.keys().copied()
+    }
+
+    /// Whether none is offered.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// The decode stages of one chunk: the pipeline's active filters (bit `i`
 /// of `mask` set: filter `i` skipped) in read order, with their sizes
 /// (stored size in; a size-changing codec's output is taken as the raw
 /// chunk size, Fletcher-32 drops its 4 bytes).
 pub fn stages(pipeline: &Pipeline, mask: u32, stored: usize, raw: usize) -> Vec<Stage> {
+    stages_with(pipeline, mask, stored, raw, &DeviceKernels::new())
+}
+
+/// Like [`stages`], each stage also offering the device kernel of its
+/// filter where `kernels` has one.
+pub fn stages_with(pipeline: &Pipeline, mask: u32, stored: usize, raw: usize, kernels: &DeviceKernels) -> Vec<Stage> {
     let mut size = stored;
     pipeline
         .active(mask)
@@ -170,6 +232,7 @@ pub fn stages(pipeline: &Pipeline, mask: u32, stored: usize, raw: usize) -> Vec<
                 index,
                 name: f.name().to_string(),
                 decl: f.kinds(Direction::Decode),
+                kernel: kernels.get(f.id()).cloned(),
                 bytes_in: size,
                 bytes_out: out,
             };
@@ -179,7 +242,8 @@ pub fn stages(pipeline: &Pipeline, mask: u32, stored: usize, raw: usize) -> Vec<
         .collect()
 }
 
-/// Plans one chunk of `pipeline` read from `source` into `destination`.
+/// Plans one chunk of `pipeline` read from `source` into `destination`,
+/// every filter on the host.
 pub fn plan_chunk(
     pipeline: &Pipeline,
     mask: u32,
@@ -188,8 +252,23 @@ pub fn plan_chunk(
     raw: usize,
     destination: &BufferKind,
 ) -> ChunkPlan {
+    plan_chunk_with(pipeline, mask, source, stored, raw, destination, &DeviceKernels::new())
+}
+
+/// Plans one chunk of `pipeline` read from `source` into `destination`, a
+/// filter with a kernel in `kernels` on the host or on the device,
+/// whichever moves fewer bytes (the host on a tie).
+pub fn plan_chunk_with(
+    pipeline: &Pipeline,
+    mask: u32,
+    source: ChunkSource,
+    stored: usize,
+    raw: usize,
+    destination: &BufferKind,
+    kernels: &DeviceKernels,
+) -> ChunkPlan {
     plan_stages(
-        &stages(pipeline, mask, stored, raw),
+        &stages_with(pipeline, mask, stored, raw, kernels),
         &source.kind(),
         stored,
         destination,
@@ -207,7 +286,7 @@ pub(crate) fn candidates(stages: &[Stage], source: &BufferKind, destination: &Bu
         destination.clone(),
     ];
     for st in stages {
-        for p in &st.decl.accepts {
+        for p in st.decl.accepts.iter().chain(st.kernel.iter().flat_map(|k| &k.accepts)) {
             match p {
                 KindPattern::Exactly(k) => c.push(k.clone()),
                 KindPattern::DeviceOf(b) if !c.iter().any(|k| p.matches(k)) => c.push(BufferKind::device(b.clone(), 0)),
@@ -221,9 +300,10 @@ pub(crate) fn candidates(stages: &[Stage], source: &BufferKind, destination: &Bu
 }
 
 /// Plans given stages: dynamic programming over the kind the chunk is in
-/// after each stage, minimising (bytes copied, copies). A stage runs on one
-/// of the kinds it accepts; a copy to that kind comes first where the chunk
-/// is elsewhere; a last copy takes the output to `destination`.
+/// after each stage, minimising (bytes copied, copies). A stage runs as its
+/// host filter or its device kernel, on one of the kinds that one accepts;
+/// a copy to that kind comes first where the chunk is elsewhere; a last
+/// copy takes the output to `destination`.
 pub fn plan_stages(stages: &[Stage], source: &BufferKind, stored: usize, destination: &BufferKind) -> ChunkPlan {
     let cands = candidates(stages, source, destination);
     type Best = ((usize, usize), Vec<PlanStep>);
@@ -241,30 +321,34 @@ pub fn plan_stages(stages: &[Stage], source: &BufferKind, stored: usize, destina
     for st in stages {
         let mut next: BTreeMap<BufferKind, Best> = BTreeMap::new();
         for (cur, ((bytes, copies), steps)) in &best {
-            for at in cands.iter().filter(|k| st.decl.accepts(k)) {
-                let mut steps = steps.clone();
-                let (mut b, mut c) = (*bytes, *copies);
-                if at != cur {
-                    steps.push(PlanStep::Copy {
-                        from: cur.clone(),
-                        to: at.clone(),
-                        bytes: st.bytes_in,
+            let options = std::iter::once((false, &st.decl)).chain(st.kernel.iter().map(|k| (true, k)));
+            for (kernel, decl) in options {
+                for at in cands.iter().filter(|k| decl.accepts(k)) {
+                    let mut steps = steps.clone();
+                    let (mut b, mut c) = (*bytes, *copies);
+                    if at != cur {
+                        steps.push(PlanStep::Copy {
+                            from: cur.clone(),
+                            to: at.clone(),
+                            bytes: st.bytes_in,
+                        });
+                        b += st.bytes_in;
+                        c += 1;
+                    }
+                    let out = decl.output(at);
+                    steps.push(PlanStep::Run {
+                        index: st.index,
+                        name: st.name.clone(),
+                        kernel,
+                        at: at.clone(),
+                        out: out.clone(),
+                        bytes_in: st.bytes_in,
+                        bytes_out: st.bytes_out,
+                        in_place: decl.in_place,
                     });
-                    b += st.bytes_in;
-                    c += 1;
-                }
-                let out = st.decl.output(at);
-                steps.push(PlanStep::Run {
-                    index: st.index,
-                    name: st.name.clone(),
-                    at: at.clone(),
-                    out: out.clone(),
-                    bytes_in: st.bytes_in,
-                    bytes_out: st.bytes_out,
-                    in_place: st.decl.in_place,
-                });
-                if next.get(&out).is_none_or(|(cost, _)| (b, c) < *cost) {
-                    next.insert(out, ((b, c), steps));
+                    if next.get(&out).is_none_or(|(cost, _)| (b, c) < *cost) {
+                        next.insert(out, ((b, c), steps));
+                    }
                 }
             }
         }

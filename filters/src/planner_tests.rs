@@ -23,6 +23,7 @@ fn device_shuffle_stage(bytes: usize) -> Stage {
         index: 0,
         name: "shuffle".into(),
         decl: KindDecl::device_only("opencl"),
+        kernel: None,
         bytes_in: bytes,
         bytes_out: bytes,
     }
@@ -84,6 +85,7 @@ fn deflate_on_host_then_device_shuffle_copies_the_compressed_side_never_twice() 
             index: 1,
             name: "deflate".into(),
             decl: KindDecl::host_codec(),
+            kernel: None,
             bytes_in: 1000,
             bytes_out: 4000,
         },
@@ -92,6 +94,53 @@ fn deflate_on_host_then_device_shuffle_copies_the_compressed_side_never_twice() 
     let plan = plan_stages(&stages, &BufferKind::HostPinned, 1000, &dev());
     assert_eq!(plan.copies(), 1);
     insta::assert_snapshot!(plan.explain());
+}
+
+fn fletcher_kernel() -> DeviceKernels {
+    DeviceKernels::new().with(crate::FILTER_FLETCHER32, crate::device::DeviceFletcher32::kinds())
+}
+
+#[test]
+fn device_fletcher32_checks_the_chunk_where_it_lands() {
+    let p = Pipeline::new(&[FilterSpec::new(crate::FILTER_FLETCHER32, vec![])]).unwrap();
+    let source = ChunkSource::FileToDevice(dev());
+    // Without the kernel: down to the host to check, back up.
+    let host = plan_chunk(&p, 0, source.clone(), 4004, 4000, &dev());
+    assert_eq!((host.copies(), host.bytes_copied()), (2, 4004 + 4000));
+    // With it: checked in place on the device, nothing copied.
+    let plan = plan_chunk_with(&p, 0, source, 4004, 4000, &dev(), &fletcher_kernel());
+    assert_eq!(plan.copies(), 0);
+    assert!(plan
+        .steps
+        .iter()
+        .any(|s| matches!(s, PlanStep::Run { kernel: true, at, .. } if at == &dev())));
+    insta::assert_snapshot!(plan.explain());
+}
+
+#[test]
+fn device_fletcher32_before_the_compressed_bytes_come_down() {
+    // Shuffle, deflate, Fletcher-32 stored on the device: the checksum is
+    // checked (and stripped) there, then only the compressed bytes go to
+    // the host for deflate. Shuffle on the host or as the kernel moves the
+    // same 4000 bytes up: a tie, and the host is kept.
+    let kernels = fletcher_kernel().with(crate::FILTER_SHUFFLE, crate::device::DeviceShuffle::kinds());
+    let plan = plan_chunk_with(
+        &pipeline(),
+        0,
+        ChunkSource::FileToDevice(dev()),
+        1004,
+        4000,
+        &dev(),
+        &kernels,
+    );
+    assert_eq!((plan.copies(), plan.bytes_copied()), (2, 1000 + 4000));
+    insta::assert_snapshot!(plan.explain());
+    // The host is kept on a tie: from the fallback the kernels win nothing.
+    let plan = plan_chunk_with(&pipeline(), 0, ChunkSource::Fallback, 1004, 4000, &dev(), &kernels);
+    assert_eq!(
+        plan,
+        plan_chunk(&pipeline(), 0, ChunkSource::Fallback, 1004, 4000, &dev())
+    );
 }
 
 fn kind_strategy() -> impl Strategy<Value = BufferKind> {
@@ -113,29 +162,39 @@ fn pattern_strategy() -> impl Strategy<Value = KindPattern> {
     ]
 }
 
-fn stage_strategy() -> impl Strategy<Value = (Vec<KindPattern>, Option<BufferKind>, usize)> {
+fn decl_strategy() -> impl Strategy<Value = KindDecl> {
     (
         prop::collection::vec(pattern_strategy(), 1..3),
         prop::option::of(kind_strategy()),
-        1usize..5000,
     )
+        .prop_map(|(accepts, returns)| KindDecl {
+            accepts,
+            returns: returns.map_or(Returns::SameAsInput, Returns::Kind),
+            in_place: false,
+        })
 }
 
-/// Cost (bytes, copies) of running each stage on `placement[i]`.
+/// A stage's host declaration, maybe a device kernel's, and its output size.
+fn stage_strategy() -> impl Strategy<Value = (KindDecl, Option<KindDecl>, usize)> {
+    (decl_strategy(), prop::option::of(decl_strategy()), 1usize..5000)
+}
+
+/// Cost (bytes, copies) of running each stage with `placement[i]`: the
+/// declaration it runs under (host filter or kernel) and the kind it runs on.
 fn cost(
     stages: &[Stage],
-    placement: &[BufferKind],
+    placement: &[(&KindDecl, BufferKind)],
     source: &BufferKind,
     dest: &BufferKind,
     stored: usize,
 ) -> (usize, usize) {
     let (mut cur, mut b, mut c) = (source.clone(), 0, 0);
-    for (st, at) in stages.iter().zip(placement) {
+    for (st, (decl, at)) in stages.iter().zip(placement) {
         if &cur != at {
             b += st.bytes_in;
             c += 1;
         }
-        cur = st.decl.output(at);
+        cur = decl.output(at);
     }
     if &cur != dest {
         b += stages.last().map_or(stored, |s| s.bytes_out);
@@ -153,21 +212,23 @@ fn brute_force(
 ) -> (usize, usize) {
     let mut best = (usize::MAX, usize::MAX);
     let mut placement = Vec::new();
-    fn go(
+    fn go<'a>(
         i: usize,
-        stages: &[Stage],
+        stages: &'a [Stage],
         cands: &[BufferKind],
-        placement: &mut Vec<BufferKind>,
-        f: &mut dyn FnMut(&[BufferKind]),
+        placement: &mut Vec<(&'a KindDecl, BufferKind)>,
+        f: &mut dyn FnMut(&[(&'a KindDecl, BufferKind)]),
     ) {
         if i == stages.len() {
             f(placement);
             return;
         }
-        for k in cands.iter().filter(|k| stages[i].decl.accepts(k)) {
-            placement.push(k.clone());
-            go(i + 1, stages, cands, placement, f);
-            placement.pop();
+        for decl in std::iter::once(&stages[i].decl).chain(&stages[i].kernel) {
+            for k in cands.iter().filter(|k| decl.accepts(k)) {
+                placement.push((decl, k.clone()));
+                go(i + 1, stages, cands, placement, f);
+                placement.pop();
+            }
         }
     }
     go(0, stages, cands, &mut placement, &mut |p| {
@@ -187,14 +248,11 @@ proptest! {
         let stages: Vec<Stage> = raw
             .into_iter()
             .enumerate()
-            .map(|(i, (accepts, returns, out))| Stage {
+            .map(|(i, (decl, kernel, out))| Stage {
                 index: i,
                 name: format!("f{i}"),
-                decl: KindDecl {
-                    accepts,
-                    returns: returns.map_or(Returns::SameAsInput, Returns::Kind),
-                    in_place: false,
-                },
+                decl,
+                kernel,
                 bytes_in: 0,
                 bytes_out: out,
             })
@@ -218,9 +276,11 @@ proptest! {
                     prop_assert_eq!(from, &cur);
                     cur = to.clone();
                 }
-                PlanStep::Run { index, at, out, .. } => {
+                PlanStep::Run { index, kernel, at, out, .. } => {
                     prop_assert_eq!(at, &cur);
-                    prop_assert!(stages[*index].decl.accepts(at));
+                    let decl = if *kernel { stages[*index].kernel.as_ref().unwrap() } else { &stages[*index].decl };
+                    prop_assert!(decl.accepts(at));
+                    prop_assert_eq!(out, &decl.output(at));
                     cur = out.clone();
                 }
             }

@@ -13,9 +13,12 @@ use common::h5py::files;
 use common::{on_every_opencl_device, ClDevice};
 use std::sync::Arc;
 use ur_api::{BufferDesc, Runtime};
-use ur_filters::device::{DeviceFilterError, DeviceFletcher32, FLETCHER_BLOCK_WORDS};
+use ur_filters::device::{kernels_for, DeviceFilterError, DeviceFletcher32, FLETCHER_BLOCK_WORDS};
 use ur_filters::h5::Dataset;
-use ur_filters::{fletcher32, Filter, FilterError, Fletcher32};
+use ur_filters::{
+    fletcher32, BufferKind, ChunkSource, DeviceKernels, Filter, FilterError, Fletcher32, PlanStep, FILTER_FLETCHER32,
+    FILTER_SHUFFLE,
+};
 
 fn fletcher_kernel(rt: &Arc<Runtime>, d: &ClDevice) -> ur_api::Result<DeviceFletcher32> {
     DeviceFletcher32::new(rt.clone(), d.ctx, d.dev)
@@ -168,4 +171,49 @@ fn h5py_fletcher_chunks_verified_on_every_opencl_device() {
             }
         }
     });
+}
+
+#[test]
+fn planner_places_the_device_kernels_on_every_opencl_device() {
+    let Some(dir) = files() else { return };
+    let ds = Dataset::open(dir.join("filters.h5"), "/d1_f32_shuffle_fletcher", false).unwrap();
+    on_every_opencl_device(
+        "planner_places_the_device_kernels",
+        |_, _| Ok::<_, String>(()),
+        |rt, d, ()| {
+            let kernels = kernels_for(rt, d.ctx, d.dev);
+            assert_eq!(
+                kernels.ids().collect::<Vec<_>>(),
+                [FILTER_SHUFFLE, FILTER_FLETCHER32],
+                "{}: both kernels build",
+                d.name
+            );
+            let dest = BufferKind::device("opencl", d.index);
+            let source = ChunkSource::FileToDevice(dest.clone());
+            let host = ds
+                .explain_chunk_with(&[0], source.clone(), &dest, &DeviceKernels::new())
+                .unwrap();
+            let plan = ds.explain_chunk_with(&[0], source, &dest, &kernels).unwrap();
+            println!("{}: chunk [0] with the device's kernels:\n{plan}", d.name);
+            // Stored on the device, both filters run there: nothing copied.
+            assert_eq!((plan.copies(), host.copies()), (0, 2), "{}", d.name);
+            let on_device: Vec<&str> = plan
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    PlanStep::Run {
+                        name, kernel: true, at, ..
+                    } if at == &dest => Some(name.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(on_device, ["fletcher32", "shuffle"], "{}", d.name);
+        },
+    );
+    // The native device runs no OpenCL C: no kernels offered.
+    let mut rt = ur_api::Runtime::new();
+    rt.add(ur_native::NativeAdapter::new()).unwrap();
+    let dev = rt.all_devices()[0];
+    let ctx = rt.create_context(&[dev]).unwrap();
+    assert!(kernels_for(&Arc::new(rt), ctx, dev).is_empty());
 }

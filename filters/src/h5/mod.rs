@@ -34,7 +34,7 @@ pub use geom::{chunks_meeting, for_each_run, Selection};
 use crate::error::H5Error;
 use crate::filter::{FilterSpec, Pipeline};
 use crate::kind::BufferKind;
-use crate::planner::{plan_chunk, ChunkPlan, ChunkSource};
+use crate::planner::{plan_chunk_with, ChunkPlan, ChunkSource, DeviceKernels};
 
 /// Whether libhdf5 can be loaded here (`Err`: why not).
 pub fn available() -> Result<&'static str, H5Error> {
@@ -319,17 +319,32 @@ impl Dataset {
     /// The plan for the chunk at `origin` landing at `destination` (stored
     /// bytes read into pageable host memory: `H5Dread_chunk` is the source).
     pub fn explain_chunk(&self, origin: &[u64], destination: &BufferKind) -> Result<ChunkPlan, H5Error> {
+        self.explain_chunk_with(origin, ChunkSource::Fallback, destination, &DeviceKernels::new())
+    }
+
+    /// The plan for the chunk at `origin` read from `source` into
+    /// `destination`, a filter with a kernel in `kernels` (those the
+    /// destination device can run: [`crate::device::kernels_for`]) placed
+    /// on the host or on the device, whichever moves fewer bytes.
+    pub fn explain_chunk_with(
+        &self,
+        origin: &[u64],
+        source: ChunkSource,
+        destination: &BufferKind,
+        kernels: &DeviceKernels,
+    ) -> Result<ChunkPlan, H5Error> {
         let (stored, mask) = match self.read_raw_chunk(origin)? {
             Some((b, m)) => (b.len(), m),
             None => (0, u32::MAX),
         };
-        Ok(plan_chunk(
+        Ok(plan_chunk_with(
             &self.pipeline,
             mask,
-            ChunkSource::Fallback,
+            source,
             stored,
             self.chunk_bytes(),
             destination,
+            kernels,
         ))
     }
 

@@ -16,6 +16,8 @@ use ur_api::{ContextId, DeviceId, Location, QueueId, QueueProps, Runtime};
 /// One OpenCL device with a context and a queue of its own.
 #[derive(Debug, Clone)]
 pub struct ClDevice {
+    /// Its position among the OpenCL devices (`opencl:INDEX`).
+    pub index: u32,
     pub ctx: ContextId,
     pub dev: DeviceId,
     pub queue: QueueId,
@@ -42,6 +44,7 @@ pub fn opencl_devices(test: &str) -> Option<(Arc<Runtime>, Vec<ClDevice>)> {
             let platform = opencl::platform_name(&rt, dev);
             let device = rt.device_info(dev).map(|d| d.name).unwrap_or_default();
             ClDevice {
+                index: i as u32,
                 ctx,
                 dev,
                 queue,
