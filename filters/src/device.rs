@@ -14,8 +14,8 @@ use ur_file_io::{BackendKind, DeviceMem, FileIo, OpenOptions, Request};
 use crate::error::H5Error;
 use crate::filter::{FILTER_FLETCHER32, FILTER_SHUFFLE};
 use crate::h5::{Dataset, Selection};
-use crate::kind::KindDecl;
-use crate::planner::DeviceKernels;
+use crate::kind::{BufferKind, KindDecl};
+use crate::planner::{ChunkSource, DeviceKernels};
 
 pub use crate::device_fletcher::{DeviceFilterError, DeviceFletcher32, FLETCHER32_CL, FLETCHER_BLOCK_WORDS};
 
@@ -181,7 +181,7 @@ pub fn kernels_for(rt: &Arc<Runtime>, context: ContextId, device: DeviceId) -> D
     kernels
 }
 
-/// What [`read_shuffled_to_device`] moved.
+/// What [`read_to_device`] (and [`read_shuffled_to_device`]) moved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeviceReadReport {
     /// Chunks read.
@@ -193,11 +193,121 @@ pub struct DeviceReadReport {
     pub bytes_copied: u64,
 }
 
-/// Reads a shuffle-only dataset whose chunks are whole rows (every chunk
-/// dimension but the first spans the dataset) into `dst` on `queue`'s
-/// device: each chunk's stored bytes go from the file into a device
-/// staging buffer through `io` (its fastpath where offered), then the
-/// device kernel unshuffles them into place. No host decode.
+/// The device kernels [`read_to_device`] may run; a filter without one
+/// makes the dataset one it refuses ([`device_read_refusal`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeviceDecoders<'a> {
+    /// HDF5's shuffle as a kernel.
+    pub shuffle: Option<&'a DeviceShuffle>,
+    /// HDF5's Fletcher-32 as kernels.
+    pub fletcher32: Option<&'a DeviceFletcher32>,
+}
+
+impl DeviceDecoders<'_> {
+    /// The kernels offered, for the planner and [`device_read_refusal`].
+    pub fn kernels(&self) -> DeviceKernels {
+        let mut k = DeviceKernels::new();
+        if self.shuffle.is_some() {
+            k = k.with(FILTER_SHUFFLE, DeviceShuffle::kinds());
+        }
+        if self.fletcher32.is_some() {
+            k = k.with(FILTER_FLETCHER32, DeviceFletcher32::kinds());
+        }
+        k
+    }
+}
+
+/// Why [`read_to_device`] cannot load `ds` with `kernels` (`None`: it
+/// can). It loads a dataset whose filters are shuffle and Fletcher-32
+/// only, each at most once and each with its kernel in `kernels`, shuffle
+/// (if present) the first filter (the last to decode: it writes the
+/// destination), chunked in whole rows (every chunk dimension but the
+/// first spans the dataset).
+pub fn device_read_refusal(ds: &Dataset, kernels: &DeviceKernels) -> Option<String> {
+    let specs = ds.filters();
+    for (i, s) in specs.iter().enumerate() {
+        if s.id != FILTER_SHUFFLE && s.id != FILTER_FLETCHER32 {
+            return Some(format!("filter {i} (id {}) has no device kernel", s.id));
+        }
+        if kernels.get(s.id).is_none() {
+            return Some(format!(
+                "filter {i} (id {}): its kernel does not build on the device",
+                s.id
+            ));
+        }
+        if specs[..i].iter().any(|o| o.id == s.id) {
+            return Some(format!("filter id {} appears twice", s.id));
+        }
+        if s.id == FILTER_SHUFFLE && i != 0 {
+            return Some("shuffle is not the first filter".into());
+        }
+    }
+    if ds.shape().iter().zip(ds.chunk_shape()).skip(1).any(|(s, c)| s != c) {
+        return Some("chunks are not whole rows".into());
+    }
+    None
+}
+
+/// Where the stored bytes of `ds`'s chunks land when [`read_to_device`]
+/// reads them on `queue`: [`ChunkSource::FileToDevice`] of `kind` when
+/// file-io's plan for the first allocated chunk (into a device buffer like
+/// the loader's staging buffer) uses no bounce buffer, else
+/// [`ChunkSource::FileToPinned`] (its pinned bounce buffers).
+pub fn device_source(
+    ds: &Dataset,
+    io: &FileIo,
+    (context, device, queue): (ContextId, DeviceId, QueueId),
+    kind: &BufferKind,
+) -> Result<ChunkSource, H5Error> {
+    let rt = io.runtime().clone();
+    let origins = crate::h5::chunks_meeting(&Selection::all(ds.shape()), ds.chunk_shape());
+    let mut first = None;
+    for origin in &origins {
+        if let Some(loc) = ds.chunk_location(origin)? {
+            first = Some(loc);
+            break;
+        }
+    }
+    let Some((addr, stored, _)) = first else {
+        return Ok(ChunkSource::FileToDevice(kind.clone()));
+    };
+    let io_err = |call: &'static str| {
+        move |e: ur_file_io::FileIoError| H5Error::Call {
+            call,
+            what: e.to_string(),
+        }
+    };
+    let file = io
+        .open(ds.path(), OpenOptions::read())
+        .map_err(io_err("FileIo::open"))?;
+    let probe = rt
+        .create_buffer(
+            context,
+            &BufferDesc::new(ds.chunk_bytes().max(stored as usize)).on(device),
+            None,
+        )
+        .map_err(|e| H5Error::Call {
+            call: "create_buffer",
+            what: e.to_string(),
+        })?;
+    let target = DeviceMem::Buffer {
+        queue,
+        buffer: probe,
+        offset: 0,
+    };
+    let explained = io.explain(&file, &Request::read(target, addr, stored as usize));
+    let _ = rt.release_buffer(probe);
+    let explained = explained.map_err(io_err("FileIo::explain"))?;
+    let bounce = explained.pieces.iter().any(|p| p.chosen == BackendKind::Bounce);
+    Ok(if bounce {
+        ChunkSource::FileToPinned
+    } else {
+        ChunkSource::FileToDevice(kind.clone())
+    })
+}
+
+/// Reads a shuffle-only dataset chunked in whole rows into `dst`: see
+/// [`read_to_device`] (here with the shuffle kernel only).
 pub fn read_shuffled_to_device(
     ds: &Dataset,
     io: &FileIo,
@@ -207,6 +317,27 @@ pub fn read_shuffled_to_device(
     queue: QueueId,
     dst: BufferId,
 ) -> Result<DeviceReadReport, H5Error> {
+    let decoders = DeviceDecoders {
+        shuffle: Some(shuffle),
+        fletcher32: None,
+    };
+    read_to_device(ds, io, decoders, (context, device, queue), dst)
+}
+
+/// Reads a dataset [`device_read_refusal`] accepts into `dst` (at byte
+/// 0) on `queue`'s device: each chunk's stored bytes go from the file into
+/// a device staging buffer through `io` (its fastpath where offered), then
+/// the kernels decode them there: Fletcher-32 checked on the device and
+/// stripped in place, shuffle undone into place (or, without it, one
+/// device copy into place). No host decode. A chunk not allocated is an
+/// error (the host path writes the fill value).
+pub fn read_to_device(
+    ds: &Dataset,
+    io: &FileIo,
+    decoders: DeviceDecoders<'_>,
+    (context, device, queue): (ContextId, DeviceId, QueueId),
+    dst: BufferId,
+) -> Result<DeviceReadReport, H5Error> {
     let rt = io.runtime().clone();
     let call = |call: &'static str| {
         move |e: ur_api::Error| H5Error::Call {
@@ -214,26 +345,28 @@ pub fn read_shuffled_to_device(
             what: e.to_string(),
         }
     };
-    let specs = ds.filters();
-    if specs.len() != 1
-        || specs[0].id != FILTER_SHUFFLE
-        || ds.shape().iter().zip(ds.chunk_shape()).skip(1).any(|(s, c)| s != c)
-    {
+    if let Some(reason) = device_read_refusal(ds, &decoders.kernels()) {
         return Err(H5Error::Pipeline {
             dataset: ds.name().into(),
             source: crate::FilterError::Corrupt {
-                filter: "shuffle",
-                reason: "the device path takes shuffle-only datasets chunked in whole rows".into(),
+                filter: "device read",
+                reason,
             },
         });
     }
-    let size = specs[0].cd_values.first().copied().unwrap_or(1) as usize;
+    let size = ds
+        .filters()
+        .iter()
+        .find(|s| s.id == FILTER_SHUFFLE)
+        .and_then(|s| s.cd_values.first().copied())
+        .unwrap_or(1) as usize;
     let file = io.open(ds.path(), OpenOptions::read()).map_err(|e| H5Error::Call {
         call: "FileIo::open",
         what: e.to_string(),
     })?;
+    // Fletcher-32 chunks are stored 4 bytes longer than the chunk.
     let staging = rt
-        .create_buffer(context, &BufferDesc::new(ds.chunk_bytes()).on(device), None)
+        .create_buffer(context, &BufferDesc::new(ds.chunk_bytes() + 4).on(device), None)
         .map_err(call("create_buffer"))?;
     let mut report = DeviceReadReport::default();
     let origins = crate::h5::chunks_meeting(&Selection::all(ds.shape()), ds.chunk_shape());
@@ -262,14 +395,43 @@ pub fn read_shuffled_to_device(
             report.bytes_copied += rep.bytes_by(BackendKind::Bounce);
             report.stored_bytes += stored;
             report.chunks += 1;
-            // An edge chunk is stored at full chunk size; only its first `bytes` are the dataset's.
-            let ev = if mask & 1 != 0 {
-                rt.enqueue_copy(queue, staging, 0, dst, start, bytes, &[])
-                    .map_err(call("enqueue_copy"))?
-            } else {
-                shuffle
-                    .decode(queue, staging, (dst, start), ds.chunk_bytes(), bytes, size, &[])
-                    .map_err(call("enqueue_launch"))?
+            // Decode order: the pipeline reversed, filters in `mask` skipped.
+            let mut len = stored as usize;
+            let mut placed = None;
+            for (index, f) in ds.pipeline().active(mask).rev() {
+                match (f.id(), decoders.fletcher32, decoders.shuffle) {
+                    (FILTER_FLETCHER32, Some(fl), _) => {
+                        len = fl.decode(queue, staging, len, &[]).map_err(|e| match e {
+                            DeviceFilterError::Filter(source) => H5Error::Chunk {
+                                dataset: ds.name().into(),
+                                chunk: origin.clone(),
+                                filter: index,
+                                name: f.name(),
+                                source,
+                            },
+                            DeviceFilterError::Runtime(e) => call("enqueue_launch")(e),
+                        })?;
+                    }
+                    // An edge chunk is stored at full chunk size; only its first `bytes` are the dataset's.
+                    (FILTER_SHUFFLE, _, Some(sh)) => {
+                        placed = Some(
+                            sh.decode(queue, staging, (dst, start), len, bytes, size, &[])
+                                .map_err(call("enqueue_launch"))?,
+                        );
+                    }
+                    (id, _, _) => {
+                        return Err(H5Error::Call {
+                            call: "read_to_device",
+                            what: format!("{} chunk {origin:?}: filter {id} has no kernel here", ds.name()),
+                        })
+                    }
+                }
+            }
+            let ev = match placed {
+                Some(ev) => ev,
+                None => rt
+                    .enqueue_copy(queue, staging, 0, dst, start, bytes.min(len), &[])
+                    .map_err(call("enqueue_copy"))?,
             };
             rt.complete(ev).map_err(call("wait"))?;
         }

@@ -203,6 +203,36 @@ impl DeviceKernels {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The same kernels, each accepting exactly `kind`: the device they were
+    /// built for (by [`crate::device::kernels_for`]) under the name a caller
+    /// plans with, e.g. a memory-manager place
+    /// ([`place_kind`](crate::h5::place_kind)), whose name is not the
+    /// backend's.
+    ///
+    /// ```
+    /// use ur_filters::{BufferKind, DeviceKernels, FILTER_SHUFFLE};
+    /// use ur_filters::device::DeviceShuffle;
+    ///
+    /// let place = BufferKind::device("L1 pthread/c0:1", 1);
+    /// let k = DeviceKernels::new().with(FILTER_SHUFFLE, DeviceShuffle::kinds());
+    /// assert!(!k.get(FILTER_SHUFFLE).unwrap().accepts(&place));
+    /// assert!(k.on(&place).get(FILTER_SHUFFLE).unwrap().accepts(&place));
+    /// ```
+    pub fn on(&self, kind: &BufferKind) -> Self {
+        DeviceKernels(
+            self.0
+                .iter()
+                .map(|(id, decl)| {
+                    let decl = KindDecl {
+                        accepts: vec![KindPattern::Exactly(kind.clone())],
+                        ..decl.clone()
+                    };
+                    (*id, decl)
+                })
+                .collect(),
+        )
+    }
 }
 
 /// The decode stages of one chunk: the pipeline's active filters (bit `i`

@@ -1,15 +1,31 @@
 //! `ur-cp --hdf5 FILE:/dataset`: a chunked, filtered HDF5 dataset into a
-//! logical buffer made current at the selected device (through
-//! `ur-filters`' direct chunk reads and the memory manager), with the plan of
-//! the first chunks and a summary of all of them.
+//! logical buffer made current at the selected device, with the plan of the
+//! first chunks, the path that ran, and a summary of all of them.
+//!
+//! Two paths, and the plans printed are those of the path that runs:
+//! - device kernels: where the device runs a kernel for every filter
+//!   (`ur_filters::device::kernels_for`: shuffle, Fletcher-32 on OpenCL),
+//!   the loader takes the dataset (`device_read_refusal`) and the planner,
+//!   given the kernels and where file-io lands the stored bytes, puts every
+//!   filter of every chunk on the device, the stored chunks are read by
+//!   `ur-file-io` into device memory and decoded there, straight into the
+//!   logical buffer's device allocation;
+//! - host decode otherwise: `ur-filters`' direct chunk reads decoded on the
+//!   host, then the memory manager's copy to the device (plans with host
+//!   filters only).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ur_api::{DeviceId, Location, Runtime};
+use ur_api::{ContextId, DeviceId, Location, QueueId, QueueProps, Runtime};
+use ur_file_io::{DirectIo, FileIo, Settings};
+use ur_filters::device::{
+    device_read_refusal, device_source, kernels_for, read_to_device, DeviceDecoders, DeviceFletcher32, DeviceShuffle,
+};
 use ur_filters::h5::{self, chunks_meeting, Dataset, Selection};
-use ur_memory_manager::{MemoryManager, Place};
+use ur_filters::{BufferKind, ChunkPlan, DeviceKernels, PlanStep, FILTER_FLETCHER32, FILTER_SHUFFLE};
+use ur_memory_manager::{Access, LogicalBuffer, MemoryManager, Place};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -34,18 +50,136 @@ pub struct Options<'a> {
     pub dump: Option<&'a Path>,
 }
 
+/// The filter names of `kernels`, e.g. `shuffle, fletcher32`.
+fn kernel_names(kernels: &DeviceKernels) -> String {
+    let names: Vec<&str> = kernels
+        .ids()
+        .map(|id| match id {
+            FILTER_SHUFFLE => "shuffle",
+            FILTER_FLETCHER32 => "fletcher32",
+            _ => "?",
+        })
+        .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Whether every filter run of `plan` is a device kernel.
+fn all_kernels(plan: &ChunkPlan) -> bool {
+    plan.steps
+        .iter()
+        .all(|s| !matches!(s, PlanStep::Run { kernel: false, .. }))
+}
+
+/// The device path, where it runs: its file-io engine and the chunk plans
+/// with the kernels; `Err` why not (then the host decode runs).
+fn device_plans(
+    ds: &Dataset,
+    rt: &Arc<Runtime>,
+    (ctx, dev, queue): (ContextId, DeviceId, QueueId),
+    kind: &BufferKind,
+    kernels: &DeviceKernels,
+    origins: &[Vec<u64>],
+) -> Result<Result<(FileIo, Vec<ChunkPlan>), String>, String> {
+    if kernels.is_empty() {
+        return Ok(Err("no filter kernel runs on this device".into()));
+    }
+    if ds.byte_len() == 0 {
+        return Ok(Err("the dataset is empty".into()));
+    }
+    if let Some(why) = device_read_refusal(ds, kernels) {
+        return Ok(Err(format!("the device loader does not take it: {why}")));
+    }
+    for origin in origins {
+        if ds.chunk_location(origin).map_err(|e| e.to_string())?.is_none() {
+            return Ok(Err(format!(
+                "chunk {origin:?} is not allocated (the fill value is written on the host)"
+            )));
+        }
+    }
+    // Chunk reads are small and unaligned: buffered, like the filters bench.
+    let settings = Settings {
+        direct_io: DirectIo::Off,
+        ..Settings::from_env().map_err(|e| e.to_string())?
+    };
+    let io = FileIo::with_settings(rt.clone(), settings).map_err(|e| e.to_string())?;
+    let source = device_source(ds, &io, (ctx, dev, queue), kind).map_err(|e| e.to_string())?;
+    let mut plans = Vec::with_capacity(origins.len());
+    for origin in origins {
+        let plan = ds
+            .explain_chunk_with(origin, source.clone(), kind, kernels)
+            .map_err(|e| e.to_string())?;
+        if !all_kernels(&plan) {
+            return Ok(Err(format!(
+                "with the stored bytes read into {}, the planner keeps a filter of chunk {origin:?} on the host",
+                source.kind()
+            )));
+        }
+        plans.push(plan);
+    }
+    Ok(Ok((io, plans)))
+}
+
+/// Loads the whole dataset through the device kernels into `buf`'s
+/// allocation at `place`; returns the line to print.
+fn load_on_device(
+    ds: &Dataset,
+    io: &FileIo,
+    mm: &MemoryManager,
+    (buf, place): (LogicalBuffer, Place),
+    (ctx, dev): (ContextId, DeviceId),
+    kernels: &DeviceKernels,
+) -> Result<String, String> {
+    let rt = mm.runtime().clone();
+    let shuffle = match kernels.get(FILTER_SHUFFLE) {
+        Some(_) => Some(DeviceShuffle::new(rt.clone(), ctx).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let fletcher32 = match kernels.get(FILTER_FLETCHER32) {
+        Some(_) => Some(DeviceFletcher32::new(rt.clone(), ctx, dev).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let decoders = DeviceDecoders {
+        shuffle: shuffle.as_ref(),
+        fletcher32: fletcher32.as_ref(),
+    };
+    let len = ds.byte_len();
+    let start = Instant::now();
+    // The whole range is overwritten: nothing copied in, current only here after.
+    let acquired = mm
+        .acquire(buf, place, Access::DiscardWrite, 0..len)
+        .map_err(|e| e.to_string())?;
+    let view = acquired.device().map_err(|e| e.to_string())?;
+    let report =
+        read_to_device(ds, io, decoders, (ctx, dev, view.queue()), view.buffer()).map_err(|e| e.to_string())?;
+    drop(acquired);
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
+    Ok(format!(
+        "  read   {} chunks, {} stored bytes -> {len} bytes in {secs:.3} s ({:.1} MiB/s); \
+         file-io bounced {} bytes through host memory",
+        report.chunks,
+        report.stored_bytes,
+        len as f64 / MIB / secs,
+        report.bytes_copied
+    ))
+}
+
 /// Loads the dataset named by `spec` into `dev`'s memory and prints the
-/// plans of the first `opts.plans` chunks and a summary. With
-/// `opts.verify`, compares the device's copy with a separate host read of
-/// the dataset (`Ok(false)` on a mismatch).
+/// plans of the first `opts.plans` chunks, the path that ran and a
+/// summary. With `opts.verify`, compares the device's copy with a separate
+/// host read of the dataset (`Ok(false)` on a mismatch).
 pub fn run(spec: &str, rt: Runtime, dev: DeviceId, opts: &Options<'_>) -> Result<bool, String> {
     let plans = opts.plans;
     let (file, name) = parse_spec(spec)?;
     let ds = Dataset::open(file, name, false).map_err(|e| e.to_string())?;
+    let rt = Arc::new(rt);
     let info = rt.device_info(dev).map_err(|e| e.to_string())?;
     let backend = rt.backend_of(dev).map_err(|e| e.to_string())?;
     let ctx = rt.create_context(&[dev]).map_err(|e| e.to_string())?;
-    let mm = MemoryManager::new(Arc::new(rt), &[Location::new(ctx, dev)]).map_err(|e| e.to_string())?;
+    let mm = MemoryManager::new(rt.clone(), &[Location::new(ctx, dev)]).map_err(|e| e.to_string())?;
     let place = mm
         .places()
         .into_iter()
@@ -71,11 +205,38 @@ pub fn run(spec: &str, rt: Runtime, dev: DeviceId, opts: &Options<'_>) -> Result
             filters.join(" -> ")
         }
     );
+    // Declared on the place's kind, the name the plans use for this device.
+    let kernels = kernels_for(&rt, ctx, dev).on(&kind);
+    println!("  device filter kernels: {}", kernel_names(&kernels));
     let all = Selection::all(ds.shape());
     let origins = chunks_meeting(&all, ds.chunk_shape());
+    let buf = mm.create_buffer(ds.byte_len().max(1)).map_err(|e| e.to_string())?;
+    // A queue for file-io's plan of the device path (the load runs on the manager's).
+    let queue = rt
+        .create_queue(ctx, dev, &QueueProps::default())
+        .map_err(|e| e.to_string())?;
+    let device = device_plans(&ds, &rt, (ctx, dev, queue), &kind, &kernels, &origins);
+    let _ = rt.release_queue(queue);
+    let device = device?;
+    let (device_io, chunk_plans) = match device {
+        Ok((io, plans)) => {
+            println!(
+                "  path   device kernels ({}): stored chunks read by file-io into device memory, decoded there",
+                kernel_names(&kernels)
+            );
+            (Some(io), plans)
+        }
+        Err(why) => {
+            println!("  path   host decode ({why}), then the memory manager's copy to the device");
+            let plans = origins
+                .iter()
+                .map(|origin| ds.explain_chunk(origin, &kind).map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()?;
+            (None, plans)
+        }
+    };
     let (mut copies, mut copied) = (0usize, 0usize);
-    for (i, origin) in origins.iter().enumerate() {
-        let plan = ds.explain_chunk(origin, &kind).map_err(|e| e.to_string())?;
+    for (i, (origin, plan)) in origins.iter().zip(&chunk_plans).enumerate() {
         copies += plan.copies();
         copied += plan.bytes_copied();
         if i < plans {
@@ -91,18 +252,22 @@ pub fn run(spec: &str, rt: Runtime, dev: DeviceId, opts: &Options<'_>) -> Result
             origins.len() - plans
         );
     }
-    let buf = mm.create_buffer(ds.byte_len().max(1)).map_err(|e| e.to_string())?;
-    let start = Instant::now();
-    let report = ds.read_logical(&all, &mm, buf, place, 0).map_err(|e| e.to_string())?;
-    let secs = start.elapsed().as_secs_f64().max(1e-9);
-    println!(
-        "  read   {} chunks ({} unallocated: fill value), {} stored bytes -> {} bytes in {secs:.3} s ({:.1} MiB/s)",
-        report.chunks,
-        report.unallocated,
-        report.stored_bytes,
-        report.bytes,
-        report.bytes as f64 / MIB / secs
-    );
+    match &device_io {
+        Some(io) => println!("{}", load_on_device(&ds, io, &mm, (buf, place), (ctx, dev), &kernels)?),
+        None => {
+            let start = Instant::now();
+            let report = ds.read_logical(&all, &mm, buf, place, 0).map_err(|e| e.to_string())?;
+            let secs = start.elapsed().as_secs_f64().max(1e-9);
+            println!(
+                "  read   {} chunks ({} unallocated: fill value), {} stored bytes -> {} bytes in {secs:.3} s ({:.1} MiB/s)",
+                report.chunks,
+                report.unallocated,
+                report.stored_bytes,
+                report.bytes,
+                report.bytes as f64 / MIB / secs
+            );
+        }
+    }
     println!(
         "  plans  {} chunks, {copies} copies between kinds, {copied} bytes copied",
         origins.len()
