@@ -84,6 +84,12 @@ with h5py.File(os.path.join(out, fname), "w") as f:
     bad = bytearray(raw)
     bad[5] ^= 0x40
     ds.id.write_direct_chunk((8, 0), bytes(bad), mask)
+    # The same in whole rows with shuffle: a dataset the device loader takes (its checksum checked on the device).
+    ds = f.create_dataset("fletcher_bad_rows", data=np.arange(1024, dtype="<i4").reshape(64, 16), chunks=(16, 16), shuffle=True, fletcher32=True)
+    mask, raw = ds.id.read_direct_chunk((16, 0))
+    bad = bytearray(raw)
+    bad[5] ^= 0x40
+    ds.id.write_direct_chunk((16, 0), bytes(bad), mask)
     ds = f.create_dataset("deflate_truncated", data=np.arange(4096, dtype="<i4"), chunks=(1024,), compression="gzip")
     mask, raw = ds.id.read_direct_chunk((2048,))
     ds.id.write_direct_chunk((2048,), raw[: len(raw) // 2], mask)

@@ -91,7 +91,7 @@ fn device_plans(
         return Ok(Err("the dataset is empty".into()));
     }
     if let Some(why) = device_read_refusal(ds, kernels) {
-        return Ok(Err(format!("the device loader does not take it: {why}")));
+        return Ok(Err(format!("the device loader needs a kernel missing here: {why}")));
     }
     for origin in origins {
         if ds.chunk_location(origin).map_err(|e| e.to_string())?.is_none() {
@@ -134,14 +134,15 @@ fn load_on_device(
     kernels: &DeviceKernels,
 ) -> Result<String, String> {
     let rt = mm.runtime().clone();
-    let shuffle = match kernels.get(FILTER_SHUFFLE) {
-        Some(_) => Some(DeviceShuffle::new(rt.clone(), ctx).map_err(|e| e.to_string())?),
-        None => None,
-    };
-    let fletcher32 = match kernels.get(FILTER_FLETCHER32) {
-        Some(_) => Some(DeviceFletcher32::new(rt.clone(), ctx, dev).map_err(|e| e.to_string())?),
-        None => None,
-    };
+    let needs = |id: u32| kernels.get(id).is_some() && ds.filters().iter().any(|s| s.id == id);
+    let shuffle = needs(FILTER_SHUFFLE)
+        .then(|| DeviceShuffle::new(rt.clone(), ctx))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let fletcher32 = needs(FILTER_FLETCHER32)
+        .then(|| DeviceFletcher32::new(rt.clone(), ctx, dev))
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let decoders = DeviceDecoders {
         shuffle: shuffle.as_ref(),
         fletcher32: fletcher32.as_ref(),
@@ -205,9 +206,25 @@ pub fn run(spec: &str, rt: Runtime, dev: DeviceId, opts: &Options<'_>) -> Result
             filters.join(" -> ")
         }
     );
-    // Declared on the place's kind, the name the plans use for this device.
-    let kernels = kernels_for(&rt, ctx, dev).on(&kind);
-    println!("  device filter kernels: {}", kernel_names(&kernels));
+    // Building the kernels costs a compile per program: asked only where
+    // the device loader could take the dataset given every kernel.
+    let every = DeviceKernels::new()
+        .with(FILTER_SHUFFLE, DeviceShuffle::kinds())
+        .with(FILTER_FLETCHER32, DeviceFletcher32::kinds());
+    let refused = device_read_refusal(&ds, &every);
+    let kernels = match &refused {
+        // Declared on the place's kind, the name the plans use for this device.
+        None => kernels_for(&rt, ctx, dev).on(&kind),
+        Some(_) => DeviceKernels::new(),
+    };
+    println!(
+        "  device filter kernels: {}",
+        if refused.is_some() {
+            "not asked".into()
+        } else {
+            kernel_names(&kernels)
+        }
+    );
     let all = Selection::all(ds.shape());
     let origins = chunks_meeting(&all, ds.chunk_shape());
     let buf = mm.create_buffer(ds.byte_len().max(1)).map_err(|e| e.to_string())?;
@@ -215,14 +232,23 @@ pub fn run(spec: &str, rt: Runtime, dev: DeviceId, opts: &Options<'_>) -> Result
     let queue = rt
         .create_queue(ctx, dev, &QueueProps::default())
         .map_err(|e| e.to_string())?;
-    let device = device_plans(&ds, &rt, (ctx, dev, queue), &kind, &kernels, &origins);
+    let device = match refused {
+        Some(why) => Ok(Err(format!("the device loader does not take it: {why}"))),
+        None => device_plans(&ds, &rt, (ctx, dev, queue), &kind, &kernels, &origins),
+    };
     let _ = rt.release_queue(queue);
     let device = device?;
     let (device_io, chunk_plans) = match device {
         Ok((io, plans)) => {
+            // Decode order: the pipeline reversed.
+            let used: Vec<&str> = ds.pipeline().filters().iter().rev().map(|f| f.name()).collect();
             println!(
                 "  path   device kernels ({}): stored chunks read by file-io into device memory, decoded there",
-                kernel_names(&kernels)
+                if used.is_empty() {
+                    "none needed".into()
+                } else {
+                    used.join(" -> ")
+                }
             );
             (Some(io), plans)
         }

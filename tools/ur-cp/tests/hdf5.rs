@@ -2,8 +2,11 @@
 //! crate's `tests/h5py/make_files.py`): every dataset loaded into every
 //! present device (native, and each OpenCL device: PoCL's two, rusticl's,
 //! Intel's CPU runtime), the device's copy dumped and compared element by
-//! element with h5py's read, the plan printed; bad input fails with the
-//! chunk named.
+//! element with h5py's read, the plan printed; the shuffle-only and the
+//! Fletcher-32 + shuffle datasets run through the device kernels on every
+//! OpenCL device (their plans show them), everything else, and everything
+//! on native, through the host decode; bad input fails with the chunk
+//! named.
 //!
 //! Without h5py or libhdf5 the tests print why and skip;
 //! `UR_REQUIRE_H5PY=1` makes that a failure. Without OpenCL the OpenCL
@@ -56,12 +59,75 @@ fn ur_cp(args: &[&str]) -> Output {
     out
 }
 
+/// The datasets of `make_files.py` whose every filter has a device kernel
+/// and whose chunks are whole rows: on an OpenCL device they load through
+/// the kernels, with the plan's filter steps (decode order) as printed.
+const DEVICE_PATH: [(&str, &[&str]); 2] = [
+    (
+        "/d2_f32_shuffle_rows",
+        &["shuffle (filter 0, device kernel) on device("],
+    ),
+    (
+        "/d1_f32_shuffle_fletcher",
+        &[
+            "fletcher32 (filter 1, device kernel) on device(",
+            "shuffle (filter 0, device kernel) on device(",
+        ],
+    ),
+];
+
+/// The path ur-cp printed for `dataset` on `selector` is the one expected,
+/// and the printed plans are that path's: device kernels (no host filter,
+/// nothing copied between kinds) for the [`DEVICE_PATH`] datasets on an
+/// OpenCL device; host decode, with host filters only, everywhere else.
+fn assert_path(selector: &str, dataset: &str, stdout: &str) {
+    let device = DEVICE_PATH.iter().find(|(d, _)| *d == dataset);
+    match device {
+        Some((_, steps)) if selector.starts_with("opencl") => {
+            assert!(
+                stdout.contains("device filter kernels: shuffle, fletcher32"),
+                "{selector} {dataset}: {stdout}"
+            );
+            assert!(
+                stdout.contains("path   device kernels ("),
+                "{selector} {dataset}: {stdout}"
+            );
+            let mut at = 0;
+            for step in *steps {
+                let found = stdout[at..].find(step);
+                assert!(found.is_some(), "{selector} {dataset}: no `{step}` in order: {stdout}");
+                at += found.unwrap_or(0) + step.len();
+            }
+            assert!(stdout.contains("0 copies between kinds, 0 bytes copied"), "{stdout}");
+            assert!(!stdout.contains("on host-pageable"), "{selector} {dataset}: {stdout}");
+        }
+        _ => {
+            assert!(
+                stdout.contains("path   host decode ("),
+                "{selector} {dataset}: {stdout}"
+            );
+            assert!(!stdout.contains(", device kernel)"), "{selector} {dataset}: {stdout}");
+            if device.is_some() {
+                // Native: no kernels; the filters run on the host.
+                assert!(stdout.contains("device filter kernels: none"), "{stdout}");
+                assert!(stdout.contains("shuffle (filter 0) on host-pageable"), "{stdout}");
+            }
+        }
+    }
+}
+
 #[test]
 fn every_h5py_dataset_lands_on_every_present_device() {
     let Some(dir) = files() else { return };
     let devices = present_devices("ur-cp --hdf5 on every device");
     let whole: Vec<_> = entries(dir).into_iter().filter(|e| e.hyperslab.is_none()).collect();
     assert!(whole.len() >= 9, "the script wrote {} whole datasets", whole.len());
+    for (dataset, _) in DEVICE_PATH {
+        assert!(
+            whole.iter().any(|e| e.dataset == dataset),
+            "no {dataset} in the manifest"
+        );
+    }
     for (selector, device) in &devices {
         for e in &whole {
             let spec = e.spec();
@@ -98,6 +164,7 @@ fn every_h5py_dataset_lands_on_every_present_device() {
                 e.elem,
             );
             assert!(stdout.contains(&format!("-> {} bytes in", want.len())), "{stdout}");
+            assert_path(selector, &e.dataset, &stdout);
             std::fs::remove_file(&dump).unwrap();
         }
         println!("{selector} ({device}): {} datasets match h5py's read", whole.len());
@@ -112,6 +179,24 @@ fn bad_input_fails_naming_the_chunk_or_the_reason() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("chunk"), "{stderr}");
+
+    // In whole rows with shuffle: on an OpenCL device the checksum is checked by the device kernel.
+    let corrupt_rows = format!("{}:/fletcher_bad_rows", dir.join("corrupt.h5").display());
+    for (selector, _) in present_devices("ur-cp --hdf5 corrupt chunk on every device") {
+        let out = ur_cp(&["--devices", &selector, "--hdf5", &corrupt_rows]);
+        assert_eq!(out.status.code(), Some(1), "{selector}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("chunk at [16, 0]: filter 1 (fletcher32): fletcher32 mismatch"),
+            "{selector}: {stderr}"
+        );
+        let path = if selector.starts_with("opencl") {
+            "path   device kernels (fletcher32 -> shuffle)"
+        } else {
+            "path   host decode ("
+        };
+        assert!(String::from_utf8_lossy(&out.stdout).contains(path), "{selector}");
+    }
 
     let missing = format!("{}:/no_such_dataset", dir.join("filters.h5").display());
     let out = ur_cp(&["--devices", "native:*", "--hdf5", &missing]);
