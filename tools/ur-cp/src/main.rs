@@ -11,8 +11,13 @@
 //! Prints a summary: the file mode, bytes per backend, retries and
 //! throughput of each leg; `--verify` checksums the source file, the
 //! device's copy and the destination file. In `--hdf5` mode: the dataset,
-//! the plans of the first `--plans` chunks, the read and the plans' copy
-//! totals; `--verify` compares the device's copy with a separate host read.
+//! the device's filter kernels, the path that runs (`device kernels`: the
+//! stored chunks read by file-io into device memory and decoded there by
+//! the OpenCL shuffle / Fletcher-32 kernels, where every filter has one and
+//! the planner puts it on the device; else `host decode`, then a copy to
+//! the device), the plans of the first `--plans` chunks of that path, the
+//! read and the plans' copy totals; `--verify` compares the device's copy
+//! with a separate host read.
 //! Exit status: 0 done, 1 error, 3 checksum mismatch.
 
 mod hdf5;
