@@ -14,8 +14,18 @@
 //!   both paths, the file dropped from the page cache before each read.
 //!   Target >= 1.5. `...odirect.cpu_s_per_gib` gives the process CPU
 //!   seconds per GiB of each path (value: direct, baseline: bounce).
+//! - `file.read_odirect_disk_only` (informative): the disk alone, plain
+//!   parallel `O_DIRECT` `pread` of the dropped file into page-aligned host
+//!   memory (same threads, same 4 MiB tasks), interleaved with the two
+//!   paths above; value: disk only, baseline: the bounce path. A ratio near
+//!   1 says the bounce path is disk-bound.
 //! - `file.read_cufile_or_bounce_over_pread_pinned` needs a CUDA device:
 //!   not measured without one (said on stderr).
+//!
+//! `UR_FILEIO_BENCH_BOUNCE_SWEEP=SIZE[:RING[:THREADS]],...` (e.g.
+//! `128K,256K:8,1M:4:4`) adds, interleaved with the pread baseline in the
+//! same repetitions, the bounce fallback with those settings (piece size,
+//! ring, threads); medians and ratios over pread go to stderr, no rows.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -95,6 +105,36 @@ fn pread_all(path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
     SIZE as f64 / GIB / start.elapsed().as_secs_f64()
 }
 
+/// Plain parallel `O_DIRECT` pread of the whole (dropped) file into
+/// page-aligned host memory: the disk alone, no device.
+fn pread_odirect_all(io: &IoFile, path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    io.drop_page_cache().unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .unwrap();
+    let base = dst.0 as usize;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let f = &f;
+            s.spawn(move || {
+                let task = 4 << 20;
+                let mut i = t;
+                while i * task < SIZE {
+                    // SAFETY: the tasks of the threads are disjoint ranges of `dst`.
+                    let buf = unsafe { std::slice::from_raw_parts_mut((base + i * task) as *mut u8, task) };
+                    f.read_exact_at(buf, (i * task) as u64).unwrap();
+                    i += threads;
+                }
+            });
+        }
+    });
+    SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+}
+
 /// One timed read of the whole file; returns (GiB/s, CPU s/GiB).
 fn timed(io: &FileIo, f: &IoFile, target: DeviceMem, choice: BackendKind, cold: bool) -> (f64, f64) {
     if cold {
@@ -109,6 +149,39 @@ fn timed(io: &FileIo, f: &IoFile, target: DeviceMem, choice: BackendKind, cold: 
     assert_eq!(rep.bytes_by(choice), SIZE as u64, "the forced path moved every byte");
     let gib = SIZE as f64 / GIB;
     (gib / secs, cpu / gib)
+}
+
+/// The engines of `UR_FILEIO_BENCH_BOUNCE_SWEEP` (buffered), with labels.
+fn sweep_engines(rt: &Arc<Runtime>, base: Settings) -> Result<Vec<(String, FileIo)>, Box<dyn std::error::Error>> {
+    let Ok(list) = std::env::var("UR_FILEIO_BENCH_BOUNCE_SWEEP") else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for item in list.split(',').filter(|s| !s.trim().is_empty()) {
+        let mut parts = item.trim().split(':');
+        let mut settings = Settings {
+            direct_io: DirectIo::Off,
+            ..base
+        };
+        let pick = |k: &str, v: Option<&str>| v.map(|v| (k.to_string(), v.to_string()));
+        let overrides: Vec<(String, String)> = [
+            pick("UR_FILEIO_BOUNCE_SIZE", parts.next()),
+            pick("UR_FILEIO_BOUNCE_RING", parts.next()),
+            pick("UR_FILEIO_THREADS", parts.next()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        settings = settings.with_overrides(|k| overrides.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))?;
+        let label = format!(
+            "piece {} KiB ring {} threads {}",
+            settings.bounce_size >> 10,
+            settings.bounce_ring,
+            settings.threads
+        );
+        out.push((label, FileIo::with_settings(rt.clone(), settings)?));
+    }
+    Ok(out)
 }
 
 fn pocl_device(rt: &Runtime) -> Option<DeviceId> {
@@ -177,10 +250,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fb = buffered.open(&path, OpenOptions::read())?;
     let fd = direct.open(&path, OpenOptions::read())?;
     eprintln!(
-        "256 MiB, {} threads, task {} KiB, bounce {} KiB; O_DIRECT file: {}",
+        "256 MiB, {} threads, task {} KiB, bounce pieces {} KiB x {} per thread; O_DIRECT file: {}",
         base.threads,
         base.task_size >> 10,
         base.task_size.min(base.bounce_size) >> 10,
+        base.bounce_ring,
         fd.mode()
     );
     let t_plain = |m| DeviceMem::Buffer {
@@ -194,19 +268,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false);
     timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false);
 
+    let sweep = sweep_engines(&rt, base)?;
+    let mut swept: Vec<Vec<f64>> = sweep.iter().map(|_| Vec::new()).collect();
     let (mut pread, mut bounce_plain, mut direct_warm, mut bounce_warm) = (vec![], vec![], vec![], vec![]);
     for _ in 0..reps {
         pread.push(pread_all(&path, &pread_dst, base.threads));
         bounce_plain.push(timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false).0);
+        for ((_, io), out) in sweep.iter().zip(swept.iter_mut()) {
+            let f = io.open(&path, OpenOptions::read())?;
+            out.push(timed(io, &f, t_plain(plain), BackendKind::Bounce, false).0);
+        }
         direct_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false).0);
         bounce_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Bounce, false).0);
     }
-    let (mut dc, mut bc, mut dcpu, mut bcpu) = (vec![], vec![], vec![], vec![]);
-    // The VM's disk has its own cache below ours: alternate which path reads
-    // first, so neither always follows the other.
+    let (mut dc, mut bc, mut dcpu, mut bcpu, mut disk) = (vec![], vec![], vec![], vec![], vec![]);
+    // The VM's disk has its own cache below ours: rotate which path reads
+    // first, so none always follows another.
     for rep in 0..reps {
-        for k in [rep % 2, 1 - rep % 2] {
-            if k == 0 {
+        for k in [0, 1, 2].map(|k| (k + rep) % 3) {
+            if k == 2 {
+                disk.push(pread_odirect_all(&fd, &path, &pread_dst, base.threads));
+            } else if k == 0 {
                 let (g, c) = timed(&direct, &fd, t_plain(uhp), BackendKind::Direct, true);
                 dc.push(g);
                 dcpu.push(c);
@@ -218,8 +300,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     eprintln!("samples GiB/s: pread {pread:.2?} bounce {bounce_plain:.2?}");
+    for ((label, io), v) in sweep.iter().zip(swept) {
+        let m = median(v.clone());
+        eprintln!(
+            "  sweep {label}: bounce {v:.2?} median {m:.2} GiB/s, over pread {:.3}",
+            m / median(pread.clone())
+        );
+        io.release_bounce_buffers();
+    }
     eprintln!("  warm direct {direct_warm:.2?} bounce {bounce_warm:.2?}");
-    eprintln!("  O_DIRECT cold direct {dc:.2?} bounce {bc:.2?}");
+    eprintln!("  O_DIRECT cold direct {dc:.2?} bounce {bc:.2?} disk only (pread O_DIRECT) {disk:.2?}");
+    eprintln!(
+        "  O_DIRECT medians: direct {:.2} bounce {:.2} disk only {:.2} GiB/s; CPU s/GiB direct {:.3} bounce {:.3}",
+        median(dc.clone()),
+        median(bc.clone()),
+        median(disk.clone()),
+        median(dcpu.clone()),
+        median(bcpu.clone())
+    );
     row(
         "file.read_bounce_over_pread",
         median(bounce_plain),
@@ -239,7 +337,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         median(dc),
         "GiB/s",
         "bounce_odirect",
-        median(bc),
+        median(bc.clone()),
     );
     row(
         "file.read_direct_over_bounce.odirect.cpu_s_per_gib",
@@ -247,6 +345,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "cpu_s/GiB",
         "bounce_odirect",
         median(bcpu),
+    );
+    row(
+        "file.read_odirect_disk_only",
+        median(disk),
+        "GiB/s",
+        "bounce_odirect",
+        median(bc),
     );
     direct.release_bounce_buffers();
     buffered.release_bounce_buffers();

@@ -48,7 +48,7 @@ impl std::str::FromStr for DirectIo {
 /// | field | default | environment |
 /// |---|---|---|
 /// | `task_size` | 4 MiB | `UR_FILEIO_TASK_SIZE` |
-/// | `bounce_size` | 256 KiB | `UR_FILEIO_BOUNCE_SIZE` |
+/// | `bounce_size` | 512 KiB | `UR_FILEIO_BOUNCE_SIZE` |
 /// | `bounce_ring` | 4 | `UR_FILEIO_BOUNCE_RING` |
 /// | `threads` | available cores, at most 8 | `UR_FILEIO_THREADS` |
 /// | `fallback_only` | false | `UR_FILEIO_FALLBACK_ONLY` |
@@ -83,7 +83,7 @@ impl Default for Settings {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Settings {
             task_size: 4 << 20,
-            bounce_size: 256 << 10,
+            bounce_size: 512 << 10,
             bounce_ring: 4,
             threads: cores.clamp(1, 8),
             fallback_only: false,

@@ -6,19 +6,23 @@
 //! Each thread ([`readers`]: for buffered I/O on a CPU device half the
 //! settings' threads, the device's copies take the other half) claims
 //! tasks and moves each in pieces through a ring of buffers (the settings'
-//! `bounce_size` and `bounce_ring`): for buffered I/O small pieces (256 KiB
-//! by default, `UR_FILEIO_BOUNCE_SIZE`) in a ring of 4
-//! (`UR_FILEIO_BOUNCE_RING`). A read `pread`s piece k into a buffer,
-//! enqueues the device write out of it without waiting and goes on with
-//! piece k+1; it waits for piece k's device write only when piece
-//! k + ring reuses the buffer. A piece that small is still in the cache
-//! when the device copy reads it, so the bounce path moves the bytes
-//! through DRAM about as often as a plain `pread` does, and the reading
-//! core and the device's copy thread work in parallel. Writes run the same
-//! ring the other way (device reads ahead, `pwrite` of the oldest piece).
-//! Aligned pieces of an `O_DIRECT` file use `O_DIRECT` (the buffers are
-//! page-aligned) with task-sized pieces, two per thread; unaligned ones
-//! the buffered descriptor.
+//! `bounce_size` and `bounce_ring`; for buffered I/O 512 KiB pieces in a
+//! ring of 4 by default, `UR_FILEIO_BOUNCE_SIZE`, `UR_FILEIO_BOUNCE_RING`).
+//! A read `pread`s piece k into a buffer, enqueues the device write out of
+//! it without waiting and goes on with piece k+1; it waits for piece k's
+//! device write only when piece k + ring reuses the buffer. Pieces that
+//! small stay in the last-level cache between the `pread` that fills them
+//! and the device copy that empties them, and the piece size no longer
+//! depends on the task size. Measured on the 2-core VM (256 MiB, PoCL,
+//! warm cache, interleaved with plain `pread`, `UR_FILEIO_BENCH_BOUNCE_SWEEP`
+//! of the `file_read` bench): 64 and 128 KiB pieces lose to the per-command
+//! cost of the device queue (0.31 and 0.47 of `pread`), 512 KiB to 2 MiB
+//! are best and alike (0.72-0.73 on a quiet machine).
+//! Writes run the same ring the other way (device reads ahead, `pwrite` of
+//! the oldest piece). Aligned pieces of an `O_DIRECT` file use `O_DIRECT`
+//! (the buffers are page-aligned) with task-sized pieces, two per thread:
+//! they wait on the disk, and bigger requests keep more of it busy;
+//! unaligned ones the buffered descriptor.
 
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -158,7 +162,14 @@ impl Backend for Bounce {
         } else {
             format!("{n} threads")
         };
-        Score::offer(BackendKind::Bounce, 0, format!("always offered: {how} {op} ({ring} x {} KiB per thread); {who}", piece >> 10))
+        Score::offer(
+            BackendKind::Bounce,
+            0,
+            format!(
+                "always offered: {how} {op} ({ring} x {} KiB per thread); {who}",
+                piece >> 10
+            ),
+        )
     }
 
     fn run(&self, job: &Arc<Job>, file_offset: u64, len: usize) -> Result<Vec<Failed>> {
