@@ -22,6 +22,12 @@
 //! - `file.read_cufile_or_bounce_over_pread_pinned` needs a CUDA device:
 //!   not measured without one (said on stderr).
 //!
+//! Informative, on stderr: the bounce fallback as it was before pieces
+//! and rings (4 MiB pieces = tasks, two per thread) next to the default,
+//! both directions, interleaved: reads over `pread`, and writes (device ->
+//! file through the page cache, the same file overwritten) over parallel
+//! `pwrite` from host memory.
+//!
 //! `UR_FILEIO_BENCH_BOUNCE_SWEEP=SIZE[:RING[:THREADS]],...` (e.g.
 //! `128K,256K:8,1M:4:4`) adds, interleaved with the pread baseline in the
 //! same repetitions, the bounce fallback with those settings (piece size,
@@ -133,6 +139,37 @@ fn pread_odirect_all(io: &IoFile, path: &std::path::Path, dst: &Aligned, threads
         }
     });
     SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+}
+
+/// Plain parallel pwrite of `src` over the whole file (page cache).
+fn pwrite_all(f: &std::fs::File, src: &Aligned, threads: usize) -> f64 {
+    use std::os::unix::fs::FileExt;
+    let base = src.0 as usize;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let task = 4 << 20;
+                let mut i = t;
+                while i * task < SIZE {
+                    // SAFETY: `src` is SIZE bytes, only read here.
+                    let buf = unsafe { std::slice::from_raw_parts((base + i * task) as *const u8, task) };
+                    f.write_all_at(buf, (i * task) as u64).unwrap();
+                    i += threads;
+                }
+            });
+        }
+    });
+    SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+}
+
+/// One timed bounce write of the whole buffer to `f`; GiB/s.
+fn timed_write(io: &FileIo, f: &IoFile, source: DeviceMem) -> f64 {
+    let req = Request::write(source, 0, SIZE).with_backend(BackendChoice::Only(BackendKind::Bounce));
+    let t0 = Instant::now();
+    let rep = io.run(f, &req).unwrap();
+    assert_eq!(rep.bytes_by(BackendKind::Bounce), SIZE as u64);
+    SIZE as f64 / GIB / t0.elapsed().as_secs_f64()
 }
 
 /// One timed read of the whole file; returns (GiB/s, CPU s/GiB).
@@ -269,11 +306,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false);
 
     let sweep = sweep_engines(&rt, base)?;
+    // The bounce fallback before pieces and rings: 4 MiB pieces, two a thread.
+    let legacy = FileIo::with_settings(
+        rt.clone(),
+        Settings {
+            direct_io: DirectIo::Off,
+            bounce_size: base.task_size,
+            bounce_ring: 2,
+            ..base
+        },
+    )?;
+    let out_path = dir.path().join("out.bin");
+    let out_plain = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.path().join("out-pwrite.bin"))?;
+    let fo = buffered.open(&out_path, OpenOptions::create())?;
+    let fo_legacy = legacy.open(&out_path, OpenOptions::create())?;
+    let (mut legacy_r, mut pwrite, mut bounce_w, mut legacy_w) = (vec![], vec![], vec![], vec![]);
+    // Warm-up of the write side (file pages, the legacy engine's buffers).
+    pwrite_all(&out_plain, &pread_dst, base.threads);
+    timed_write(&buffered, &fo, t_plain(plain));
+    timed_write(&legacy, &fo_legacy, t_plain(plain));
+    timed(&legacy, &fb, t_plain(plain), BackendKind::Bounce, false);
     let mut swept: Vec<Vec<f64>> = sweep.iter().map(|_| Vec::new()).collect();
     let (mut pread, mut bounce_plain, mut direct_warm, mut bounce_warm) = (vec![], vec![], vec![], vec![]);
     for _ in 0..reps {
         pread.push(pread_all(&path, &pread_dst, base.threads));
         bounce_plain.push(timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false).0);
+        legacy_r.push(timed(&legacy, &fb, t_plain(plain), BackendKind::Bounce, false).0);
+        pwrite.push(pwrite_all(&out_plain, &pread_dst, base.threads));
+        bounce_w.push(timed_write(&buffered, &fo, t_plain(plain)));
+        legacy_w.push(timed_write(&legacy, &fo_legacy, t_plain(plain)));
         for ((_, io), out) in sweep.iter().zip(swept.iter_mut()) {
             let f = io.open(&path, OpenOptions::read())?;
             out.push(timed(io, &f, t_plain(plain), BackendKind::Bounce, false).0);
@@ -304,6 +369,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     eprintln!("samples GiB/s: pread {pread:.2?} bounce {bounce_plain:.2?}");
+    let mp = median(pread.clone());
+    let mw = median(pwrite.clone());
+    eprintln!(
+        "  reads over pread: bounce {:.3} (before pieces and rings: {:.3}); legacy samples {legacy_r:.2?}",
+        median(bounce_plain.clone()) / mp,
+        median(legacy_r.clone()) / mp
+    );
+    eprintln!("  writes GiB/s: pwrite {pwrite:.2?} bounce {bounce_w:.2?} before {legacy_w:.2?}");
+    eprintln!(
+        "  writes over pwrite: bounce {:.3} (before pieces and rings: {:.3}); pwrite median {mw:.2} GiB/s",
+        median(bounce_w) / mw,
+        median(legacy_w) / mw
+    );
+    legacy.release_bounce_buffers();
     for ((label, io), v) in sweep.iter().zip(swept) {
         let m = median(v.clone());
         eprintln!(
