@@ -22,9 +22,9 @@
 //! - `file.read_cufile_or_bounce_over_pread_pinned` needs a CUDA device:
 //!   not measured without one (said on stderr).
 //!
-//! Informative, on stderr: the bounce fallback as it was before pieces
-//! and rings (4 MiB pieces = tasks, two per thread) next to the default,
-//! both directions, interleaved: reads over `pread`, and writes (device ->
+//! Informative, on stderr: the bounce fallback with cache-sized pieces
+//! (512 KiB, a ring of 4 per thread) next to the default (4 MiB pieces, one
+//! per task, a ring of 2), both directions, interleaved: reads over `pread`, and writes (device ->
 //! file through the page cache, the same file overwritten) over parallel
 //! `pwrite` from host memory.
 //!
@@ -306,13 +306,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false);
 
     let sweep = sweep_engines(&rt, base)?;
-    // The bounce fallback before pieces and rings: 4 MiB pieces, two a thread.
-    let legacy = FileIo::with_settings(
+    // The bounce fallback with cache-sized pieces.
+    let small = FileIo::with_settings(
         rt.clone(),
         Settings {
             direct_io: DirectIo::Off,
-            bounce_size: base.task_size,
-            bounce_ring: 2,
+            bounce_size: 512 << 10,
+            bounce_ring: 4,
             ..base
         },
     )?;
@@ -323,28 +323,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .truncate(false)
         .open(dir.path().join("out-pwrite.bin"))?;
     let fo = buffered.open(&out_path, OpenOptions::create())?;
-    let fo_legacy = legacy.open(&out_path, OpenOptions::create())?;
-    let (mut legacy_r, mut pwrite, mut bounce_w, mut legacy_w) = (vec![], vec![], vec![], vec![]);
-    // Warm-up of the write side (file pages, the legacy engine's buffers).
+    let fo_small = small.open(&out_path, OpenOptions::create())?;
+    let (mut small_r, mut pwrite, mut bounce_w, mut small_w) = (vec![], vec![], vec![], vec![]);
+    // Warm-up of the write side (file pages, the small-piece engine's buffers).
     pwrite_all(&out_plain, &pread_dst, base.threads);
     timed_write(&buffered, &fo, t_plain(plain));
-    timed_write(&legacy, &fo_legacy, t_plain(plain));
-    timed(&legacy, &fb, t_plain(plain), BackendKind::Bounce, false);
-    let mut swept: Vec<Vec<f64>> = sweep.iter().map(|_| Vec::new()).collect();
+    timed_write(&small, &fo_small, t_plain(plain));
+    timed(&small, &fb, t_plain(plain), BackendKind::Bounce, false);
+    let mut swept: Vec<Vec<(f64, f64)>> = sweep.iter().map(|_| Vec::new()).collect();
+    let sweep_files = sweep
+        .iter()
+        .map(|(_, io)| io.open(&path, OpenOptions::read()))
+        .collect::<Result<Vec<_>, _>>()?;
     let (mut pread, mut bounce_plain, mut direct_warm, mut bounce_warm) = (vec![], vec![], vec![], vec![]);
-    for _ in 0..reps {
+    let (mut cpu_pread, mut cpu_bounce, mut cpu_small) = (vec![], vec![], vec![]);
+    for rep in 0..reps {
+        let c0 = cpu_seconds();
         pread.push(pread_all(&path, &pread_dst, base.threads));
-        bounce_plain.push(timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false).0);
-        legacy_r.push(timed(&legacy, &fb, t_plain(plain), BackendKind::Bounce, false).0);
-        pwrite.push(pwrite_all(&out_plain, &pread_dst, base.threads));
-        bounce_w.push(timed_write(&buffered, &fo, t_plain(plain)));
-        legacy_w.push(timed_write(&legacy, &fo_legacy, t_plain(plain)));
-        for ((_, io), out) in sweep.iter().zip(swept.iter_mut()) {
-            let f = io.open(&path, OpenOptions::read())?;
-            out.push(timed(io, &f, t_plain(plain), BackendKind::Bounce, false).0);
+        cpu_pread.push((cpu_seconds() - c0) / (SIZE as f64 / GIB));
+        // The bounce variants (the default, the small-piece one and
+        // rings, the sweep) take turns at following pread.
+        let n = 2 + sweep.len();
+        for j in 0..n {
+            match (j + rep) % n {
+                0 => {
+                    let (g, c) = timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false);
+                    bounce_plain.push(g);
+                    cpu_bounce.push(c);
+                }
+                1 => {
+                    let (g, c) = timed(&small, &fb, t_plain(plain), BackendKind::Bounce, false);
+                    small_r.push(g);
+                    cpu_small.push(c);
+                }
+                k => {
+                    let (io, f) = (&sweep[k - 2].1, &sweep_files[k - 2]);
+                    swept[k - 2].push(timed(io, f, t_plain(plain), BackendKind::Bounce, false));
+                }
+            }
         }
         direct_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false).0);
         bounce_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Bounce, false).0);
+    }
+    // Writes after every read: their writeback must not disturb the reads.
+    for rep in 0..reps {
+        pwrite.push(pwrite_all(&out_plain, &pread_dst, base.threads));
+        for k in [rep % 2, 1 - rep % 2] {
+            if k == 0 {
+                bounce_w.push(timed_write(&buffered, &fo, t_plain(plain)));
+            } else {
+                small_w.push(timed_write(&small, &fo_small, t_plain(plain)));
+            }
+        }
     }
     let (mut dc, mut bc, mut dcpu, mut bcpu, mut disk) = (vec![], vec![], vec![], vec![], vec![]);
     // Informative: the disk with twice the requests in flight.
@@ -372,22 +402,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mp = median(pread.clone());
     let mw = median(pwrite.clone());
     eprintln!(
-        "  reads over pread: bounce {:.3} (before pieces and rings: {:.3}); legacy samples {legacy_r:.2?}",
+        "  reads over pread: bounce {:.3} (512 KiB pieces x 4: {:.3}); 512 KiB x 4 samples {small_r:.2?}",
         median(bounce_plain.clone()) / mp,
-        median(legacy_r.clone()) / mp
+        median(small_r.clone()) / mp
     );
-    eprintln!("  writes GiB/s: pwrite {pwrite:.2?} bounce {bounce_w:.2?} before {legacy_w:.2?}");
     eprintln!(
-        "  writes over pwrite: bounce {:.3} (before pieces and rings: {:.3}); pwrite median {mw:.2} GiB/s",
-        median(bounce_w) / mw,
-        median(legacy_w) / mw
+        "  reads CPU s/GiB: pread {:.3} bounce {:.3} 512 KiB pieces x 4 {:.3}",
+        median(cpu_pread),
+        median(cpu_bounce),
+        median(cpu_small)
     );
-    legacy.release_bounce_buffers();
+    eprintln!("  writes GiB/s: pwrite {pwrite:.2?} bounce {bounce_w:.2?} 512 KiB pieces x 4 {small_w:.2?}");
+    eprintln!(
+        "  writes over pwrite: bounce {:.3} (512 KiB pieces x 4: {:.3}); pwrite median {mw:.2} GiB/s",
+        median(bounce_w) / mw,
+        median(small_w) / mw
+    );
+    small.release_bounce_buffers();
     for ((label, io), v) in sweep.iter().zip(swept) {
-        let m = median(v.clone());
+        let g: Vec<f64> = v.iter().map(|x| x.0).collect();
+        let m = median(g.clone());
         eprintln!(
-            "  sweep {label}: bounce {v:.2?} median {m:.2} GiB/s, over pread {:.3}",
-            m / median(pread.clone())
+            "  sweep {label}: bounce {g:.2?} median {m:.2} GiB/s, over pread {:.3}, CPU s/GiB {:.3}",
+            m / median(pread.clone()),
+            median(v.iter().map(|x| x.1).collect())
         );
         io.release_bounce_buffers();
     }

@@ -6,23 +6,29 @@
 //! Each thread ([`readers`]: for buffered I/O on a CPU device half the
 //! settings' threads, the device's copies take the other half) claims
 //! tasks and moves each in pieces through a ring of buffers (the settings'
-//! `bounce_size` and `bounce_ring`; for buffered I/O 512 KiB pieces in a
-//! ring of 4 by default, `UR_FILEIO_BOUNCE_SIZE`, `UR_FILEIO_BOUNCE_RING`).
-//! A read `pread`s piece k into a buffer, enqueues the device write out of
-//! it without waiting and goes on with piece k+1; it waits for piece k's
-//! device write only when piece k + ring reuses the buffer. Pieces that
-//! small stay in the last-level cache between the `pread` that fills them
-//! and the device copy that empties them, and the piece size no longer
-//! depends on the task size. Measured on the 2-core VM (256 MiB, PoCL,
-//! warm cache, interleaved with plain `pread`, `UR_FILEIO_BENCH_BOUNCE_SWEEP`
-//! of the `file_read` bench): 64 and 128 KiB pieces lose to the per-command
-//! cost of the device queue (0.31 and 0.47 of `pread`), 512 KiB to 2 MiB
-//! are best and alike (0.72-0.73 on a quiet machine).
+//! `bounce_size` and `bounce_ring`, `UR_FILEIO_BOUNCE_SIZE`,
+//! `UR_FILEIO_BOUNCE_RING`; the piece size no longer depends on the task
+//! size). A read `pread`s piece k into a buffer, enqueues the device write
+//! out of it without waiting and goes on with piece k+1; it waits for
+//! piece k's device write only when piece k + ring reuses the buffer.
 //! Writes run the same ring the other way (device reads ahead, `pwrite` of
-//! the oldest piece). Aligned pieces of an `O_DIRECT` file use `O_DIRECT`
-//! (the buffers are page-aligned) with task-sized pieces, two per thread:
-//! they wait on the disk, and bigger requests keep more of it busy;
-//! unaligned ones the buffered descriptor.
+//! the oldest piece).
+//!
+//! The defaults, 4 MiB pieces (one per task) in a ring of 2, were chosen by
+//! measurement on the 2-core VM (256 MiB, PoCL, warm cache, the variants
+//! taking turns after plain `pread` in each repetition,
+//! `UR_FILEIO_BENCH_BOUNCE_SWEEP` of the `file_read` bench, 3 runs of 7):
+//! reads over `pread` 0.68-0.82 for 4 MiB x 2, 0.62-0.69 for 512 KiB x 4,
+//! 0.69-0.73 for 1 MiB x 4, 0.49-0.74 for 256 KiB x 4, 0.55-0.61 for
+//! 4 MiB x 4; CPU seconds per GiB 0.27-0.28 (4 MiB x 2) against 0.28-0.29
+//! (512 KiB) and 0.31-0.41 (256 KiB), plain `pread` 0.16-0.17. Cache-sized
+//! pieces do not make the second copy cheaper here: the per-command cost
+//! of the device queue grows faster. Writes over `pwrite`: 0.71-0.83 for
+//! 4 MiB x 2, 0.63-0.66 for 512 KiB x 4.
+//!
+//! Aligned pieces of an `O_DIRECT` file use `O_DIRECT` (the buffers are
+//! page-aligned) with task-sized pieces, two per thread: they wait on the
+//! disk, not on memory; unaligned ones the buffered descriptor.
 
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicU64, Ordering};
