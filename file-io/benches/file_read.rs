@@ -66,15 +66,25 @@ fn cpu_seconds() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
-/// Page-aligned host memory.
+/// Host memory on a 2 MiB boundary, backed by transparent huge pages where
+/// the kernel grants them (`MADV_HUGEPAGE`), as the bounce buffers are: the
+/// baselines (pread, the disk alone) and the `USE_HOST_PTR` buffer get the
+/// same kind of memory as the paths they are compared with.
 struct Aligned(*mut u8, std::alloc::Layout);
 
 impl Aligned {
     fn new(len: usize) -> Self {
-        let layout = std::alloc::Layout::from_size_align(len, 4096).unwrap();
+        let layout = std::alloc::Layout::from_size_align(len, 2 << 20).unwrap();
         // SAFETY: non-zero size.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let p = unsafe { std::alloc::alloc(layout) };
         assert!(!p.is_null());
+        // SAFETY: our allocation; the advice changes its backing, not its contents.
+        let r = unsafe { libc::madvise(p.cast(), len, libc::MADV_HUGEPAGE) };
+        if r != 0 {
+            eprintln!("madvise(MADV_HUGEPAGE) failed: {}", std::io::Error::last_os_error());
+        }
+        // SAFETY: `p` is valid for `len` bytes; zeroing faults the pages in.
+        unsafe { std::ptr::write_bytes(p, 0, len) };
         Aligned(p, layout)
     }
 }

@@ -44,6 +44,37 @@ use crate::pool::TaskSet;
 use crate::target::DeviceMem;
 
 const PAGE: usize = 4096;
+/// A transparent huge page (x86-64, aarch64 with 4 KiB pages).
+const HUGE: usize = 2 << 20;
+
+/// Alignment of a bounce buffer of `len` bytes: buffers of at least a huge
+/// page start on one, so that [`advise_huge`] can back them with huge pages.
+fn align_for(len: usize) -> usize {
+    if len >= HUGE {
+        HUGE
+    } else {
+        PAGE
+    }
+}
+
+/// Asks the kernel to back `addr..addr + len` with transparent huge pages
+/// (where it is `madvise` mode, as here). Measured on the 2-core VM: 256
+/// MiB of `O_DIRECT` `pread` in 4 MiB requests, 2 threads, file dropped
+/// from the page cache: 0.48-0.79 GiB/s into 4 KiB pages, 1.5-2.0 GiB/s
+/// into huge pages (fewer, larger segments per request); the bounce path's
+/// `O_DIRECT` reads were bound by this, not by the disk. Failure only costs
+/// speed and is logged.
+fn advise_huge(addr: usize, len: usize) {
+    if len < HUGE || addr % HUGE != 0 {
+        return;
+    }
+    // SAFETY: the range is a live allocation of ours; MADV_HUGEPAGE changes
+    // how it is backed, never its contents.
+    let r = unsafe { rustix::mm::madvise(addr as *mut std::ffi::c_void, len, rustix::mm::Advice::LinuxHugepage) };
+    if let Err(e) = r {
+        tracing::debug!(error = %e, "no huge pages for a bounce buffer");
+    }
+}
 
 /// One bounce buffer.
 #[derive(Debug)]
@@ -89,10 +120,11 @@ impl BouncePool {
             }
         }
         if usm_host {
-            let desc = UsmDesc::new(UsmKind::Host, len).aligned(PAGE);
+            let desc = UsmDesc::new(UsmKind::Host, len).aligned(align_for(len));
             match self.rt.usm_alloc(ctx, &desc) {
                 Ok(p) => {
                     self.pinned.fetch_add(1, Ordering::Relaxed);
+                    advise_huge(p.0 as usize, len);
                     return Ok(Block {
                         addr: p.0 as usize,
                         len,
@@ -102,12 +134,13 @@ impl BouncePool {
                 Err(e) => tracing::debug!(error = %e, "no USM host bounce buffer; using plain memory"),
             }
         }
-        let layout = Layout::from_size_align(len, PAGE).expect("len is a non-zero multiple of 4096");
+        let layout = Layout::from_size_align(len, align_for(len)).expect("len is a non-zero multiple of 4096");
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { std::alloc::alloc(layout) };
         if p.is_null() {
             return Err(FileIoError::Runtime(ur_api::Error::OutOfHostMemory));
         }
+        advise_huge(p as usize, len);
         self.plain.fetch_add(1, Ordering::Relaxed);
         Ok(Block {
             addr: p as usize,
@@ -131,7 +164,7 @@ impl BouncePool {
                     }
                 }
                 None => {
-                    let layout = Layout::from_size_align(b.len, PAGE).expect("as allocated");
+                    let layout = Layout::from_size_align(b.len, align_for(b.len)).expect("as allocated");
                     // SAFETY: allocated in `take` with this layout, freed once.
                     unsafe { std::alloc::dealloc(b.addr as *mut u8, layout) };
                 }
