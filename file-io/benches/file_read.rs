@@ -486,6 +486,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "bounce_odirect",
         median(bc),
     );
+    for (what, io) in [("buffered", &buffered), ("O_DIRECT", &direct)] {
+        let st = io.stats();
+        eprintln!(
+            "  {what} engine bounce buffers: {} USM host, {} plain",
+            st.pinned_bounce_buffers, st.plain_bounce_buffers
+        );
+    }
     direct.release_bounce_buffers();
     buffered.release_bounce_buffers();
     rt.release_buffer(uhp)?;
