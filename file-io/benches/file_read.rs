@@ -14,8 +14,24 @@
 //!   both paths, the file dropped from the page cache before each read.
 //!   Target >= 1.5. `...odirect.cpu_s_per_gib` gives the process CPU
 //!   seconds per GiB of each path (value: direct, baseline: bounce).
+//! - `file.read_odirect_disk_only` (informative): the disk alone, plain
+//!   parallel `O_DIRECT` `pread` of the dropped file into page-aligned host
+//!   memory (same threads, same 4 MiB tasks), interleaved with the two
+//!   paths above; value: disk only, baseline: the bounce path. A ratio near
+//!   1 says the bounce path is disk-bound.
 //! - `file.read_cufile_or_bounce_over_pread_pinned` needs a CUDA device:
 //!   not measured without one (said on stderr).
+//!
+//! Informative, on stderr: the bounce fallback with cache-sized pieces
+//! (512 KiB, a ring of 4 per thread) next to the default (4 MiB pieces, one
+//! per task, a ring of 2), both directions, interleaved: reads over `pread`, and writes (device ->
+//! file through the page cache, the same file overwritten) over parallel
+//! `pwrite` from host memory.
+//!
+//! `UR_FILEIO_BENCH_BOUNCE_SWEEP=SIZE[:RING[:THREADS]],...` (e.g.
+//! `128K,256K:8,1M:4:4`) adds, interleaved with the pread baseline in the
+//! same repetitions, the bounce fallback with those settings (piece size,
+//! ring, threads); medians and ratios over pread go to stderr, no rows.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,15 +66,25 @@ fn cpu_seconds() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
-/// Page-aligned host memory.
+/// Host memory on a 2 MiB boundary, backed by transparent huge pages where
+/// the kernel grants them (`MADV_HUGEPAGE`), as the bounce buffers are: the
+/// baselines (pread, the disk alone) and the `USE_HOST_PTR` buffer get the
+/// same kind of memory as the paths they are compared with.
 struct Aligned(*mut u8, std::alloc::Layout);
 
 impl Aligned {
     fn new(len: usize) -> Self {
-        let layout = std::alloc::Layout::from_size_align(len, 4096).unwrap();
+        let layout = std::alloc::Layout::from_size_align(len, 2 << 20).unwrap();
         // SAFETY: non-zero size.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let p = unsafe { std::alloc::alloc(layout) };
         assert!(!p.is_null());
+        // SAFETY: our allocation; the advice changes its backing, not its contents.
+        let r = unsafe { libc::madvise(p.cast(), len, libc::MADV_HUGEPAGE) };
+        if r != 0 {
+            eprintln!("madvise(MADV_HUGEPAGE) failed: {}", std::io::Error::last_os_error());
+        }
+        // SAFETY: `p` is valid for `len` bytes; zeroing faults the pages in.
+        unsafe { std::ptr::write_bytes(p, 0, len) };
         Aligned(p, layout)
     }
 }
@@ -95,6 +121,67 @@ fn pread_all(path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
     SIZE as f64 / GIB / start.elapsed().as_secs_f64()
 }
 
+/// Plain parallel `O_DIRECT` pread of the whole (dropped) file into
+/// page-aligned host memory: the disk alone, no device.
+fn pread_odirect_all(io: &IoFile, path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    io.drop_page_cache().unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .unwrap();
+    let base = dst.0 as usize;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let f = &f;
+            s.spawn(move || {
+                let task = 4 << 20;
+                let mut i = t;
+                while i * task < SIZE {
+                    // SAFETY: the tasks of the threads are disjoint ranges of `dst`.
+                    let buf = unsafe { std::slice::from_raw_parts_mut((base + i * task) as *mut u8, task) };
+                    f.read_exact_at(buf, (i * task) as u64).unwrap();
+                    i += threads;
+                }
+            });
+        }
+    });
+    SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+}
+
+/// Plain parallel pwrite of `src` over the whole file (page cache).
+fn pwrite_all(f: &std::fs::File, src: &Aligned, threads: usize) -> f64 {
+    use std::os::unix::fs::FileExt;
+    let base = src.0 as usize;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let task = 4 << 20;
+                let mut i = t;
+                while i * task < SIZE {
+                    // SAFETY: `src` is SIZE bytes, only read here.
+                    let buf = unsafe { std::slice::from_raw_parts((base + i * task) as *const u8, task) };
+                    f.write_all_at(buf, (i * task) as u64).unwrap();
+                    i += threads;
+                }
+            });
+        }
+    });
+    SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+}
+
+/// One timed bounce write of the whole buffer to `f`; GiB/s.
+fn timed_write(io: &FileIo, f: &IoFile, source: DeviceMem) -> f64 {
+    let req = Request::write(source, 0, SIZE).with_backend(BackendChoice::Only(BackendKind::Bounce));
+    let t0 = Instant::now();
+    let rep = io.run(f, &req).unwrap();
+    assert_eq!(rep.bytes_by(BackendKind::Bounce), SIZE as u64);
+    SIZE as f64 / GIB / t0.elapsed().as_secs_f64()
+}
+
 /// One timed read of the whole file; returns (GiB/s, CPU s/GiB).
 fn timed(io: &FileIo, f: &IoFile, target: DeviceMem, choice: BackendKind, cold: bool) -> (f64, f64) {
     if cold {
@@ -109,6 +196,39 @@ fn timed(io: &FileIo, f: &IoFile, target: DeviceMem, choice: BackendKind, cold: 
     assert_eq!(rep.bytes_by(choice), SIZE as u64, "the forced path moved every byte");
     let gib = SIZE as f64 / GIB;
     (gib / secs, cpu / gib)
+}
+
+/// The engines of `UR_FILEIO_BENCH_BOUNCE_SWEEP` (buffered), with labels.
+fn sweep_engines(rt: &Arc<Runtime>, base: Settings) -> Result<Vec<(String, FileIo)>, Box<dyn std::error::Error>> {
+    let Ok(list) = std::env::var("UR_FILEIO_BENCH_BOUNCE_SWEEP") else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for item in list.split(',').filter(|s| !s.trim().is_empty()) {
+        let mut parts = item.trim().split(':');
+        let mut settings = Settings {
+            direct_io: DirectIo::Off,
+            ..base
+        };
+        let pick = |k: &str, v: Option<&str>| v.map(|v| (k.to_string(), v.to_string()));
+        let overrides: Vec<(String, String)> = [
+            pick("UR_FILEIO_BOUNCE_SIZE", parts.next()),
+            pick("UR_FILEIO_BOUNCE_RING", parts.next()),
+            pick("UR_FILEIO_THREADS", parts.next()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        settings = settings.with_overrides(|k| overrides.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))?;
+        let label = format!(
+            "piece {} KiB ring {} threads {}",
+            settings.bounce_size >> 10,
+            settings.bounce_ring,
+            settings.threads
+        );
+        out.push((label, FileIo::with_settings(rt.clone(), settings)?));
+    }
+    Ok(out)
 }
 
 fn pocl_device(rt: &Runtime) -> Option<DeviceId> {
@@ -177,10 +297,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fb = buffered.open(&path, OpenOptions::read())?;
     let fd = direct.open(&path, OpenOptions::read())?;
     eprintln!(
-        "256 MiB, {} threads, task {} KiB, bounce {} KiB; O_DIRECT file: {}",
+        "256 MiB, {} threads, task {} KiB, bounce pieces {} KiB x {} per thread; O_DIRECT file: {}",
         base.threads,
         base.task_size >> 10,
         base.task_size.min(base.bounce_size) >> 10,
+        base.bounce_ring,
         fd.mode()
     );
     let t_plain = |m| DeviceMem::Buffer {
@@ -194,19 +315,89 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false);
     timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false);
 
+    let sweep = sweep_engines(&rt, base)?;
+    // The bounce fallback with cache-sized pieces.
+    let small = FileIo::with_settings(
+        rt.clone(),
+        Settings {
+            direct_io: DirectIo::Off,
+            bounce_size: 512 << 10,
+            bounce_ring: 4,
+            ..base
+        },
+    )?;
+    let out_path = dir.path().join("out.bin");
+    let out_plain = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.path().join("out-pwrite.bin"))?;
+    let fo = buffered.open(&out_path, OpenOptions::create())?;
+    let fo_small = small.open(&out_path, OpenOptions::create())?;
+    let (mut small_r, mut pwrite, mut bounce_w, mut small_w) = (vec![], vec![], vec![], vec![]);
+    // Warm-up of the write side (file pages, the small-piece engine's buffers).
+    pwrite_all(&out_plain, &pread_dst, base.threads);
+    timed_write(&buffered, &fo, t_plain(plain));
+    timed_write(&small, &fo_small, t_plain(plain));
+    timed(&small, &fb, t_plain(plain), BackendKind::Bounce, false);
+    let mut swept: Vec<Vec<(f64, f64)>> = sweep.iter().map(|_| Vec::new()).collect();
+    let sweep_files = sweep
+        .iter()
+        .map(|(_, io)| io.open(&path, OpenOptions::read()))
+        .collect::<Result<Vec<_>, _>>()?;
     let (mut pread, mut bounce_plain, mut direct_warm, mut bounce_warm) = (vec![], vec![], vec![], vec![]);
-    for _ in 0..reps {
+    let (mut cpu_pread, mut cpu_bounce, mut cpu_small) = (vec![], vec![], vec![]);
+    for rep in 0..reps {
+        let c0 = cpu_seconds();
         pread.push(pread_all(&path, &pread_dst, base.threads));
-        bounce_plain.push(timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false).0);
+        cpu_pread.push((cpu_seconds() - c0) / (SIZE as f64 / GIB));
+        // The bounce variants (the default, the small-piece one and
+        // rings, the sweep) take turns at following pread.
+        let n = 2 + sweep.len();
+        for j in 0..n {
+            match (j + rep) % n {
+                0 => {
+                    let (g, c) = timed(&buffered, &fb, t_plain(plain), BackendKind::Bounce, false);
+                    bounce_plain.push(g);
+                    cpu_bounce.push(c);
+                }
+                1 => {
+                    let (g, c) = timed(&small, &fb, t_plain(plain), BackendKind::Bounce, false);
+                    small_r.push(g);
+                    cpu_small.push(c);
+                }
+                k => {
+                    let (io, f) = (&sweep[k - 2].1, &sweep_files[k - 2]);
+                    swept[k - 2].push(timed(io, f, t_plain(plain), BackendKind::Bounce, false));
+                }
+            }
+        }
         direct_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false).0);
         bounce_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Bounce, false).0);
     }
-    let (mut dc, mut bc, mut dcpu, mut bcpu) = (vec![], vec![], vec![], vec![]);
-    // The VM's disk has its own cache below ours: alternate which path reads
-    // first, so neither always follows the other.
+    // Writes after every read: their writeback must not disturb the reads.
     for rep in 0..reps {
+        pwrite.push(pwrite_all(&out_plain, &pread_dst, base.threads));
         for k in [rep % 2, 1 - rep % 2] {
             if k == 0 {
+                bounce_w.push(timed_write(&buffered, &fo, t_plain(plain)));
+            } else {
+                small_w.push(timed_write(&small, &fo_small, t_plain(plain)));
+            }
+        }
+    }
+    let (mut dc, mut bc, mut dcpu, mut bcpu, mut disk) = (vec![], vec![], vec![], vec![], vec![]);
+    // Informative: the disk with twice the requests in flight.
+    let mut disk2 = vec![];
+    // The VM's disk has its own cache below ours: rotate which path reads
+    // first, so none always follows another.
+    for rep in 0..reps {
+        for k in [0, 1, 2, 3].map(|k| (k + rep) % 4) {
+            if k == 3 {
+                disk2.push(pread_odirect_all(&fd, &path, &pread_dst, 2 * base.threads));
+            } else if k == 2 {
+                disk.push(pread_odirect_all(&fd, &path, &pread_dst, base.threads));
+            } else if k == 0 {
                 let (g, c) = timed(&direct, &fd, t_plain(uhp), BackendKind::Direct, true);
                 dc.push(g);
                 dcpu.push(c);
@@ -218,8 +409,48 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     eprintln!("samples GiB/s: pread {pread:.2?} bounce {bounce_plain:.2?}");
+    let mp = median(pread.clone());
+    let mw = median(pwrite.clone());
+    eprintln!(
+        "  reads over pread: bounce {:.3} (512 KiB pieces x 4: {:.3}); 512 KiB x 4 samples {small_r:.2?}",
+        median(bounce_plain.clone()) / mp,
+        median(small_r.clone()) / mp
+    );
+    eprintln!(
+        "  reads CPU s/GiB: pread {:.3} bounce {:.3} 512 KiB pieces x 4 {:.3}",
+        median(cpu_pread),
+        median(cpu_bounce),
+        median(cpu_small)
+    );
+    eprintln!("  writes GiB/s: pwrite {pwrite:.2?} bounce {bounce_w:.2?} 512 KiB pieces x 4 {small_w:.2?}");
+    eprintln!(
+        "  writes over pwrite: bounce {:.3} (512 KiB pieces x 4: {:.3}); pwrite median {mw:.2} GiB/s",
+        median(bounce_w) / mw,
+        median(small_w) / mw
+    );
+    small.release_bounce_buffers();
+    for ((label, io), v) in sweep.iter().zip(swept) {
+        let g: Vec<f64> = v.iter().map(|x| x.0).collect();
+        let m = median(g.clone());
+        eprintln!(
+            "  sweep {label}: bounce {g:.2?} median {m:.2} GiB/s, over pread {:.3}, CPU s/GiB {:.3}",
+            m / median(pread.clone()),
+            median(v.iter().map(|x| x.1).collect())
+        );
+        io.release_bounce_buffers();
+    }
     eprintln!("  warm direct {direct_warm:.2?} bounce {bounce_warm:.2?}");
-    eprintln!("  O_DIRECT cold direct {dc:.2?} bounce {bc:.2?}");
+    eprintln!("  O_DIRECT cold direct {dc:.2?} bounce {bc:.2?} disk only (pread O_DIRECT) {disk:.2?}");
+    eprintln!(
+        "  O_DIRECT medians: direct {:.2} bounce {:.2} disk only {:.2} (with {} threads: {:.2}) GiB/s; CPU s/GiB direct {:.3} bounce {:.3}",
+        median(dc.clone()),
+        median(bc.clone()),
+        median(disk.clone()),
+        2 * base.threads,
+        median(disk2),
+        median(dcpu.clone()),
+        median(bcpu.clone())
+    );
     row(
         "file.read_bounce_over_pread",
         median(bounce_plain),
@@ -239,7 +470,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         median(dc),
         "GiB/s",
         "bounce_odirect",
-        median(bc),
+        median(bc.clone()),
     );
     row(
         "file.read_direct_over_bounce.odirect.cpu_s_per_gib",
@@ -248,6 +479,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "bounce_odirect",
         median(bcpu),
     );
+    row(
+        "file.read_odirect_disk_only",
+        median(disk),
+        "GiB/s",
+        "bounce_odirect",
+        median(bc),
+    );
+    for (what, io) in [("buffered", &buffered), ("O_DIRECT", &direct)] {
+        let st = io.stats();
+        eprintln!(
+            "  {what} engine bounce buffers: {} USM host, {} plain",
+            st.pinned_bounce_buffers, st.plain_bounce_buffers
+        );
+    }
     direct.release_bounce_buffers();
     buffered.release_bounce_buffers();
     rt.release_buffer(uhp)?;

@@ -147,7 +147,7 @@ impl FileIo {
         Ok(FileIo {
             engine: Arc::new(Engine {
                 pool: crate::pool::Pool::new(settings.threads - 1),
-                bounce: BouncePool::new(rt.clone(), settings.bounce_chunk()),
+                bounce: BouncePool::new(rt.clone()),
                 rt,
                 settings,
                 counters: Counters::default(),

@@ -39,9 +39,12 @@
 //!   - *bounce* (fallback, always offered, score 0): pinned page-aligned
 //!     bounce buffers (USM host memory of the target's context where the
 //!     device has it, else page-aligned host memory), pooled across
-//!     requests; each thread holds two, so the `pread` of task k+1
-//!     overlaps the device copy of task k (writes: the device read of k+1
-//!     overlaps the `pwrite` of k). Aligned pieces use `O_DIRECT`.
+//!     requests. Each task moves in pieces ([`Settings::bounce_size`],
+//!     4 MiB, independent of the task size) through a ring of
+//!     [`Settings::bounce_ring`] buffers per thread: the device copy of a
+//!     piece is enqueued without waiting, and waited on only when its
+//!     buffer comes round again (writes: device reads run ahead of the
+//!     `pwrite`s). Aligned pieces use `O_DIRECT`, with task-sized pieces.
 //! - **Tasks on a thread pool** ([`Settings::task_size`], 4 MiB): the
 //!   calling thread claims tasks too, helped by up to `threads - 1` pool
 //!   workers, so a request progresses even when the pool is busy and a
@@ -59,8 +62,8 @@
 //!   backend), offsets that overflow, an unknown target, a target smaller
 //!   than the request ([`FileIoError`]).
 //! - **Settings in one place** ([`Settings`]) with `UR_FILEIO_*`
-//!   environment overrides (task size, bounce size, threads, fallback
-//!   only, `O_DIRECT` policy).
+//!   environment overrides (task size, bounce piece size, bounce ring,
+//!   threads, fallback only, `O_DIRECT` policy).
 //! - **Only the public `ur-api` and memory-manager APIs** are used: mapping
 //!   through `Runtime::enqueue_map`, copies through `enqueue_write` /
 //!   `enqueue_usm_copy`, logical buffers through `MemoryManager::acquire`.
@@ -108,6 +111,8 @@ pub use engine::{FileIo, IoHandle, Request};
 pub use error::{FileIoError, Result};
 pub use file::{FileMode, IoFile, OpenOptions, DEFAULT_DIO_ALIGN};
 pub use plan::{split as split_request, BackendChoice, BackendKind, Direction, Explanation, PlannedPiece, Score};
-pub use settings::{DirectIo, Settings, BOUNCE_SIZE_ENV, DIRECT_IO_ENV, FALLBACK_ONLY_ENV, TASK_SIZE_ENV, THREADS_ENV};
+pub use settings::{
+    DirectIo, Settings, BOUNCE_RING_ENV, BOUNCE_SIZE_ENV, DIRECT_IO_ENV, FALLBACK_ONLY_ENV, TASK_SIZE_ENV, THREADS_ENV,
+};
 pub use stats::{IoReport, IoStats};
 pub use target::DeviceMem;

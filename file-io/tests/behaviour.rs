@@ -347,3 +347,62 @@ fn settings_come_from_one_place() {
     assert!(ex.to_string().contains("fallback only"), "{ex}");
     rt.release_buffer(buf).unwrap();
 }
+
+/// Bounce pieces smaller than tasks (several per task, through rings of 2
+/// and 3 buffers): every byte lands, both ways, on every device, and a read
+/// past end of file stops in the middle of a task and of a piece.
+#[test]
+fn bounce_pieces_smaller_than_tasks_round_trip_and_stop_at_end_of_file() {
+    for ring in [2, 3] {
+        for d in devices() {
+            let io = engine(Settings {
+                task_size: 64 << 10,
+                bounce_size: 16 << 10,
+                bounce_ring: ring,
+                threads: 2,
+                fallback_only: true,
+                direct_io: DirectIo::Off,
+            });
+            let rt = io.runtime().clone();
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("f");
+            let size = 300_000 + 5;
+            let data = pattern(9, size);
+            write_file(&p, &data);
+            let buf = d.buffer(&rt, size);
+            let f = io.open(&p, OpenOptions::read()).unwrap();
+            // From an unaligned offset, several pieces per task.
+            let off = 777usize;
+            let n = io.read(&f, target(&d, buf, 0), off as u64, size - off).unwrap();
+            assert_eq!(n, size - off, "{}", d.name);
+            let mut back = vec![0u8; size - off];
+            rt.read(d.queue, buf, 0, &mut back).unwrap();
+            assert_eq!(first_diff(&back, &data[off..]), None, "{} ring {ring}", d.name);
+
+            // Past end of file: the last task ends short, mid-task and
+            // mid-piece; the tasks after it read nothing.
+            let big = d.buffer(&rt, size + 70_000);
+            let n = io.read(&f, target(&d, big, 0), 0, size + 70_000).unwrap();
+            assert_eq!(n, size, "{}", d.name);
+            let mut all = vec![0u8; size];
+            rt.read(d.queue, big, 0, &mut all).unwrap();
+            assert_eq!(first_diff(&all, &data), None, "{} ring {ring}", d.name);
+
+            // And back out to a file through the same rings.
+            let out_path = dir.path().join("out");
+            let out = io
+                .open(&out_path, OpenOptions::create().direct_io(DirectIo::Off))
+                .unwrap();
+            assert_eq!(io.write(&out, target(&d, big, 0), 3, size).unwrap(), size);
+            let written = std::fs::read(&out_path).unwrap();
+            assert_eq!(written.len(), size + 3);
+            assert_eq!(first_diff(&written[3..], &data), None, "{} ring {ring}", d.name);
+            let s = io.stats();
+            assert_eq!((s.retries, s.direct_bytes), (0, 0), "{s:?}");
+            assert!(s.bounce_bytes >= 3 * size as u64 - off as u64, "{s:?}");
+            rt.release_buffer(big).unwrap();
+            rt.release_buffer(buf).unwrap();
+            io.release_bounce_buffers();
+        }
+    }
+}
