@@ -16,6 +16,7 @@
 //! routes it to us, and we answer `INVALID_*`) and is only confused with a
 //! new object after that many further releases.
 
+use std::collections::hash_map::Entry::Occupied;
 use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
 
@@ -63,11 +64,32 @@ impl std::hash::Hasher for AddrHasher {
     }
 }
 
+/// Headers allocated at once when none is spare: one allocation serves
+/// this many new handles (headers are never returned to the allocator, see
+/// the module docs, so nothing is lost by allocating them together).
+const SLAB: usize = 1024;
+
 /// Registered handles, and released headers waiting for reuse.
 #[derive(Debug, Default)]
 struct Table {
     live: HashMap<usize, Entry, std::hash::BuildHasherDefault<AddrHasher>>,
     free: VecDeque<usize>,
+    /// Headers of the last slab never handed out yet.
+    fresh: Vec<usize>,
+}
+
+impl Table {
+    /// A header never used before, from the current slab or a new one.
+    fn new_header(&mut self) -> usize {
+        if let Some(a) = self.fresh.pop() {
+            return a;
+        }
+        let ddi = crate::ddi::table();
+        let slab: &'static mut [Header] = Box::leak((0..SLAB).map(|_| Header { ddi }).collect());
+        self.fresh
+            .extend(slab.iter().rev().map(|h| h as *const Header as usize));
+        self.fresh.pop().unwrap_or_default()
+    }
 }
 
 // SAFETY: the table only stores addresses of headers it owns; `Header`'s
@@ -79,20 +101,17 @@ static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| Mutex::new(Table::defaul
 /// Registers `obj` under a new handle with one reference.
 pub fn register<H>(obj: Object) -> *mut H {
     let mut t = TABLE.lock();
-    let addr = if t.free.len() > QUARANTINE {
-        t.free.pop_front().unwrap_or_else(new_header)
+    let reused = if t.free.len() > QUARANTINE {
+        t.free.pop_front()
     } else {
-        new_header()
+        None
+    };
+    let addr = match reused {
+        Some(a) => a,
+        None => t.new_header(),
     };
     t.live.insert(addr, Entry { refs: 1, obj });
     addr as *mut H
-}
-
-fn new_header() -> usize {
-    let header = Box::new(Header {
-        ddi: crate::ddi::table(),
-    });
-    Box::into_raw(header) as usize
 }
 
 /// The object of a handle, cloned out of the table.
@@ -106,6 +125,20 @@ pub fn lookup<H>(handle: *mut H, kind: Kind) -> Result<Object, CapiError> {
         return Err(CapiError::Invalid(kind));
     }
     Ok(e.obj.clone())
+}
+
+/// The objects of two handles, cloned out of the table under one lock
+/// (the buffer and queue of a command).
+pub fn lookup2<A, B>(a: *mut A, ka: Kind, b: *mut B, kb: Kind) -> Result<(Object, Object), CapiError> {
+    if a.is_null() || b.is_null() {
+        return Err(CapiError::NullHandle);
+    }
+    let t = TABLE.lock();
+    let one = |h: usize, k: Kind| match t.live.get(&h) {
+        Some(e) if e.obj.kind() == k => Ok(e.obj.clone()),
+        _ => Err(CapiError::Invalid(k)),
+    };
+    Ok((one(a as usize, ka)?, one(b as usize, kb)?))
 }
 
 /// Adds a reference.
@@ -132,10 +165,13 @@ pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiErro
     }
     let addr = handle as usize;
     let mut t = TABLE.lock();
-    let e = match t.live.get_mut(&addr) {
-        Some(e) if e.obj.kind() == kind => e,
+    // One probe of the table: the entry is looked at and, on the last
+    // release, removed through the same slot.
+    let mut slot = match t.live.entry(addr) {
+        Occupied(o) if o.get().obj.kind() == kind => o,
         _ => return Err(CapiError::Invalid(kind)),
     };
+    let e = slot.get_mut();
     if e.obj.permanent() {
         e.refs = e.refs.saturating_sub(1);
         return Ok(None);
@@ -144,9 +180,9 @@ pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiErro
     if e.refs > 0 {
         return Ok(None);
     }
-    let obj = t.live.remove(&addr).map(|e| e.obj);
+    let obj = slot.remove().obj;
     t.free.push_back(addr);
-    Ok(obj)
+    Ok(Some(obj))
 }
 
 /// The reference count of a handle.

@@ -86,13 +86,17 @@ pub struct Queue {
     pub flags: ur_queue_flags_t,
 }
 
-/// An event.
-#[derive(Debug)]
+/// An event: plain data, stored in the handle table by value. An event is
+/// made and released once per command (the hot path of every enqueue), so
+/// it holds no `Arc`: no allocation, no reference-count traffic; the
+/// context is named by its handle and runtime id, which is all an event
+/// is asked about.
+#[derive(Debug, Clone, Copy)]
 pub struct Event {
     /// The runtime's event.
     pub id: EventId,
-    /// The context's handle and object.
-    pub context: (ur_context_handle_t, Arc<Context>),
+    /// The context's handle and runtime id.
+    pub context: (ur_context_handle_t, ContextId),
     /// The queue's handle (may be stale once the queue is released; only
     /// reported, never looked through without a table lookup).
     pub queue: ur_queue_handle_t,
@@ -100,7 +104,9 @@ pub struct Event {
     pub command: ur_command_t,
     /// Host time ([`crate::device::now_ns`]) when the event was handed out:
     /// the anchor that puts the device's profiling times on the clock of
-    /// `urDeviceGetGlobalTimestamps` (see `urEventGetProfilingInfo`).
+    /// `urDeviceGetGlobalTimestamps` (see `urEventGetProfilingInfo`); taken
+    /// only on queues with `UR_QUEUE_FLAG_PROFILING_ENABLE` (0 otherwise:
+    /// such events have no profiling information to anchor).
     pub host_ts: u64,
 }
 
@@ -129,7 +135,7 @@ pub enum Object {
     /// A queue.
     Queue(Arc<Queue>),
     /// An event.
-    Event(Arc<Event>),
+    Event(Event),
     /// A USM pool.
     Pool(Arc<Pool>),
 }
@@ -196,8 +202,17 @@ from_object! {
     Arc<Context> => Context,
     Arc<Mem> => Mem,
     Arc<Queue> => Queue,
-    Arc<Event> => Event,
+    Event => Event,
     Arc<Pool> => Pool,
+}
+
+/// The objects of handles `a` and `b` as an `A` and a `B` (one table
+/// lookup), or the `INVALID_*` error of the first that is not.
+pub fn get2<A: FromObject, B: FromObject, HA, HB>(a: *mut HA, b: *mut HB) -> Result<(A, B), crate::conv::CapiError> {
+    let (oa, ob) = crate::handles::lookup2(a, A::KIND, b, B::KIND)?;
+    let a = A::from_object(oa).ok_or(crate::conv::CapiError::Invalid(A::KIND))?;
+    let b = B::from_object(ob).ok_or(crate::conv::CapiError::Invalid(B::KIND))?;
+    Ok((a, b))
 }
 
 /// The object of handle `h` as a `T`, or the `INVALID_*` error of `T`'s kind.
