@@ -41,8 +41,8 @@ fn span(offset: usize, size: usize) -> std::ops::Range<usize> {
     offset..offset.saturating_add(size)
 }
 
-fn queue(q: ur_queue_handle_t) -> Result<Arc<Queue>, CapiError> {
-    get::<Arc<Queue>, _>(q)
+fn queue(q: ur_queue_handle_t) -> Result<Queue, CapiError> {
+    get::<Queue, _>(q)
 }
 
 fn mem(m: ur_mem_handle_t) -> Result<Arc<Mem>, CapiError> {
@@ -50,8 +50,8 @@ fn mem(m: ur_mem_handle_t) -> Result<Arc<Mem>, CapiError> {
 }
 
 /// A command's queue and buffer, in one lookup.
-fn queue_mem(q: ur_queue_handle_t, m: ur_mem_handle_t) -> Result<(Arc<Queue>, Arc<Mem>), CapiError> {
-    get2::<Arc<Queue>, Arc<Mem>, _, _>(q, m)
+fn queue_mem(q: ur_queue_handle_t, m: ur_mem_handle_t) -> Result<(Queue, Arc<Mem>), CapiError> {
+    get2::<Queue, Arc<Mem>, _, _>(q, m)
 }
 
 /// Host memory of a command.
@@ -73,7 +73,7 @@ unsafe fn host(p: *const c_void, len: usize) -> Result<HostPtr, CapiError> {
 ///
 /// When `p` is not a USM allocation, the command contract for host memory.
 unsafe fn mem_ref(q: &Queue, p: *const c_void, len: usize) -> Result<MemRef, CapiError> {
-    if state().rt.usm_pointer_info(q.context.1.id, UsmPtr(p as u64)).is_ok() {
+    if state().rt.usm_pointer_info(q.context.1, UsmPtr(p as u64)).is_ok() {
         return Ok(MemRef::Usm(UsmPtr(p as u64)));
     }
     // SAFETY: forwarded command contract.

@@ -73,13 +73,15 @@ pub struct Mem {
     pub parent: Option<(ur_mem_handle_t, usize)>,
 }
 
-/// A queue.
-#[derive(Debug)]
+/// A queue: plain data, stored in the handle table by value, as events
+/// are: every command looks its queue up, and a copy of these few words
+/// costs less than an `Arc`'s reference-count traffic.
+#[derive(Debug, Clone, Copy)]
 pub struct Queue {
     /// The runtime's queue.
     pub id: QueueId,
-    /// Its context's handle and object.
-    pub context: (ur_context_handle_t, Arc<Context>),
+    /// Its context's handle and runtime id.
+    pub context: (ur_context_handle_t, ContextId),
     /// Its device's handle.
     pub device: ur_device_handle_t,
     /// Creation flags.
@@ -133,7 +135,7 @@ pub enum Object {
     /// A buffer.
     Mem(Arc<Mem>),
     /// A queue.
-    Queue(Arc<Queue>),
+    Queue(Queue),
     /// An event.
     Event(Event),
     /// A USM pool.
@@ -174,7 +176,7 @@ impl Object {
     }
 }
 
-/// Typed lookups: `get::<Arc<Queue>>(h)`.
+/// Typed lookups: `get::<Queue>(h)`.
 pub trait FromObject: Sized {
     /// The handle kind.
     const KIND: Kind;
@@ -201,7 +203,7 @@ from_object! {
     DeviceId => Device,
     Arc<Context> => Context,
     Arc<Mem> => Mem,
-    Arc<Queue> => Queue,
+    Queue => Queue,
     Event => Event,
     Arc<Pool> => Pool,
 }

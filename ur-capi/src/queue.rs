@@ -34,7 +34,7 @@ pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<
     let mut mine = Vec::with_capacity(hs.len());
     for h in hs {
         let e = get::<Event, _>(*h)?;
-        if e.context.1 == q.context.1.id {
+        if e.context.1 == q.context.1 {
             mine.push(e.id);
         } else {
             state().rt.wait(&[e.id])?;
@@ -77,7 +77,7 @@ pub unsafe fn done(
     };
     let h = register(Object::Event(Event {
         id,
-        context: (q.context.0, q.context.1.id),
+        context: q.context,
         queue: qh,
         command,
         host_ts,
@@ -111,12 +111,12 @@ pub unsafe extern "C" fn urQueueCreate(
             profiling: flags & UR_QUEUE_FLAG_PROFILING_ENABLE != 0,
         };
         let id = state().rt.create_queue(ctx.id, dev, &qp)?;
-        let h = register(Object::Queue(Arc::new(Queue {
+        let h = register(Object::Queue(Queue {
             id,
-            context: (c, ctx),
+            context: (c, ctx.id),
             device: d,
             flags,
-        })));
+        }));
         // SAFETY: checked non-null above.
         unsafe { put_required(out, h) }
     })
@@ -162,7 +162,7 @@ pub unsafe extern "C" fn urQueueGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     entry(|| {
-        let q = get::<Arc<Queue>, _>(qh)?;
+        let q = get::<Queue, _>(qh)?;
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         match prop {
@@ -181,7 +181,7 @@ pub unsafe extern "C" fn urQueueGetInfo(
 ///
 /// See the module docs.
 pub unsafe extern "C" fn urQueueFinish(q: ur_queue_handle_t) -> ur_result_t {
-    entry(|| Ok(state().rt.finish(get::<Arc<Queue>, _>(q)?.id)?))
+    entry(|| Ok(state().rt.finish(get::<Queue, _>(q)?.id)?))
 }
 
 /// `urQueueFlush`.
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn urQueueFinish(q: ur_queue_handle_t) -> ur_result_t {
 ///
 /// See the module docs.
 pub unsafe extern "C" fn urQueueFlush(q: ur_queue_handle_t) -> ur_result_t {
-    entry(|| Ok(state().rt.flush(get::<Arc<Queue>, _>(q)?.id)?))
+    entry(|| Ok(state().rt.flush(get::<Queue, _>(q)?.id)?))
 }
 
 /// `urEventWait`.
