@@ -22,7 +22,7 @@ use ur_api::{HostPtr, MapFlags, MemRef, RectCopy, RectSide, UsmAdvice, UsmPtr};
 use crate::conv::CapiError;
 use crate::info::entry;
 use crate::managed::Prepared;
-use crate::objects::{get, Mem, Queue};
+use crate::objects::{get, get2, Mem, Queue};
 use crate::queue::{deps, done};
 use crate::state::state;
 use crate::sys::*;
@@ -41,12 +41,17 @@ fn span(offset: usize, size: usize) -> std::ops::Range<usize> {
     offset..offset.saturating_add(size)
 }
 
-fn queue(q: ur_queue_handle_t) -> Result<Arc<Queue>, CapiError> {
-    get::<Arc<Queue>, _>(q)
+fn queue(q: ur_queue_handle_t) -> Result<Queue, CapiError> {
+    get::<Queue, _>(q)
 }
 
 fn mem(m: ur_mem_handle_t) -> Result<Arc<Mem>, CapiError> {
     get::<Arc<Mem>, _>(m)
+}
+
+/// A command's queue and buffer, in one lookup.
+fn queue_mem(q: ur_queue_handle_t, m: ur_mem_handle_t) -> Result<(Queue, Arc<Mem>), CapiError> {
+    get2::<Queue, Arc<Mem>, _, _>(q, m)
 }
 
 /// Host memory of a command.
@@ -68,7 +73,7 @@ unsafe fn host(p: *const c_void, len: usize) -> Result<HostPtr, CapiError> {
 ///
 /// When `p` is not a USM allocation, the command contract for host memory.
 unsafe fn mem_ref(q: &Queue, p: *const c_void, len: usize) -> Result<MemRef, CapiError> {
-    if state().rt.usm_pointer_info(q.context.1.id, UsmPtr(p as u64)).is_ok() {
+    if state().rt.usm_pointer_info(q.context.1, UsmPtr(p as u64)).is_ok() {
         return Ok(MemRef::Usm(UsmPtr(p as u64)));
     }
     // SAFETY: forwarded command contract.
@@ -92,7 +97,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferRead(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     entry(|| {
-        let (q, b) = (queue(qh)?, mem(b)?);
+        let (q, b) = queue_mem(qh, b)?;
         // SAFETY: module contract.
         let (d, w) = unsafe { (host(dst, size)?, deps(&q, n, wl)?) };
         let mut p = Prepared::new(w);
@@ -121,7 +126,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferWrite(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     entry(|| {
-        let (q, b) = (queue(qh)?, mem(b)?);
+        let (q, b) = queue_mem(qh, b)?;
         // SAFETY: module contract.
         let (s, w) = unsafe { (host(src, size)?, deps(&q, n, wl)?) };
         let mut p = Prepared::new(w);
@@ -182,7 +187,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferFill(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     entry(|| {
-        let (q, b) = (queue(qh)?, mem(b)?);
+        let (q, b) = queue_mem(qh, b)?;
         if pattern.is_null() {
             return Err(CapiError::NullPointer);
         }
@@ -251,7 +256,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferReadRect(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     entry(|| {
-        let (q, b) = (queue(qh)?, mem(b)?);
+        let (q, b) = queue_mem(qh, b)?;
         let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
         let (r, span) = rect(buffer_origin, host_origin, region, pitches, true)?;
         // SAFETY: module contract: the host box lies inside `dst`'s memory.
@@ -289,7 +294,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferWriteRect(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     entry(|| {
-        let (q, b) = (queue(qh)?, mem(b)?);
+        let (q, b) = queue_mem(qh, b)?;
         let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
         let (r, span) = rect(buffer_origin, host_origin, region, pitches, false)?;
         // SAFETY: module contract: the host box lies inside `src`'s memory.
@@ -365,7 +370,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferMap(
     out: *mut *mut c_void,
 ) -> ur_result_t {
     entry(|| {
-        let (q, b) = (queue(qh)?, mem(b)?);
+        let (q, b) = queue_mem(qh, b)?;
         if out.is_null() {
             return Err(CapiError::NullPointer);
         }
@@ -417,7 +422,7 @@ pub unsafe extern "C" fn urEnqueueMemUnmap(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     entry(|| {
-        let (q, b) = (queue(qh)?, mem(b)?);
+        let (q, b) = queue_mem(qh, b)?;
         let len = MAPS
             .lock()
             .get(&(mapped as usize))

@@ -73,26 +73,32 @@ pub struct Mem {
     pub parent: Option<(ur_mem_handle_t, usize)>,
 }
 
-/// A queue.
-#[derive(Debug)]
+/// A queue: plain data, stored in the handle table by value, as events
+/// are: every command looks its queue up, and a copy of these few words
+/// costs less than an `Arc`'s reference-count traffic.
+#[derive(Debug, Clone, Copy)]
 pub struct Queue {
     /// The runtime's queue.
     pub id: QueueId,
-    /// Its context's handle and object.
-    pub context: (ur_context_handle_t, Arc<Context>),
+    /// Its context's handle and runtime id.
+    pub context: (ur_context_handle_t, ContextId),
     /// Its device's handle.
     pub device: ur_device_handle_t,
     /// Creation flags.
     pub flags: ur_queue_flags_t,
 }
 
-/// An event.
-#[derive(Debug)]
+/// An event: plain data, stored in the handle table by value. An event is
+/// made and released once per command (the hot path of every enqueue), so
+/// it holds no `Arc`: no allocation, no reference-count traffic; the
+/// context is named by its handle and runtime id, which is all an event
+/// is asked about.
+#[derive(Debug, Clone, Copy)]
 pub struct Event {
     /// The runtime's event.
     pub id: EventId,
-    /// The context's handle and object.
-    pub context: (ur_context_handle_t, Arc<Context>),
+    /// The context's handle and runtime id.
+    pub context: (ur_context_handle_t, ContextId),
     /// The queue's handle (may be stale once the queue is released; only
     /// reported, never looked through without a table lookup).
     pub queue: ur_queue_handle_t,
@@ -100,7 +106,9 @@ pub struct Event {
     pub command: ur_command_t,
     /// Host time ([`crate::device::now_ns`]) when the event was handed out:
     /// the anchor that puts the device's profiling times on the clock of
-    /// `urDeviceGetGlobalTimestamps` (see `urEventGetProfilingInfo`).
+    /// `urDeviceGetGlobalTimestamps` (see `urEventGetProfilingInfo`); taken
+    /// only on queues with `UR_QUEUE_FLAG_PROFILING_ENABLE` (0 otherwise:
+    /// such events have no profiling information to anchor).
     pub host_ts: u64,
 }
 
@@ -127,9 +135,9 @@ pub enum Object {
     /// A buffer.
     Mem(Arc<Mem>),
     /// A queue.
-    Queue(Arc<Queue>),
+    Queue(Queue),
     /// An event.
-    Event(Arc<Event>),
+    Event(Event),
     /// A USM pool.
     Pool(Arc<Pool>),
 }
@@ -168,7 +176,7 @@ impl Object {
     }
 }
 
-/// Typed lookups: `get::<Arc<Queue>>(h)`.
+/// Typed lookups: `get::<Queue>(h)`.
 pub trait FromObject: Sized {
     /// The handle kind.
     const KIND: Kind;
@@ -195,9 +203,18 @@ from_object! {
     DeviceId => Device,
     Arc<Context> => Context,
     Arc<Mem> => Mem,
-    Arc<Queue> => Queue,
-    Arc<Event> => Event,
+    Queue => Queue,
+    Event => Event,
     Arc<Pool> => Pool,
+}
+
+/// The objects of handles `a` and `b` as an `A` and a `B` (one table
+/// lookup), or the `INVALID_*` error of the first that is not.
+pub fn get2<A: FromObject, B: FromObject, HA, HB>(a: *mut HA, b: *mut HB) -> Result<(A, B), crate::conv::CapiError> {
+    let (oa, ob) = crate::handles::lookup2(a, A::KIND, b, B::KIND)?;
+    let a = A::from_object(oa).ok_or(crate::conv::CapiError::Invalid(A::KIND))?;
+    let b = B::from_object(ob).ok_or(crate::conv::CapiError::Invalid(B::KIND))?;
+    Ok((a, b))
 }
 
 /// The object of handle `h` as a `T`, or the `INVALID_*` error of `T`'s kind.

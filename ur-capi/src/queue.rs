@@ -33,8 +33,8 @@ pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<
     let hs = unsafe { wait_list(n, list) }?;
     let mut mine = Vec::with_capacity(hs.len());
     for h in hs {
-        let e = get::<Arc<Event>, _>(*h)?;
-        if e.context.1.id == q.context.1.id {
+        let e = get::<Event, _>(*h)?;
+        if e.context.1 == q.context.1 {
             mine.push(e.id);
         } else {
             state().rt.wait(&[e.id])?;
@@ -68,13 +68,20 @@ pub unsafe fn done(
         rt.release_event(id)?;
         return Ok(());
     }
-    let h = register(Object::Event(Arc::new(Event {
+    // The clock is read only where profiling times will need the anchor:
+    // it is a measurable part of a small command's cost.
+    let host_ts = if q.flags & UR_QUEUE_FLAG_PROFILING_ENABLE != 0 {
+        crate::device::now_ns()
+    } else {
+        0
+    };
+    let h = register(Object::Event(Event {
         id,
-        context: q.context.clone(),
+        context: q.context,
         queue: qh,
         command,
-        host_ts: crate::device::now_ns(),
-    })));
+        host_ts,
+    }));
     // SAFETY: non-null and writable by the caller's promise.
     unsafe { out.write(h) };
     Ok(())
@@ -104,12 +111,12 @@ pub unsafe extern "C" fn urQueueCreate(
             profiling: flags & UR_QUEUE_FLAG_PROFILING_ENABLE != 0,
         };
         let id = state().rt.create_queue(ctx.id, dev, &qp)?;
-        let h = register(Object::Queue(Arc::new(Queue {
+        let h = register(Object::Queue(Queue {
             id,
-            context: (c, ctx),
+            context: (c, ctx.id),
             device: d,
             flags,
-        })));
+        }));
         // SAFETY: checked non-null above.
         unsafe { put_required(out, h) }
     })
@@ -155,7 +162,7 @@ pub unsafe extern "C" fn urQueueGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     entry(|| {
-        let q = get::<Arc<Queue>, _>(qh)?;
+        let q = get::<Queue, _>(qh)?;
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         match prop {
@@ -174,7 +181,7 @@ pub unsafe extern "C" fn urQueueGetInfo(
 ///
 /// See the module docs.
 pub unsafe extern "C" fn urQueueFinish(q: ur_queue_handle_t) -> ur_result_t {
-    entry(|| Ok(state().rt.finish(get::<Arc<Queue>, _>(q)?.id)?))
+    entry(|| Ok(state().rt.finish(get::<Queue, _>(q)?.id)?))
 }
 
 /// `urQueueFlush`.
@@ -183,7 +190,7 @@ pub unsafe extern "C" fn urQueueFinish(q: ur_queue_handle_t) -> ur_result_t {
 ///
 /// See the module docs.
 pub unsafe extern "C" fn urQueueFlush(q: ur_queue_handle_t) -> ur_result_t {
-    entry(|| Ok(state().rt.flush(get::<Arc<Queue>, _>(q)?.id)?))
+    entry(|| Ok(state().rt.flush(get::<Queue, _>(q)?.id)?))
 }
 
 /// `urEventWait`.
@@ -200,7 +207,7 @@ pub unsafe extern "C" fn urEventWait(n: u32, list: *const ur_event_handle_t) -> 
         }
         let ids = hs
             .iter()
-            .map(|h| get::<Arc<Event>, _>(*h).map(|e| e.id))
+            .map(|h| get::<Event, _>(*h).map(|e| e.id))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(state().rt.wait(&ids)?)
     })
@@ -242,7 +249,7 @@ pub unsafe extern "C" fn urEventGetInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     entry(|| {
-        let ev = get::<Arc<Event>, _>(e)?;
+        let ev = get::<Event, _>(e)?;
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         match prop {
@@ -278,7 +285,7 @@ pub unsafe extern "C" fn urEventGetProfilingInfo(
     size_ret: *mut usize,
 ) -> ur_result_t {
     entry(|| {
-        let ev = get::<Arc<Event>, _>(e)?;
+        let ev = get::<Event, _>(e)?;
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         let p = on_host_clock(state().rt.event_profiling(ev.id)?, ev.host_ts);
