@@ -1,56 +1,22 @@
 //! `cargo xtask bench`: runs every benchmark of the workspace and collects
 //! the `BENCH_ROW {json}` lines they print into `target/bench/report.json`.
+//! The line's format (`Row`, parsing) is `ur-bench-row`'s, shared with the
+//! benches that print it.
 
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::PathBuf;
 use std::process::Stdio;
 
 use serde::{Deserialize, Serialize};
+use ur_bench_row::{parse_line, Row};
 
 use crate::cmd::{cargo, display, with_backend_env, Result, XtaskError};
-
-/// The prefix of a result line on a benchmark's stdout.
-pub const PREFIX: &str = "BENCH_ROW ";
-
-/// One measured result, compared with its baseline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    /// What was measured.
-    pub name: String,
-    /// The measurement.
-    pub value: f64,
-    /// Its unit (`GiB/s`, `us`, ...).
-    pub unit: String,
-    /// What it is compared with.
-    #[serde(default)]
-    pub baseline_name: Option<String>,
-    /// The baseline's measurement, in the same unit.
-    #[serde(default)]
-    pub baseline_value: Option<f64>,
-    /// `value / baseline_value` as the benchmark computed it.
-    #[serde(default)]
-    pub ratio: Option<f64>,
-}
 
 /// The report file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Every row, in the order printed.
     pub rows: Vec<Row>,
-}
-
-/// Parses one stdout line: `Ok(None)` for a line that is not a result row,
-/// an error for a `BENCH_ROW` line whose JSON is malformed.
-pub fn parse_line(line: &str) -> Result<Option<Row>> {
-    let Some(json) = line.trim_end().strip_prefix(PREFIX) else {
-        return Ok(None);
-    };
-    let mut row: Row = serde_json::from_str(json.trim())
-        .map_err(|e| XtaskError::Other(format!("malformed BENCH_ROW line ({e}): {line}")))?;
-    if row.ratio.is_none() {
-        row.ratio = row.baseline_value.filter(|b| *b != 0.0).map(|b| row.value / b);
-    }
-    Ok(Some(row))
 }
 
 /// Runs the benchmarks (of `packages`, or all) and writes the report.
@@ -176,49 +142,6 @@ pub fn table(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_a_full_row() {
-        let line = r#"BENCH_ROW {"name":"copy/1MiB","value":3.5,"unit":"GiB/s","baseline_name":"memcpy","baseline_value":7.0,"ratio":0.5}"#;
-        let row = parse_line(line).unwrap().unwrap();
-        assert_eq!(row.name, "copy/1MiB");
-        assert_eq!(row.value, 3.5);
-        assert_eq!(row.unit, "GiB/s");
-        assert_eq!(row.baseline_name.as_deref(), Some("memcpy"));
-        assert_eq!(row.baseline_value, Some(7.0));
-        assert_eq!(row.ratio, Some(0.5));
-    }
-
-    #[test]
-    fn computes_a_missing_ratio() {
-        let row = parse_line(r#"BENCH_ROW {"name":"a","value":3,"unit":"us","baseline_name":"b","baseline_value":2}"#)
-            .unwrap()
-            .unwrap();
-        assert_eq!(row.ratio, Some(1.5));
-        let lone = parse_line(r#"BENCH_ROW {"name":"a","value":3,"unit":"us"}"#)
-            .unwrap()
-            .unwrap();
-        assert_eq!(lone.baseline_value, None);
-        assert_eq!(lone.ratio, None);
-    }
-
-    #[test]
-    fn ignores_other_lines() {
-        assert_eq!(parse_line("running 3 benches").unwrap(), None);
-        assert_eq!(parse_line("").unwrap(), None);
-        assert_eq!(parse_line(r#"  BENCH_ROW {"name":"indented"}"#).unwrap(), None);
-        assert_eq!(parse_line("BENCH_ROWS 1").unwrap(), None);
-    }
-
-    #[test]
-    fn rejects_malformed_rows() {
-        assert!(parse_line("BENCH_ROW {not json").is_err());
-        assert!(
-            parse_line(r#"BENCH_ROW {"name":"x","unit":"us"}"#).is_err(),
-            "value is required"
-        );
-        assert!(parse_line(r#"BENCH_ROW {"name":"x","value":"fast","unit":"us"}"#).is_err());
-    }
 
     #[test]
     fn report_has_the_documented_keys() {
