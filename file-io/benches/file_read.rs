@@ -37,22 +37,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ur_api::{BufferDesc, DeviceId, HostPtr, MemFlags, QueueProps, Runtime};
+use ur_bench_row::{median, print_row};
 use ur_file_io::{BackendChoice, BackendKind, DeviceMem, DirectIo, FileIo, IoFile, OpenOptions, Request, Settings};
 
 const SIZE: usize = 256 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn row(name: &str, value: f64, unit: &str, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.4},\"unit\":\"{unit}\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.4},\"ratio\":{:.4}}}",
-        value / baseline
-    );
-}
 
 /// Process CPU seconds (user + system, all threads).
 fn cpu_seconds() -> f64 {
@@ -435,7 +424,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!(
             "  sweep {label}: bounce {g:.2?} median {m:.2} GiB/s, over pread {:.3}, CPU s/GiB {:.3}",
             m / median(pread.clone()),
-            median(v.iter().map(|x| x.1).collect())
+            median(v.iter().map(|x| x.1))
         );
         io.release_bounce_buffers();
     }
@@ -451,35 +440,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         median(dcpu.clone()),
         median(bcpu.clone())
     );
-    row(
+    print_row(
         "file.read_bounce_over_pread",
         median(bounce_plain),
         "GiB/s",
         "pread_host",
         median(pread),
     );
-    row(
+    print_row(
         "file.read_direct_over_bounce",
         median(direct_warm),
         "GiB/s",
         "bounce",
         median(bounce_warm),
     );
-    row(
+    print_row(
         "file.read_direct_over_bounce.odirect",
         median(dc),
         "GiB/s",
         "bounce_odirect",
         median(bc.clone()),
     );
-    row(
+    print_row(
         "file.read_direct_over_bounce.odirect.cpu_s_per_gib",
         median(dcpu),
         "cpu_s/GiB",
         "bounce_odirect",
         median(bcpu),
     );
-    row(
+    print_row(
         "file.read_odirect_disk_only",
         median(disk),
         "GiB/s",

@@ -24,23 +24,12 @@ use std::time::Instant;
 use common::h5py::{python, script};
 use common::{pocl, ClDevice};
 use ur_api::BufferDesc;
+use ur_bench_row::{median, print_row};
 use ur_file_io::{DirectIo, FileIo, Settings};
 use ur_filters::device::{read_shuffled_to_device, DeviceShuffle};
 use ur_filters::h5::{self, Dataset};
 
 const GIB: f64 = (1u64 << 30) as f64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn row(name: &str, value: f64, unit: &str, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.4},\"unit\":\"{unit}\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.4},\"ratio\":{:.4}}}",
-        value / baseline
-    );
-}
 
 fn main() {
     if let Err(e) = h5::available() {
@@ -105,7 +94,7 @@ fn main() {
         "GiB/s samples: ours {ours:.3?} h5py {theirs:.3?} (rayon threads {})",
         rayon::current_num_threads()
     );
-    row(
+    print_row(
         "filters.h5_read_over_h5py",
         median(ours),
         "GiB/s",
@@ -157,10 +146,12 @@ fn device_copies(script: &Path, dir: &Path) {
     eprintln!(
         "device shuffle: {report:?} in {ours_s:.3}s; host decode + copy: {baseline_copied} bytes copied in {base_s:.3}s"
     );
-    println!(
-        "BENCH_ROW {{\"name\":\"filters.device_shuffle_copies\",\"value\":{},\"unit\":\"bytes\",\"baseline_name\":\"decode on host, then copy\",\"baseline_value\":{baseline_copied},\"ratio\":{:.4}}}",
-        report.bytes_copied,
-        report.bytes_copied as f64 / baseline_copied
+    print_row(
+        "filters.device_shuffle_copies",
+        report.bytes_copied as f64,
+        "bytes",
+        "decode on host, then copy",
+        baseline_copied,
     );
     rt.release_buffer(dst).expect("release");
     rt.release_buffer(base).expect("release");

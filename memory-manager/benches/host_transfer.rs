@@ -13,14 +13,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ur_api::{BufferDesc, DeviceCaps, QueueProps, Runtime};
+use ur_bench_row::{median, print_row};
 use ur_memory_manager::{HostTransfer, TransferPath};
 
 const GIB: f64 = (1u64 << 30) as f64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps: usize = std::env::var("UR_MM_BENCH_REPS")
@@ -104,10 +100,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "host_transfer.{name}: chosen {choice:?} {value:.3} GiB/s; forced {:?}",
             forced.iter().zip(&medians).collect::<Vec<_>>()
         );
-        println!(
-            "BENCH_ROW {{\"name\":\"host_transfer.{name}\",\"value\":{value:.4},\"unit\":\"GiB/s\",\"baseline_name\":\"best_forced_{:?}\",\"baseline_value\":{best:.4},\"ratio\":{:.4}}}",
-            forced[best_i],
-            value / best
+        print_row(
+            &format!("host_transfer.{name}"),
+            value,
+            "GiB/s",
+            &format!("best_forced_{:?}", forced[best_i]),
+            best,
         );
         rt.release_buffer(buf)?;
     }

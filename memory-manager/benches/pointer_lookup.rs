@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ur_api::dynamic::PointerMap;
+use ur_bench_row::{median, print_row};
 
 const RANGES: usize = 100_000;
 const QUERIES: usize = 1_000_000;
@@ -35,18 +36,6 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.2},\"unit\":\"ns\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.2},\"ratio\":{:.4}}}",
-        value / baseline
-    );
 }
 
 fn time_ns(queries: &[usize], f: impl Fn(usize) -> usize) -> f64 {
@@ -136,21 +125,24 @@ fn main() {
         t_vec.push(time_ns(&queries, vec));
     }
     let base = median(t_tree);
-    row(
+    print_row(
         "pointer_lookup.100k_over_btreemap",
         median(t_ours),
+        "ns",
         "btreemap_range_next_back",
         base,
     );
-    row(
+    print_row(
         "pointer_lookup.100k_get_over_btreemap",
         median(t_get),
+        "ns",
         "btreemap_range_next_back",
         base,
     );
-    row(
+    print_row(
         "pointer_lookup.100k_sorted_vec_over_btreemap",
         median(t_vec),
+        "ns",
         "btreemap_range_next_back",
         base,
     );
@@ -174,7 +166,7 @@ fn main() {
             .map(|t| {
                 s.spawn(move || {
                     let chunk = &queries[t * (QUERIES / 8)..(t + 1) * (QUERIES / 8)];
-                    median((0..reps).map(|_| cpu_ns(chunk, ours)).collect())
+                    median((0..reps).map(|_| cpu_ns(chunk, ours)))
                 })
             })
             .collect();
@@ -186,9 +178,10 @@ fn main() {
         );
         r
     });
-    row(
+    print_row(
         "pointer_lookup.100k_8_readers_1_writer_over_btreemap",
         median(per_thread),
+        "ns",
         "btreemap_range_next_back_1_thread",
         base,
     );

@@ -17,23 +17,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ur_api::{BufferDesc, Location, QueueProps, Runtime};
+use ur_bench_row::{median, print_row};
 use ur_memory_manager::{Access, Config, MemoryManager};
 use ur_sim::{DeviceSpec, SimAdapter, Topology};
 
 const SIZE: usize = 256 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.4},\"unit\":\"GiB/s\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.4},\"ratio\":{:.4}}}",
-        value / baseline
-    );
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps: usize = std::env::var("UR_MM_BENCH_REPS")
@@ -125,15 +114,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "links {}: pipelined {p:.2} GiB/s, single leg {s:.2} GiB/s, naive {n:.2} GiB/s",
             if throttled { "2 GiB/s" } else { "off" }
         );
-        row(
+        print_row(
             &format!("staged_copy.pipelined_over_single_leg{suffix}"),
             p,
+            "GiB/s",
             "single_leg",
             s,
         );
-        row(
+        print_row(
             &format!("staged_copy.pipelined_over_naive{suffix}"),
             p,
+            "GiB/s",
             "naive_staged",
             n,
         );

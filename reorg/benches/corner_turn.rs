@@ -19,22 +19,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use ur_bench_row::{median, print_row};
 use ur_memory_manager::{Access, MemoryManager};
 use ur_reorg::*;
 
 const GIB: f64 = (1u64 << 30) as f64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.4},\"unit\":\"GiB/s\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.4},\"ratio\":{:.4}}}",
-        value / baseline
-    );
-}
 
 /// `b.copy_from_slice(a)` split in halves over two threads.
 fn memcpy_2threads(a: &[u8], b: &mut [u8]) {
@@ -148,7 +137,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         dst.release()?;
     }
     for (name, v, bn, b) in results {
-        row(name, v, bn, b);
+        print_row(name, v, "GiB/s", bn, b);
     }
     Ok(())
 }

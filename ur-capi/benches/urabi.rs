@@ -38,15 +38,9 @@ use std::time::Instant;
 
 use libloading::{Library, Symbol};
 use ur_adapter_rust::sys::*;
+use ur_bench_row::print_row;
 
 const ROUNDS: usize = 5;
-
-fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.1},\"unit\":\"ns\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.1},\"ratio\":{:.4}}}",
-        value / baseline
-    );
-}
 
 macro_rules! sym {
     ($lib:expr, $name:literal, $ty:ty) => {{
@@ -213,9 +207,10 @@ fn main() {
     let exe = std::env::current_exe().expect("own path");
     if wanted("urabi.dispatch_over_ur_opencl") {
         match compare("dispatch", &exe, &lib, &icd, &so) {
-            Ok((ours, theirs)) => row(
+            Ok((ours, theirs)) => print_row(
                 "urabi.dispatch_over_ur_opencl",
                 ours,
+                "ns",
                 "UR's OpenCL adapter (64 B write + event release, PoCL)",
                 theirs,
             ),
@@ -226,9 +221,10 @@ fn main() {
         let prog = so.parent().expect("target folder").join("urabi-bench/usm_memcpy");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/usm_memcpy.cpp");
         match common::build_sycl(&src, &prog, &lib).and_then(|()| compare("memcpy", &prog, &lib, &icd, &so)) {
-            Ok((ours, theirs)) => row(
+            Ok((ours, theirs)) => print_row(
                 "urabi.sycl_usm_memcpy_256mib",
                 ours,
+                "ns",
                 "UR's OpenCL adapter (SYCL 256 MiB USM memcpy, Intel CPU OpenCL)",
                 theirs,
             ),

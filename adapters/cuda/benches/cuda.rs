@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use cudarc::driver::{result, CudaContext};
 use ur_api::*;
+use ur_bench_row::{median, print_row};
 use ur_cuda::CudaAdapter;
 use ur_memory_manager::{Access, Config, MemoryManager, Place};
 
@@ -25,20 +26,8 @@ const SMALL: usize = 64;
 const SMALL_ITERS: usize = 2000;
 const SMALL_ROUNDS: usize = 9;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn gib_s(bytes: usize, secs: f64) -> f64 {
     bytes as f64 / secs / (1u64 << 30) as f64
-}
-
-fn row(name: &str, value: f64, unit: &str, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.4},\"unit\":\"{unit}\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.4},\"ratio\":{:.4}}}",
-        value / baseline
-    );
 }
 
 fn time(f: impl FnOnce() -> Result<()>) -> f64 {
@@ -212,42 +201,42 @@ fn main() {
     println!("| dyn layer, enqueue + release event | {ours_async:7.2} |");
     println!("| cudarc direct, enqueue             | {direct_async:7.2} |");
     println!();
-    row(
+    print_row(
         "cuda.h2d_pinned_over_pageable",
         h2d_pin,
         "GiB/s",
         "cuda.h2d_pageable",
         h2d_pg,
     );
-    row(
+    print_row(
         "cuda.d2h_pinned_over_pageable",
         d2h_pin,
         "GiB/s",
         "cuda.d2h_pageable",
         d2h_pg,
     );
-    row(
+    print_row(
         "cuda.h2d_manager_staged_over_pinned",
         h2d_mm,
         "GiB/s",
         "cuda.h2d_pinned",
         h2d_pin,
     );
-    row(
+    print_row(
         "cuda.d2h_manager_staged_over_pinned",
         d2h_mm,
         "GiB/s",
         "cuda.d2h_pinned",
         d2h_pin,
     );
-    row(
+    print_row(
         "cuda.dispatch_over_direct",
         ours_sync,
         "us",
         "cudarc.memcpy_htod_sync",
         direct_sync,
     );
-    row(
+    print_row(
         "cuda.enqueue_over_direct",
         ours_async,
         "us",

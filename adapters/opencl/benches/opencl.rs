@@ -42,17 +42,13 @@ use opencl3::event::Event;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
 use opencl3::types::{cl_event, cl_queue_properties, CL_NON_BLOCKING};
 use ur_api::{Adapter, BufferDesc, EventId, HostPtr, QueueProps, Runtime};
+use ur_bench_row::{median, print_row};
 
 const OPS: usize = 200;
 const ROUNDS: usize = 151;
 const WARMUP: usize = 5;
 const SIZE: usize = 64;
 const SLOTS: usize = 64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn env_defaults() {
     for (k, v) in [("POCL_DEVICES", "pthread pthread"), ("RUSTICL_ENABLE", "swrast")] {
@@ -208,14 +204,8 @@ fn dispatch() -> Result<(), BoxErr> {
         }
     }
     let (d, s, r) = (median(direct), median(stat), median(dynamic));
-    println!(
-        "BENCH_ROW {{\"name\":\"opencl.dispatch_over_direct\",\"value\":{r:.1},\"unit\":\"ns\",\"baseline_name\":\"opencl.direct\",\"baseline_value\":{d:.1},\"ratio\":{:.3}}}",
-        r / d
-    );
-    println!(
-        "BENCH_ROW {{\"name\":\"opencl.adapter_over_direct\",\"value\":{s:.1},\"unit\":\"ns\",\"baseline_name\":\"opencl.direct\",\"baseline_value\":{d:.1},\"ratio\":{:.3}}}",
-        s / d
-    );
+    print_row("opencl.dispatch_over_direct", r, "ns", "opencl.direct", d);
+    print_row("opencl.adapter_over_direct", s, "ns", "opencl.direct", d);
     Ok(())
 }
 
@@ -226,11 +216,7 @@ const XFER_ROUNDS: usize = 9;
 /// GiB/s so that the ratio reads as a speed-up (higher is better).
 fn row(name: &str, ms: f64, base_name: &str, base_ms: f64) {
     let gib_s = |ms: f64| XFER as f64 / (1u64 << 30) as f64 / (ms / 1e3);
-    let (value, base) = (gib_s(ms), gib_s(base_ms));
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.3},\"unit\":\"GiB/s\",\"baseline_name\":\"{base_name}\",\"baseline_value\":{base:.3},\"ratio\":{:.3}}}",
-        value / base
-    );
+    print_row(name, gib_s(ms), "GiB/s", base_name, gib_s(base_ms));
 }
 
 /// PoCL's two devices and another platform's first device, by `opencl3`.

@@ -10,23 +10,12 @@
 use std::time::{Duration, Instant};
 
 use ur_api::{BufferDesc, HostPtr, QueueProps, Runtime};
+use ur_bench_row::{median, print_row};
 use ur_sim::{DeviceSpec, LinkSpec, SimAdapter, Topology};
 
 const SIZE: usize = 32 << 20;
 const BANDWIDTH: u64 = 1 << 30;
 const LATENCY: Duration = Duration::from_micros(20);
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn row(name: &str, value: f64, baseline_name: &str, baseline: f64) {
-    println!(
-        "BENCH_ROW {{\"name\":\"{name}\",\"value\":{value:.3},\"unit\":\"ms\",\"baseline_name\":\"{baseline_name}\",\"baseline_value\":{baseline:.3},\"ratio\":{:.4}}}",
-        value / baseline
-    );
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps: usize = std::env::var("UR_SIM_BENCH_REPS")
@@ -89,15 +78,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         SIZE >> 20,
         BANDWIDTH >> 20
     );
-    row(
+    print_row(
         "sim.link_model.two_links_concurrent",
         median(two_links),
+        "ms",
         "sim.link_model.one_link_twice",
         median(one_link),
     );
-    row(
+    print_row(
         "sim.link_model.single_write",
         median(single),
+        "ms",
         "sim.link_model.modelled_minimum",
         modelled,
     );

@@ -14,15 +14,11 @@
 
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
+use ur_bench_row::{median, print_row};
 use ur_reorg::*;
 use ur_reorg_mpi::MpiReorg;
 
 const GIB: f64 = (1u64 << 30) as f64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let universe = mpi::initialize().ok_or("MPI init failed")?;
@@ -110,10 +106,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     }
     if me == 0 {
         for (name, v, b) in results {
-            println!(
-                "BENCH_ROW {{\"name\":\"{name}\",\"value\":{v:.4},\"unit\":\"GiB/s\",\"baseline_name\":\"pack+MPI_Alltoall+unpack ({p} ranks)\",\"baseline_value\":{b:.4},\"ratio\":{:.4}}}",
-                v / b
-            );
+            print_row(name, v, "GiB/s", &format!("pack+MPI_Alltoall+unpack ({p} ranks)"), b);
         }
     }
     Ok(())
