@@ -5,7 +5,8 @@
 //! in slot-map tables behind typed generational handles, and every parameter
 //! is checked here, once, before the adapter sees it.
 //!
-//! Files: `tables.rs` (entries, lookups, the location check), `check.rs`
+//! Files: `tables.rs` (entries, lookups, the location check), `grace.rs`
+//! (how commands borrow entries without a count per object), `check.rs`
 //! (pure parameter checks), `objects.rs`, `memory.rs`, `commands.rs` (the
 //! methods by area; every command has one shape, `AdapterHost::command`),
 //! `host.rs` (the trait implementation forwarding to them).
@@ -19,6 +20,7 @@
 
 mod check;
 mod commands;
+mod grace;
 mod host;
 mod memory;
 mod objects;

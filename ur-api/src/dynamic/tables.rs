@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use slotmap::SlotMap;
 
 use super::check;
+pub(super) use super::grace::{EventBox, Grace, Held, Ticket};
 use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
@@ -55,96 +56,54 @@ pub(super) struct QueueEntry<A: Adapter> {
     pub(super) profiling: bool,
 }
 
-/// An event's entry. It enters the table as a placeholder in the same
-/// critical section that resolves its command (one table lock per
-/// enqueue), and the adapter's event is published into it after the
-/// adapter call returns, by the enqueueing thread, before the handle is
-/// handed out.
-///
-/// `obj` is written only through `&mut self` (the entry is unique: fresh
-/// or pooled) or once by [`EventEntry::publish`] while `ready` is false;
-/// it is read only after `ready` was seen true (`Acquire`, pairing with
-/// publish's `Release`), or through `&mut self`.
+/// An event's entry, inserted once the adapter returned its event. Boxed
+/// ([`EventBox`]) so a [`Held`] borrow survives the table moving it.
 pub(super) struct EventEntry<A: Adapter> {
     /// The adapter's event: `None` while the entry waits in the pool.
-    obj: std::cell::UnsafeCell<Option<A::Event>>,
-    /// `obj` holds the event and no longer changes while shared.
-    ready: std::sync::atomic::AtomicBool,
+    obj: Option<A::Event>,
     pub(super) ctx: ContextKey,
     pub(super) profiling: bool,
 }
 
-// SAFETY: `obj` is only accessed as the type's docs say: written once
-// before `ready` is set (Release) or through `&mut`, read after `ready` is
-// seen (Acquire); `A::Event` is `Send + Sync`, so sharing `&A::Event`
-// across threads is sound.
-unsafe impl<A: Adapter> Sync for EventEntry<A> {}
-
 impl<A: Adapter> EventEntry<A> {
-    /// An empty entry (no event yet).
-    pub(super) fn empty(ctx: ContextKey, profiling: bool) -> Self {
-        EventEntry {
-            obj: std::cell::UnsafeCell::new(None),
-            ready: std::sync::atomic::AtomicBool::new(false),
-            ctx,
-            profiling,
-        }
-    }
-
-    /// Whether the event was published (a placeholder is not yet).
-    pub(super) fn is_ready(&self) -> bool {
-        self.ready.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// The adapter's event of a published entry (lookups hand out only
-    /// those: see [`AdapterHost::event`]).
+    /// The adapter's event (entries in a table always hold one).
     pub(super) fn event(&self) -> &A::Event {
-        assert!(self.is_ready(), "only published event entries are looked up");
-        // SAFETY: `ready` was seen true with Acquire: `obj` was written
-        // before it was set and is not written again while shared.
-        unsafe { &*self.obj.get() }
-            .as_ref()
-            .expect("a published entry holds an event")
-    }
-
-    /// Publishes the adapter's event into a placeholder.
-    ///
-    /// # Safety
-    ///
-    /// Called once, by the thread that inserted the placeholder, before its
-    /// handle is handed out, and only on an entry not yet published.
-    pub(super) unsafe fn publish(&self, obj: A::Event) {
-        // SAFETY: the caller's promise: nobody reads `obj` before `ready` is
-        // set, and nobody else writes it.
-        unsafe { *self.obj.get() = Some(obj) };
-        self.ready.store(true, std::sync::atomic::Ordering::Release);
-    }
-
-    /// Takes the event out of a unique entry (for the pool).
-    pub(super) fn take(&mut self) -> Option<A::Event> {
-        *self.ready.get_mut() = false;
-        self.obj.get_mut().take()
-    }
-
-    /// Resets a unique (pooled or fresh) entry for a new command.
-    pub(super) fn reset(&mut self, ctx: ContextKey, profiling: bool) {
-        debug_assert!(self.obj.get_mut().is_none());
-        *self.ready.get_mut() = false;
-        self.ctx = ctx;
-        self.profiling = profiling;
+        self.obj.as_ref().expect("a table's event entry holds an event")
     }
 }
 
-/// An event entry reserved for a command being enqueued (see
-/// [`AdapterHost::reserve_event`]).
-pub(super) struct Reserved<A: Adapter> {
-    key: EventKey,
-    entry: *const EventEntry<A>,
+/// An operation in flight (see [`AdapterHost::begin_op`]).
+pub(super) struct OpGuard<'h, A: Adapter> {
+    host: &'h AdapterHost<A>,
+    ticket: Option<Ticket>,
+}
+
+impl<A: Adapter> OpGuard<'_, A> {
+    /// Records a command's event and ends the operation.
+    pub(super) fn record(mut self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
+        let ticket = self.ticket.take().expect("an operation ends once");
+        self.host.record_event(ticket, q, obj)
+    }
+}
+
+impl<A: Adapter> Drop for OpGuard<'_, A> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.host.end_op(ticket);
+        }
+    }
 }
 
 /// How many released event entries are kept for reuse: an enqueue then
 /// allocates nothing in the dyn layer.
 pub(super) const EVENT_POOL: usize = 1024;
+
+/// An entry removed from its table while operations may still borrow it.
+pub(super) enum Retired<A: Adapter> {
+    Queue(#[allow(dead_code)] Arc<QueueEntry<A>>), // reason: held only to be dropped later.
+    Buffer(#[allow(dead_code)] Arc<BufferEntry<A>>), // reason: as above.
+    Event(#[allow(dead_code)] EventBox<EventEntry<A>>), // reason: as above.
+}
 
 pub(super) struct ProgramEntry<A: Adapter> {
     pub(super) obj: A::Program,
@@ -176,9 +135,11 @@ pub(super) struct Tables<A: Adapter> {
     pub(super) contexts: SlotMap<ContextKey, Arc<ContextEntry<A>>>,
     pub(super) buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
     pub(super) queues: SlotMap<QueueKey, Arc<QueueEntry<A>>>,
-    pub(super) events: SlotMap<EventKey, Arc<EventEntry<A>>>,
-    /// Released event entries (unique, empty) kept for reuse.
-    pub(super) event_pool: Vec<Arc<EventEntry<A>>>,
+    pub(super) events: SlotMap<EventKey, EventBox<EventEntry<A>>>,
+    /// Released event entries (empty, unborrowed) kept for reuse.
+    pub(super) event_pool: Vec<EventBox<EventEntry<A>>>,
+    /// Operations borrowing entries, and entries retired under them.
+    pub(super) grace: Grace<Retired<A>>,
     pub(super) programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
     pub(super) kernels: SlotMap<KernelKey, Arc<KernelEntry<A>>>,
     /// USM allocations by base address. Commands hold an entry only while
@@ -190,7 +151,7 @@ pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kin
     map.get(key).cloned().ok_or(Error::InvalidHandle { kind })
 }
 
-pub(super) fn refs<A: Adapter>(events: &[Arc<EventEntry<A>>]) -> Vec<&A::Event> {
+pub(super) fn refs<A: Adapter>(events: &[Held<EventEntry<A>>]) -> Vec<&A::Event> {
     if events.is_empty() {
         return Vec::new();
     }
@@ -296,6 +257,7 @@ impl<A: Adapter> AdapterHost<A> {
                 queues: SlotMap::with_key(),
                 events: SlotMap::with_key(),
                 event_pool: Vec::new(),
+                grace: Grace::default(),
                 programs: SlotMap::with_key(),
                 kernels: SlotMap::with_key(),
                 usm: BTreeMap::new(),
@@ -340,16 +302,26 @@ impl<A: Adapter> AdapterHost<A> {
         lookup(&t.queues, id.key, HandleKind::Queue)
     }
 
-    /// A published event (a placeholder whose command is still being
-    /// enqueued has no handle out yet: its key is treated as unknown).
-    pub(super) fn event(&self, t: &Tables<A>, id: EventId) -> Result<Arc<EventEntry<A>>> {
+    /// An event, borrowed for an operation (see [`Held`]).
+    pub(super) fn event(&self, t: &Tables<A>, id: EventId) -> Result<Held<EventEntry<A>>> {
         self.own(id)?;
-        match t.events.get(id.key) {
-            Some(e) if e.is_ready() => Ok(e.clone()),
-            _ => Err(Error::InvalidHandle {
+        t.events
+            .get(id.key)
+            .map(|e| Held::new(e.get()))
+            .ok_or(Error::InvalidHandle {
                 kind: HandleKind::Event,
-            }),
-        }
+            })
+    }
+
+    /// A queue, borrowed for an operation (see [`Held`]).
+    pub(super) fn queue_held(&self, t: &Tables<A>, id: QueueId) -> Result<Held<QueueEntry<A>>> {
+        self.own(id)?;
+        t.queues
+            .get(id.key)
+            .map(|q| Held::new(&**q))
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Queue,
+            })
     }
 
     pub(super) fn kernel(&self, t: &Tables<A>, id: KernelId) -> Result<Arc<KernelEntry<A>>> {
@@ -363,7 +335,7 @@ impl<A: Adapter> AdapterHost<A> {
         t: &Tables<A>,
         ctx: ContextKey,
         wait: &[EventId],
-    ) -> Result<Vec<Arc<EventEntry<A>>>> {
+    ) -> Result<Vec<Held<EventEntry<A>>>> {
         if wait.is_empty() {
             return Ok(Vec::new());
         }
@@ -425,7 +397,7 @@ impl<A: Adapter> AdapterHost<A> {
         }
     }
 
-    /// A buffer usable on `q` for `how`.
+    /// A buffer usable on `q` for `how`, borrowed for an operation (see [`Held`]).
     pub(super) fn buffer_at(
         &self,
         t: &Tables<A>,
@@ -433,60 +405,79 @@ impl<A: Adapter> AdapterHost<A> {
         id: BufferId,
         what: &'static str,
         how: Use,
-    ) -> Result<Arc<BufferEntry<A>>> {
-        let b = self.buffer(t, id)?;
+    ) -> Result<Held<BufferEntry<A>>> {
+        self.own(id)?;
+        let b = t.buffers.get(id.key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Buffer,
+        })?;
         self.usable_at(what, &b.context, b.ctx, Some(b.device), q, how)?;
-        Ok(b)
+        Ok(Held::new(&**b))
     }
 
     pub(super) fn queue_caps(&self, q: &QueueEntry<A>) -> &DeviceInfo {
         &self.devices[q.device].info
     }
 
-    /// Inserts a placeholder event entry for a command being enqueued on
-    /// `q` (called under the table lock that resolved the command); the
-    /// adapter's event is published into it with [`AdapterHost::publish`],
-    /// or it is removed with [`AdapterHost::unreserve`] if the call fails.
-    ///
-    /// The returned [`Reserved`] points into the table without holding a
-    /// count: a placeholder stays in the table until this thread publishes
-    /// or unreserves it, since nothing else removes an entry that is not
-    /// published (`release_event` refuses it, no handle to it is out).
-    pub(super) fn reserve_event(&self, t: &mut Tables<A>, q: &QueueEntry<A>) -> Reserved<A> {
-        let entry = match t.event_pool.pop() {
-            Some(mut pooled) => {
-                Arc::get_mut(&mut pooled)
-                    .expect("pooled event entries are unique")
-                    .reset(q.ctx, q.profiling);
-                pooled
-            }
-            None => Arc::new(EventEntry::empty(q.ctx, q.profiling)),
-        };
-        let entry_ptr = Arc::as_ptr(&entry);
+    /// Records the adapter's event of a command and ends its operation
+    /// (one critical section); the handle is handed out after it.
+    pub(super) fn record_event(&self, ticket: Ticket, q: &QueueEntry<A>, obj: A::Event) -> EventId {
+        let (ctx, profiling) = (q.ctx, q.profiling);
+        let mut t = self.tables.lock();
+        let mut entry = t.event_pool.pop().unwrap_or_else(|| {
+            EventBox::new(EventEntry {
+                obj: None,
+                ctx,
+                profiling,
+            })
+        });
+        let e = entry.get_mut();
+        e.obj = Some(obj);
+        e.ctx = ctx;
+        e.profiling = profiling;
         let key = t.events.insert(entry);
-        Reserved { key, entry: entry_ptr }
+        let free = t.grace.end(ticket);
+        drop(t);
+        drop(free);
+        EventId { host: self.id, key }
     }
 
-    /// Publishes the adapter's event into a reserved entry and hands out
-    /// its handle.
-    pub(super) fn publish(&self, r: Reserved<A>, obj: A::Event) -> EventId {
-        // SAFETY: the entry is alive (see `reserve_event`: only this thread
-        // removes it, and it has not); this thread reserved it, has not
-        // handed out its handle, and publishes once.
-        unsafe { (*r.entry).publish(obj) };
-        EventId {
-            host: self.id,
-            key: r.key,
+    /// Ends an operation that recorded no event.
+    pub(super) fn end_op(&self, ticket: Ticket) {
+        let free = self.tables.lock().grace.end(ticket);
+        drop(free);
+    }
+
+    /// Starts an operation (under the lock that made its borrows); it ends
+    /// when the guard is dropped or [`OpGuard::record`]s an event, so an
+    /// adapter call that panics still ends it.
+    pub(super) fn begin_op<'h>(&'h self, t: &mut Tables<A>) -> OpGuard<'h, A> {
+        OpGuard {
+            host: self,
+            ticket: Some(t.grace.begin()),
         }
     }
 
-    /// Removes a reserved entry whose command failed.
-    pub(super) fn unreserve(&self, r: Reserved<A>) {
-        let mut t = self.tables.lock();
-        if let Some(mut entry) = t.events.remove(r.key) {
-            if Arc::get_mut(&mut entry).is_some() && t.event_pool.len() < EVENT_POOL {
+    /// Retires a removed entry: dropped now (outside the lock) if no
+    /// operation may borrow it, else once they have ended.
+    pub(super) fn retire(&self, t: &mut Tables<A>, r: Retired<A>) -> Vec<Retired<A>> {
+        t.grace.retire(r)
+    }
+
+    /// Releases an event entry: its event is dropped outside the lock.
+    pub(super) fn remove_event(
+        &self,
+        t: &mut Tables<A>,
+        mut entry: EventBox<EventEntry<A>>,
+    ) -> (Option<A::Event>, Vec<Retired<A>>) {
+        if t.grace.idle() {
+            // Nothing borrows it: keep the box for the next command.
+            let obj = entry.get_mut().obj.take();
+            if t.event_pool.len() < EVENT_POOL {
                 t.event_pool.push(entry);
             }
+            (obj, Vec::new())
+        } else {
+            (None, t.grace.retire(Retired::Event(entry)))
         }
     }
 
