@@ -585,3 +585,123 @@ fn many_queues_run_concurrently_and_shut_down() {
     assert!(started.load(Ordering::SeqCst));
     assert_eq!(done.load(Ordering::SeqCst), 80);
 }
+
+/// A wait in flight borrows its event (and makes the dyn layer hold back
+/// entries released meanwhile): releasing the event, a buffer and a queue
+/// from another thread answers at once, stale handles are refused, and
+/// the waiter still sees the command complete. Run under ASan/LSan by the
+/// reliability steps: an entry freed too early or never freed shows there.
+#[test]
+fn releases_while_a_wait_is_in_flight() {
+    let (rt, dev, ctx) = runtime();
+    let rt = Arc::new(rt);
+    let gate = Gate::default();
+    let q = rt.create_queue(ctx, dev, &QueueProps::default()).unwrap();
+    let prog = rt
+        .create_program(ctx, &ProgramSource::Host(library(gate.clone())), "")
+        .unwrap();
+    let k = rt.create_kernel(prog, "gated_set").unwrap();
+    let buf = rt.create_buffer(ctx, &BufferDesc::new(64), None).unwrap();
+    let v = 9u8;
+    let e = rt
+        .enqueue_launch(
+            q,
+            k,
+            &NdRange::d1(1),
+            &[ArgValue::Buffer(buf), ArgValue::scalar(&v)],
+            &[],
+        )
+        .unwrap();
+    let waiting = Arc::new(AtomicBool::new(false));
+    let waiter = {
+        let (rt, waiting) = (rt.clone(), waiting.clone());
+        std::thread::spawn(move || {
+            waiting.store(true, Ordering::SeqCst);
+            rt.wait(&[e])
+        })
+    };
+    while !waiting.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    // Another queue and buffer, released while the wait may be in flight.
+    let q2 = rt.create_queue(ctx, dev, &QueueProps::default()).unwrap();
+    let b2 = rt.create_buffer(ctx, &BufferDesc::new(64), None).unwrap();
+    rt.release_buffer(b2).unwrap();
+    rt.release_queue(q2).unwrap();
+    rt.release_event(e).unwrap();
+    assert!(matches!(rt.event_status(e), Err(Error::InvalidHandle { .. })));
+    assert!(matches!(rt.release_event(e), Err(Error::InvalidHandle { .. })));
+    assert!(matches!(
+        rt.enqueue_fill(q2, buf, 0, 64, &[1], &[]),
+        Err(Error::InvalidHandle { .. })
+    ));
+    assert!(matches!(
+        rt.enqueue_fill(q, b2, 0, 64, &[1], &[]),
+        Err(Error::InvalidHandle { .. })
+    ));
+    gate.open();
+    waiter.join().unwrap().unwrap();
+    let mut back = [0u8; 64];
+    rt.read(q, buf, 0, &mut back).unwrap();
+    assert_eq!(back, [9u8; 64]);
+    // Commands after the wait ended reuse pooled entries as usual.
+    for i in 0..100u8 {
+        let f = rt.enqueue_fill(q, buf, 0, 64, &[i], &[]).unwrap();
+        rt.release_event(f).unwrap();
+    }
+    rt.finish(q).unwrap();
+}
+
+/// Threads enqueue and release events on one queue while another thread
+/// releases and recreates the buffer they use: every command either runs
+/// on a live buffer or is refused with `InvalidHandle`.
+#[test]
+fn commands_race_buffer_releases() {
+    let (rt, dev, ctx) = runtime();
+    let rt = Arc::new(rt);
+    let q = rt.create_queue(ctx, dev, &QueueProps::default()).unwrap();
+    let current = Arc::new(parking_lot::Mutex::new(
+        rt.create_buffer(ctx, &BufferDesc::new(256), None).unwrap(),
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (done, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let (rt, current, stop, done, refused) =
+                (rt.clone(), current.clone(), stop.clone(), done.clone(), refused.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let b = *current.lock();
+                    match rt.enqueue_fill(q, b, 0, 256, &[7], &[]) {
+                        Ok(e) => {
+                            rt.wait(&[e]).unwrap();
+                            rt.release_event(e).unwrap();
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(Error::InvalidHandle { .. }) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(other) => panic!("unexpected error: {other}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for _ in 0..200 {
+        let fresh = rt.create_buffer(ctx, &BufferDesc::new(256), None).unwrap();
+        let old = std::mem::replace(&mut *current.lock(), fresh);
+        rt.release_buffer(old).unwrap();
+    }
+    // The current buffer is no longer released: workers get through.
+    while done.load(Ordering::Relaxed) == 0 {
+        std::thread::yield_now();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    rt.finish(q).unwrap();
+    let b = *current.lock();
+    rt.release_buffer(b).unwrap();
+}
