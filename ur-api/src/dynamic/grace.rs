@@ -28,8 +28,17 @@ use std::ptr::NonNull;
 pub(super) struct Held<T>(NonNull<T>);
 
 impl<T> Held<T> {
-    /// Borrows `entry` for the current operation (see the type's rules).
-    pub(super) fn new(entry: &T) -> Self {
+    /// Borrows `entry` for the current operation.
+    ///
+    /// # Safety
+    ///
+    /// `entry` must be a live table entry found under the table lock, in
+    /// its own heap allocation (an `Arc` or an [`EventBox`]) that the table
+    /// only moves by pointer, and the calling thread must count an
+    /// operation in that table's [`Grace`] (begun before the lock is
+    /// released) that ends only after the `Held` is dropped: a removed entry
+    /// is then retired, not dropped, while the `Held` can deref it.
+    pub(super) unsafe fn new(entry: &T) -> Self {
         Held(NonNull::from(entry))
     }
 }
@@ -233,7 +242,9 @@ mod tests {
     #[test]
     fn event_box_moves_keep_borrows() {
         let boxed = EventBox::new(5u32);
-        let held = Held::new(boxed.get());
+        // SAFETY: `boxed` outlives `held` (both locals; `held` is used
+        // before `moved` drops), and it is moved only by pointer.
+        let held = unsafe { Held::new(boxed.get()) };
         // The table moves its boxes (a slot map growing): borrows stay valid.
         let moved = Box::new([boxed]);
         assert_eq!(*held, 5);

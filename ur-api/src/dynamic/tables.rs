@@ -307,7 +307,12 @@ impl<A: Adapter> AdapterHost<A> {
         self.own(id)?;
         t.events
             .get(id.key)
-            .map(|e| Held::new(e.get()))
+            // SAFETY: a live entry found under the lock (`t` borrows the
+            // locked tables), boxed in an `EventBox`; callers either begin
+            // their operation before that lock is released and drop the
+            // `Held` before it ends (`command`, `with_events`), or use it
+            // only while the lock is held (`event_profiling`, `event_context`).
+            .map(|e| unsafe { Held::new(e.get()) })
             .ok_or(Error::InvalidHandle {
                 kind: HandleKind::Event,
             })
@@ -318,7 +323,10 @@ impl<A: Adapter> AdapterHost<A> {
         self.own(id)?;
         t.queues
             .get(id.key)
-            .map(|q| Held::new(&**q))
+            // SAFETY: a live entry in its own `Arc` allocation, found under
+            // the lock; the caller (`command`) begins its operation before
+            // releasing the lock and drops the `Held` before ending it.
+            .map(|q| unsafe { Held::new(&**q) })
             .ok_or(Error::InvalidHandle {
                 kind: HandleKind::Queue,
             })
@@ -411,7 +419,10 @@ impl<A: Adapter> AdapterHost<A> {
             kind: HandleKind::Buffer,
         })?;
         self.usable_at(what, &b.context, b.ctx, Some(b.device), q, how)?;
-        Ok(Held::new(&**b))
+        // SAFETY: a live entry in its own `Arc` allocation, found under the
+        // lock; the caller (`command`'s resolve step) begins its operation
+        // before releasing the lock and drops the `Held` before ending it.
+        Ok(unsafe { Held::new(&**b) })
     }
 
     pub(super) fn queue_caps(&self, q: &QueueEntry<A>) -> &DeviceInfo {
