@@ -18,6 +18,7 @@ pub use pointers::{PointerInfo, PointerKind};
 macro_rules! forward {
     ($( $(#[$m:meta])* fn $name:ident(&self, $first:ident : $fty:ty $(, $arg:ident : $aty:ty)* $(,)?) -> $ret:ty; )*) => {$(
         $(#[$m])*
+        #[inline]
         pub fn $name(&self, $first: $fty $(, $arg: $aty)*) -> $ret {
             self.adapter_of($first)?.$name($first $(, $arg)*)
         }
