@@ -33,11 +33,13 @@ impl<T> Held<T> {
     /// # Safety
     ///
     /// `entry` must be a live table entry found under the table lock, in
-    /// its own heap allocation (an `Arc` or an [`EventBox`]) that the table
-    /// only moves by pointer, and the calling thread must count an
-    /// operation in that table's [`Grace`] (begun before the lock is
-    /// released) that ends only after the `Held` is dropped: a removed entry
-    /// is then retired, not dropped, while the `Held` can deref it.
+    /// its own heap allocation (an `Arc`) or a slot of the event
+    /// [`Slab`](super::slab::Slab), neither of which the table moves. The
+    /// calling thread must either count an operation in that table's
+    /// [`Grace`] (begun before the lock is released) that ends only after
+    /// the `Held` is dropped, so a removed entry is retired, not dropped,
+    /// while the `Held` can deref it; or drop the `Held` before it
+    /// releases the lock.
     pub(super) unsafe fn new(entry: &T) -> Self {
         Held(NonNull::from(entry))
     }
@@ -50,51 +52,11 @@ impl<T> std::ops::Deref for Held<T> {
         // SAFETY: a `Held` is made from a live table entry by an operation
         // counted in the table's `Grace` and used only until it ends; an
         // entry removed meanwhile is retired, not dropped, until then. The
-        // entry lives in its own heap allocation (an `Arc` or an
-        // `EventBox`), which the table only moves by pointer.
+        // entry lives in its own heap allocation (an `Arc`) or an event
+        // slab slot, neither of which the table moves.
         unsafe { self.0.as_ref() }
     }
 }
-
-/// An event entry in its own heap allocation, owned by the event table.
-///
-/// Like a `Box`, but moving it asserts nothing about other pointers to
-/// the entry, so [`Held`] borrows stay valid while the table moves it.
-pub(super) struct EventBox<T>(NonNull<T>);
-
-impl<T> EventBox<T> {
-    pub(super) fn new(value: T) -> Self {
-        EventBox(NonNull::from(Box::leak(Box::new(value))))
-    }
-
-    /// The entry, for a [`Held`] borrow or a read.
-    pub(super) fn get(&self) -> &T {
-        // SAFETY: the pointer came from `Box::leak` and is freed only when
-        // the `EventBox` drops; shared access only.
-        unsafe { self.0.as_ref() }
-    }
-
-    /// The entry, mutably: only by the table's owner, with no [`Held`]
-    /// borrow of it alive (no operation in flight, or the entry never
-    /// published).
-    pub(super) fn get_mut(&mut self) -> &mut T {
-        // SAFETY: as for `get`; `&mut self` owns the box, and the caller's
-        // rule above means no other reference to the entry is in use.
-        unsafe { self.0.as_mut() }
-    }
-}
-
-impl<T> Drop for EventBox<T> {
-    fn drop(&mut self) {
-        // SAFETY: the pointer came from `Box::leak` and is freed once, here.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
-    }
-}
-
-// SAFETY: an `EventBox` owns its `T` as a `Box` does.
-unsafe impl<T: Send> Send for EventBox<T> {}
-// SAFETY: shared access to an `EventBox` gives only `&T`.
-unsafe impl<T: Sync> Sync for EventBox<T> {}
 
 /// Which bucket an operation was counted in; hand it back to end it.
 #[must_use = "an operation must be ended"]
@@ -237,17 +199,5 @@ mod tests {
         let c = g.begin();
         assert_eq!(g.end(b), Some(vec![2]));
         assert_eq!(g.end(c), None);
-    }
-
-    #[test]
-    fn event_box_moves_keep_borrows() {
-        let boxed = EventBox::new(5u32);
-        // SAFETY: `boxed` outlives `held` (both locals; `held` is used
-        // before `moved` drops), and it is moved only by pointer.
-        let held = unsafe { Held::new(boxed.get()) };
-        // The table moves its boxes (a slot map growing): borrows stay valid.
-        let moved = Box::new([boxed]);
-        assert_eq!(*held, 5);
-        assert_eq!(*moved[0].get(), 5);
     }
 }

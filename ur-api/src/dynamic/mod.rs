@@ -6,7 +6,8 @@
 //! is checked here, once, before the adapter sees it.
 //!
 //! Files: `tables.rs` (entries, lookups, the location check), `grace.rs`
-//! (how commands borrow entries without a count per object), `check.rs`
+//! (how commands borrow entries without a count per object), `slab.rs`
+//! (the event table), `check.rs`
 //! (pure parameter checks), `objects.rs`, `memory.rs`, `commands.rs` (the
 //! methods by area; every command has one shape, `AdapterHost::command`),
 //! `host.rs` (the trait implementation forwarding to them).
@@ -24,6 +25,7 @@ mod grace;
 mod host;
 mod memory;
 mod objects;
+mod slab;
 pub mod pointer_map;
 mod tables;
 

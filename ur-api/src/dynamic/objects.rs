@@ -223,13 +223,18 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn release_event(&self, event: EventId) -> Result<()> {
         self.own(event)?;
         let mut t = self.tables.lock();
-        let entry = t.events.remove(event.key).ok_or(Error::InvalidHandle {
-            kind: HandleKind::Event,
-        })?;
-        let (obj, free) = self.remove_event(&mut t, entry);
+        if t.grace.idle() {
+            // Nothing borrows it: its slot is free at once. The adapter's
+            // event is released outside the table lock.
+            let entry = t.events.take(event.key);
+            drop(t);
+            return entry.map(drop).ok_or(Error::InvalidHandle {
+                kind: HandleKind::Event,
+            });
+        }
+        let free = self.remove_event(&mut t, event.key)?;
         drop(t);
-        // The adapter's event is released outside the table lock.
-        drop((obj, free));
+        drop(free);
         Ok(())
     }
 

@@ -8,7 +8,8 @@ use parking_lot::Mutex;
 use slotmap::SlotMap;
 
 use super::check;
-pub(super) use super::grace::{EventBox, Grace, Held, Ticket};
+pub(super) use super::grace::{Grace, Held, Ticket};
+use super::slab::Slab;
 use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
@@ -56,19 +57,19 @@ pub(super) struct QueueEntry<A: Adapter> {
     pub(super) profiling: bool,
 }
 
-/// An event's entry, inserted once the adapter returned its event. Boxed
-/// ([`EventBox`]) so a [`Held`] borrow survives the table moving it.
+/// An event's entry, inserted once the adapter returned its event, in a
+/// [`Slab`] slot that never moves (so a [`Held`] borrow of it stays valid).
 pub(super) struct EventEntry<A: Adapter> {
-    /// The adapter's event: `None` while the entry waits in the pool.
-    obj: Option<A::Event>,
+    /// The adapter's event.
+    obj: A::Event,
     pub(super) ctx: ContextKey,
     pub(super) profiling: bool,
 }
 
 impl<A: Adapter> EventEntry<A> {
-    /// The adapter's event (entries in a table always hold one).
+    /// The adapter's event.
     pub(super) fn event(&self) -> &A::Event {
-        self.obj.as_ref().expect("a table's event entry holds an event")
+        &self.obj
     }
 }
 
@@ -97,15 +98,14 @@ impl<A: Adapter> Drop for OpGuard<'_, A> {
     }
 }
 
-/// How many released event entries are kept for reuse: an enqueue then
-/// allocates nothing in the dyn layer.
-pub(super) const EVENT_POOL: usize = 1024;
-
 /// An entry removed from its table while operations may still borrow it.
 pub(super) enum Retired<A: Adapter> {
     Queue(#[allow(dead_code)] Arc<QueueEntry<A>>), // reason: held only to be dropped later.
     Buffer(#[allow(dead_code)] Arc<BufferEntry<A>>), // reason: as above.
-    Event(#[allow(dead_code)] EventBox<EventEntry<A>>), // reason: as above.
+    Event(#[allow(dead_code)] EventEntry<A>), // reason: as above.
+    /// A removed event's slot, its entry still in place: reclaimed (its
+    /// entry taken out, then dropped) when its grace period ends.
+    EventSlot(u32),
 }
 
 pub(super) struct ProgramEntry<A: Adapter> {
@@ -138,9 +138,7 @@ pub(super) struct Tables<A: Adapter> {
     pub(super) contexts: SlotMap<ContextKey, Arc<ContextEntry<A>>>,
     pub(super) buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
     pub(super) queues: SlotMap<QueueKey, Arc<QueueEntry<A>>>,
-    pub(super) events: SlotMap<EventKey, EventBox<EventEntry<A>>>,
-    /// Released event entries (empty, unborrowed) kept for reuse.
-    pub(super) event_pool: Vec<EventBox<EventEntry<A>>>,
+    pub(super) events: Slab<EventEntry<A>>,
     /// Operations borrowing entries, and entries retired under them.
     pub(super) grace: Grace<Retired<A>>,
     pub(super) programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
@@ -148,6 +146,26 @@ pub(super) struct Tables<A: Adapter> {
     /// USM allocations by base address. Commands hold an entry only while
     /// the adapter's enqueue call runs.
     pub(super) usm: BTreeMap<u64, Arc<UsmEntry<A>>>,
+}
+
+impl<A: Adapter> Tables<A> {
+    /// Ends an operation; what may be dropped now (outside the lock).
+    #[inline]
+    pub(super) fn end(&mut self, ticket: Ticket) -> Option<Vec<Retired<A>>> {
+        let free = self.grace.end(ticket)?;
+        Some(self.settle(free))
+    }
+
+    /// Takes the entries of event slots whose grace period ended out of
+    /// their slots (freeing the slots), to be dropped outside the lock.
+    fn settle(&mut self, mut free: Vec<Retired<A>>) -> Vec<Retired<A>> {
+        for r in &mut free {
+            if let Retired::EventSlot(slot) = *r {
+                *r = Retired::Event(self.events.reclaim(slot));
+            }
+        }
+        free
+    }
 }
 
 pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kind: HandleKind) -> Result<V> {
@@ -258,8 +276,7 @@ impl<A: Adapter> AdapterHost<A> {
                 contexts: SlotMap::with_key(),
                 buffers: SlotMap::with_key(),
                 queues: SlotMap::with_key(),
-                events: SlotMap::with_key(),
-                event_pool: Vec::new(),
+                events: Slab::default(),
                 grace: Grace::default(),
                 programs: SlotMap::with_key(),
                 kernels: SlotMap::with_key(),
@@ -311,11 +328,11 @@ impl<A: Adapter> AdapterHost<A> {
         t.events
             .get(id.key)
             // SAFETY: a live entry found under the lock (`t` borrows the
-            // locked tables), boxed in an `EventBox`; callers either begin
+            // locked tables), in a slab slot; callers either begin
             // their operation before that lock is released and drop the
             // `Held` before it ends (`command`, `with_events`), or use it
             // only while the lock is held (`event_profiling`, `event_context`).
-            .map(|e| unsafe { Held::new(e.get()) })
+            .map(|e| unsafe { Held::new(e) })
             .ok_or(Error::InvalidHandle {
                 kind: HandleKind::Event,
             })
@@ -435,21 +452,14 @@ impl<A: Adapter> AdapterHost<A> {
     /// Records the adapter's event of a command and ends its operation
     /// (one critical section); the handle is handed out after it.
     pub(super) fn record_event(&self, ticket: Ticket, q: &QueueEntry<A>, obj: A::Event) -> EventId {
-        let (ctx, profiling) = (q.ctx, q.profiling);
+        let entry = EventEntry {
+            obj,
+            ctx: q.ctx,
+            profiling: q.profiling,
+        };
         let mut t = self.tables.lock();
-        let mut entry = t.event_pool.pop().unwrap_or_else(|| {
-            EventBox::new(EventEntry {
-                obj: None,
-                ctx,
-                profiling,
-            })
-        });
-        let e = entry.get_mut();
-        e.obj = Some(obj);
-        e.ctx = ctx;
-        e.profiling = profiling;
         let key = t.events.insert(entry);
-        let free = t.grace.end(ticket);
+        let free = t.end(ticket);
         drop(t);
         drop(free);
         EventId { host: self.id, key }
@@ -457,7 +467,7 @@ impl<A: Adapter> AdapterHost<A> {
 
     /// Ends an operation that recorded no event.
     pub(super) fn end_op(&self, ticket: Ticket) {
-        let free = self.tables.lock().grace.end(ticket);
+        let free = self.tables.lock().end(ticket);
         drop(free);
     }
 
@@ -474,25 +484,18 @@ impl<A: Adapter> AdapterHost<A> {
     /// Retires a removed entry: dropped now (outside the lock) if no
     /// operation may borrow it, else once they have ended.
     pub(super) fn retire(&self, t: &mut Tables<A>, r: Retired<A>) -> Vec<Retired<A>> {
-        t.grace.retire(r)
+        let free = t.grace.retire(r);
+        t.settle(free)
     }
 
-    /// Releases an event entry: its event is dropped outside the lock.
-    pub(super) fn remove_event(
-        &self,
-        t: &mut Tables<A>,
-        mut entry: EventBox<EventEntry<A>>,
-    ) -> (Option<A::Event>, Vec<Retired<A>>) {
-        if t.grace.idle() {
-            // Nothing borrows it: keep the box for the next command.
-            let obj = entry.get_mut().obj.take();
-            if t.event_pool.len() < EVENT_POOL {
-                t.event_pool.push(entry);
-            }
-            (obj, Vec::new())
-        } else {
-            (None, t.grace.retire(Retired::Event(entry)))
-        }
+    /// Releases an event while operations may borrow it: its entry stays
+    /// in its slot until they end. What may be dropped now (outside the lock).
+    #[cold]
+    pub(super) fn remove_event(&self, t: &mut Tables<A>, key: EventKey) -> Result<Vec<Retired<A>>> {
+        let slot = t.events.remove(key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Event,
+        })?;
+        Ok(self.retire(t, Retired::EventSlot(slot)))
     }
 
     /// The USM allocation containing `[ptr, ptr + len)`, usable on `q` for `how`.
