@@ -81,7 +81,7 @@ pub(super) struct OpGuard<'h, A: Adapter> {
 
 impl<A: Adapter> OpGuard<'_, A> {
     /// Records a command's event and ends the operation.
-    #[inline]
+    #[inline(always)]
     pub(super) fn record(self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
         // The guard holds nothing but the ticket: skip its drop.
         let mut this = std::mem::ManuallyDrop::new(self);
@@ -292,6 +292,7 @@ impl<A: Adapter> AdapterHost<A> {
 }
 
 impl<A: Adapter> AdapterHost<A> {
+    #[inline]
     pub(super) fn own<H: Handle>(&self, h: H) -> Result<()> {
         if h.adapter_id() == self.id {
             Ok(())
@@ -398,6 +399,7 @@ impl<A: Adapter> AdapterHost<A> {
     /// This is the central invariant's check: a command never makes an
     /// adapter or driver move data between locations behind the memory
     /// manager's back (OpenCL's implicit migration, CUDA's peer copies).
+    #[inline]
     pub(super) fn usable_at(
         &self,
         what: &'static str,
@@ -410,6 +412,19 @@ impl<A: Adapter> AdapterHost<A> {
         if ctx_key == q.ctx && dev.is_none_or(|d| d == q.device) {
             return Ok(());
         }
+        self.usable_elsewhere(what, ctx, dev, q, how)
+    }
+
+    /// [`AdapterHost::usable_at`] for memory of another location: asks the adapter.
+    #[inline(never)]
+    fn usable_elsewhere(
+        &self,
+        what: &'static str,
+        ctx: &ContextEntry<A>,
+        dev: Option<DeviceKey>,
+        q: &QueueEntry<A>,
+        how: Use,
+    ) -> Result<()> {
         let src_dev = dev.unwrap_or(ctx.devices[0]);
         let connection = self.adapter.memory_connection(
             (&ctx.obj, &self.devices[src_dev].obj),
@@ -426,6 +441,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     /// A buffer usable on `q` for `how`, borrowed for an operation (see [`Held`]).
+    #[inline]
     pub(super) fn buffer_at(
         &self,
         t: &Tables<A>,
@@ -451,6 +467,7 @@ impl<A: Adapter> AdapterHost<A> {
 
     /// Records the adapter's event of a command and ends its operation
     /// (one critical section); the handle is handed out after it.
+    #[inline(always)]
     pub(super) fn record_event(&self, ticket: Ticket, q: &QueueEntry<A>, obj: A::Event) -> EventId {
         let entry = EventEntry {
             obj,
