@@ -255,7 +255,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             check::range("buffer", offset, size, b.size)?;
-            let any = self.queue_caps(q).caps.contains(DeviceCaps::FILL_ANY_PATTERN);
+            let any = q.caps.contains(DeviceCaps::FILL_ANY_PATTERN);
             check::pattern(pattern, offset, size, any)?;
             Ok(b)
         };
@@ -277,7 +277,7 @@ impl<A: Adapter> AdapterHost<A> {
     ) -> Result<(EventId, HostPtr)> {
         let mut mapped = None;
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
-            if !self.queue_caps(q).caps.contains(DeviceCaps::MAP) {
+            if !q.caps.contains(DeviceCaps::MAP) {
                 return Err(Error::unsupported("buffer mapping"));
             }
             check::map_flags(flags)?;
@@ -382,7 +382,7 @@ impl<A: Adapter> AdapterHost<A> {
                 });
             }
             let span = self.usm_at(t, q, ptr, size, Use::InPlace)?;
-            let any = self.queue_caps(q).caps.contains(DeviceCaps::FILL_ANY_PATTERN);
+            let any = q.caps.contains(DeviceCaps::FILL_ANY_PATTERN);
             check::pattern(pattern, 0, size, any)?;
             Ok(span)
         };

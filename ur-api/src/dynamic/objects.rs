@@ -130,6 +130,7 @@ impl<A: Adapter> AdapterHost<A> {
             context: c,
             device: device.key,
             profiling: props.profiling,
+            caps: d.info.caps,
         };
         let key = self.tables.lock().queues.insert(Arc::new(entry));
         Ok(QueueId { host: self.id, key })

@@ -55,6 +55,8 @@ pub(super) struct QueueEntry<A: Adapter> {
     pub(super) context: Arc<ContextEntry<A>>,
     pub(super) device: DeviceKey,
     pub(super) profiling: bool,
+    /// The device's capabilities, read by every command (fixed for a queue).
+    pub(super) caps: DeviceCaps,
 }
 
 /// An event's entry, inserted once the adapter returned its event, in a
