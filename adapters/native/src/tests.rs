@@ -705,3 +705,94 @@ fn commands_race_buffer_releases() {
     let b = *current.lock();
     rt.release_buffer(b).unwrap();
 }
+
+/// Counts the allocations of the current thread (other threads, such as
+/// the queues' workers and concurrent tests, are not counted).
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; the
+// counter is a const-initialised thread local (no allocation to reach it).
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: CountingAlloc = CountingAlloc;
+
+fn allocs() -> usize {
+    ALLOCS.with(|c| c.get())
+}
+
+/// The dyn layer allocates nothing per command: a fill and its event's
+/// release through `Runtime` make exactly the allocations of the same fill
+/// through the static trait (the adapter's own: its work item and event).
+#[test]
+fn dyn_commands_allocate_no_more_than_static_ones() -> Result<()> {
+    const N: usize = 200;
+    const WARMUP: usize = 100;
+    let a = NativeAdapter::new();
+    let p = a.platforms()?.remove(0);
+    let dev = a.devices(&p)?.remove(0);
+    let ctx = a.create_context(&[&dev])?;
+    let q = a.create_queue(&ctx, &dev, &QueueProps::default())?;
+    // SAFETY: a non-zero size, no host memory.
+    let buf = unsafe { a.create_buffer(&ctx, &BufferDesc::new(64), None)? };
+    let fill = || -> Result<()> {
+        // SAFETY: inside the buffer, at the queue's location.
+        drop(unsafe { a.enqueue_fill(&q, &buf, 0, 64, &[1], &[])? });
+        Ok(())
+    };
+    // Warm up (first uses; the event table's first chunk), then count.
+    // Both sides send the same sequence through their queue's channel, so
+    // its block allocations fall alike.
+    for _ in 0..WARMUP {
+        fill()?;
+    }
+    a.finish(&q)?;
+    let before = allocs();
+    for _ in 0..N {
+        fill()?;
+    }
+    let static_allocs = allocs() - before;
+    a.finish(&q)?;
+
+    let mut rt = Runtime::new();
+    rt.add(NativeAdapter::new())?;
+    let dev = rt.all_devices()[0];
+    let ctx = rt.create_context(&[dev])?;
+    let q = rt.create_queue(ctx, dev, &QueueProps::default())?;
+    let buf = rt.create_buffer(ctx, &BufferDesc::new(64), None)?;
+    let fill = || -> Result<()> { rt.release_event(rt.enqueue_fill(q, buf, 0, 64, &[1], &[])?) };
+    for _ in 0..WARMUP {
+        fill()?;
+    }
+    rt.finish(q)?;
+    let before = allocs();
+    for _ in 0..N {
+        fill()?;
+    }
+    let dyn_allocs = allocs() - before;
+    rt.finish(q)?;
+    assert!(static_allocs >= N, "the adapter allocates per command: {static_allocs}");
+    assert_eq!(dyn_allocs, static_allocs, "allocations of {N} commands, dyn vs static");
+    Ok(())
+}
