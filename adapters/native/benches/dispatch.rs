@@ -67,7 +67,11 @@ fn main() -> ur_api::Result<()> {
         let batch: &dyn Fn() -> ur_api::Result<f64> = match only.as_str() {
             "dyn" => &dyn_batch,
             "static" => &static_batch,
-            other => return Err(ur_api::Error::invalid(format!("UR_DISPATCH_ONLY={other}: dyn or static"))),
+            other => {
+                return Err(ur_api::Error::invalid(format!(
+                    "UR_DISPATCH_ONLY={other}: dyn or static"
+                )))
+            }
         };
         let mut v = Vec::new();
         for round in 0..WARMUP + ROUNDS {
@@ -76,7 +80,10 @@ fn main() -> ur_api::Result<()> {
                 v.push(ns);
             }
         }
-        println!("{only} only: {:.1} ns/op (median of {ROUNDS} batches of {OPS})", median(v));
+        println!(
+            "{only} only: {:.1} ns/op (median of {ROUNDS} batches of {OPS})",
+            median(v)
+        );
         return Ok(());
     }
 

@@ -25,8 +25,8 @@ mod grace;
 mod host;
 mod memory;
 mod objects;
-mod slab;
 pub mod pointer_map;
+mod slab;
 mod tables;
 
 pub use pointer_map::{Hit, MapError, PointerMap};

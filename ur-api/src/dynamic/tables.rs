@@ -104,7 +104,7 @@ impl<A: Adapter> Drop for OpGuard<'_, A> {
 pub(super) enum Retired<A: Adapter> {
     Queue(#[allow(dead_code)] Arc<QueueEntry<A>>), // reason: held only to be dropped later.
     Buffer(#[allow(dead_code)] Arc<BufferEntry<A>>), // reason: as above.
-    Event(#[allow(dead_code)] EventEntry<A>), // reason: as above.
+    Event(#[allow(dead_code)] EventEntry<A>),      // reason: as above.
     /// A removed event's slot, its entry still in place: reclaimed (its
     /// entry taken out, then dropped) when its grace period ends.
     EventSlot(u32),
