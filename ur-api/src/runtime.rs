@@ -18,6 +18,7 @@ pub use pointers::{PointerInfo, PointerKind};
 macro_rules! forward {
     ($( $(#[$m:meta])* fn $name:ident(&self, $first:ident : $fty:ty $(, $arg:ident : $aty:ty)* $(,)?) -> $ret:ty; )*) => {$(
         $(#[$m])*
+        #[inline]
         pub fn $name(&self, $first: $fty $(, $arg: $aty)*) -> $ret {
             self.adapter_of($first)?.$name($first $(, $arg)*)
         }
@@ -48,6 +49,8 @@ macro_rules! forward {
 #[derive(Default)]
 pub struct Runtime {
     adapters: Vec<Arc<dyn DynAdapter>>,
+    /// `adapters[i].adapter_id()`, so routing a handle makes no dyn call.
+    ids: Vec<u32>,
     selector: DeviceSelector,
     /// USM allocations and host locks made through this runtime.
     pointers: PointerMap<PointerInfo>,
@@ -75,6 +78,7 @@ impl Runtime {
     pub fn with_selector(selector: DeviceSelector) -> Self {
         Runtime {
             adapters: Vec::new(),
+            ids: Vec::new(),
             selector,
             pointers: PointerMap::new(),
         }
@@ -93,6 +97,7 @@ impl Runtime {
 
     /// Adds an already wrapped adapter.
     pub fn add_dyn(&mut self, adapter: Arc<dyn DynAdapter>) {
+        self.ids.push(adapter.adapter_id());
         self.adapters.push(adapter);
     }
 
@@ -102,11 +107,17 @@ impl Runtime {
     }
 
     /// The adapter owning a handle.
+    #[inline]
     pub fn adapter_of<H: Handle>(&self, handle: H) -> Result<&Arc<dyn DynAdapter>> {
-        self.adapters
-            .iter()
-            .find(|a| a.adapter_id() == handle.adapter_id())
-            .ok_or(Error::InvalidHandle { kind: H::KIND })
+        let id = handle.adapter_id();
+        // One adapter is the usual case: no search.
+        if self.ids.first() == Some(&id) {
+            return Ok(&self.adapters[0]);
+        }
+        match self.ids.iter().position(|&a| a == id) {
+            Some(i) => Ok(&self.adapters[i]),
+            None => Err(Error::InvalidHandle { kind: H::KIND }),
+        }
     }
 
     /// The backend of the adapter owning a handle.
@@ -194,6 +205,12 @@ impl Runtime {
             return Err(Error::InvalidHandle {
                 kind: HandleKind::Event,
             });
+        }
+        // All of one adapter (the usual case): no per-adapter copy.
+        if let Some(first) = events.first() {
+            if events.iter().all(|e| e.adapter_id() == first.adapter_id()) {
+                return self.adapter_of(*first)?.wait(events);
+            }
         }
         for a in &self.adapters {
             let mine: Vec<EventId> = events

@@ -6,6 +6,10 @@
 //! and finishes the queue at the end. Batches of both paths are interleaved
 //! (alternating which goes first) and the medians of per-batch ns/op are
 //! compared. Prints one `BENCH_ROW` line.
+//!
+//! For profiling one side alone (`perf stat`, callgrind), set
+//! `UR_DISPATCH_ONLY=dyn` or `UR_DISPATCH_ONLY=static`: that side's batches
+//! run by themselves and the bench prints their median ns/op, no row.
 
 use std::time::Instant;
 
@@ -58,6 +62,30 @@ fn main() -> ur_api::Result<()> {
         rt.finish(dq)?;
         Ok(t.elapsed().as_nanos() as f64 / OPS as f64)
     };
+
+    if let Ok(only) = std::env::var("UR_DISPATCH_ONLY") {
+        let batch: &dyn Fn() -> ur_api::Result<f64> = match only.as_str() {
+            "dyn" => &dyn_batch,
+            "static" => &static_batch,
+            other => {
+                return Err(ur_api::Error::invalid(format!(
+                    "UR_DISPATCH_ONLY={other}: dyn or static"
+                )))
+            }
+        };
+        let mut v = Vec::new();
+        for round in 0..WARMUP + ROUNDS {
+            let ns = batch()?;
+            if round >= WARMUP {
+                v.push(ns);
+            }
+        }
+        println!(
+            "{only} only: {:.1} ns/op (median of {ROUNDS} batches of {OPS})",
+            median(v)
+        );
+        return Ok(());
+    }
 
     let (mut stat, mut dynamic) = (Vec::new(), Vec::new());
     for round in 0..WARMUP + ROUNDS {

@@ -8,18 +8,27 @@ use crate::types::{DeviceCaps, DeviceInfo, KernelInfo, MapFlags, MemFlags, NdRan
 pub(crate) const MAX_PATTERN: usize = 128;
 
 /// `[offset, offset + len)` must be non-empty and inside `size` bytes.
+///
+/// Inlined into every command; the error is built out of line.
+#[inline]
 pub(crate) fn range(what: &'static str, offset: usize, len: usize, size: usize) -> Result<()> {
-    if len == 0 {
-        return Err(Error::InvalidSize { what, size: len });
-    }
     match offset.checked_add(len) {
-        Some(end) if end <= size => Ok(()),
-        _ => Err(Error::OutOfBounds {
-            what,
-            offset,
-            len,
-            size,
-        }),
+        Some(end) if len != 0 && end <= size => Ok(()),
+        _ => Err(range_error(what, offset, len, size)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn range_error(what: &'static str, offset: usize, len: usize, size: usize) -> Error {
+    if len == 0 {
+        return Error::InvalidSize { what, size: len };
+    }
+    Error::OutOfBounds {
+        what,
+        offset,
+        len,
+        size,
     }
 }
 
@@ -60,8 +69,22 @@ pub(crate) fn host_range(ptr: *mut u8, len: usize) -> Result<usize> {
 }
 
 /// A fill pattern over `[offset, offset + size)`.
+///
+/// Inlined into every fill; the error is built out of line.
+#[inline]
 pub(crate) fn pattern(pattern: &[u8], offset: usize, size: usize, any_length: bool) -> Result<()> {
     let n = pattern.len();
+    // Powers of two (the usual patterns) are checked with a mask: two
+    // integer divisions cost more than the rest of a command's checks.
+    if n.is_power_of_two() && n <= MAX_PATTERN && (size | offset) & (n - 1) == 0 {
+        return Ok(());
+    }
+    pattern_slow(n, offset, size, any_length)
+}
+
+#[cold]
+#[inline(never)]
+fn pattern_slow(n: usize, offset: usize, size: usize, any_length: bool) -> Result<()> {
     if n == 0 || n > MAX_PATTERN {
         return Err(Error::InvalidSize {
             what: "fill pattern (1..=128 bytes)",
@@ -73,7 +96,12 @@ pub(crate) fn pattern(pattern: &[u8], offset: usize, size: usize, any_length: bo
             "fill pattern of {n} bytes (only powers of two on this device)"
         )));
     }
-    if size % n != 0 || offset % n != 0 {
+    let misaligned = if n.is_power_of_two() {
+        (size | offset) & (n - 1) != 0
+    } else {
+        size % n != 0 || offset % n != 0
+    };
+    if misaligned {
         return Err(Error::invalid(format!(
             "fill offset {offset} and size {size} must be multiples of the pattern length {n}"
         )));

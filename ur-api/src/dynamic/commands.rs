@@ -16,7 +16,7 @@ use crate::types::*;
 
 /// What a kernel argument resolved to.
 enum Resolved<A: Adapter> {
-    Buffer(std::sync::Arc<BufferEntry<A>>),
+    Buffer(Held<BufferEntry<A>>),
     Usm(UsmSpan<A>),
     Value,
 }
@@ -46,6 +46,11 @@ impl<A: Adapter> Side<A> {
 
 impl<A: Adapter> AdapterHost<A> {
     /// The shape of every command (see the module docs).
+    ///
+    /// The queue, the wait list and the command's buffers are borrowed
+    /// ([`Held`]), not counted: the command is an operation of the table's
+    /// [`Grace`] from the lookups until its event is recorded (or the
+    /// call failed or panicked), so nothing it borrowed is dropped before.
     fn command<R>(
         &self,
         queue: QueueId,
@@ -53,22 +58,17 @@ impl<A: Adapter> AdapterHost<A> {
         resolve: impl FnOnce(&Tables<A>, &QueueEntry<A>) -> Result<R>,
         call: impl FnOnce(&A::Queue, &R, &[&A::Event]) -> Result<A::Event>,
     ) -> Result<EventId> {
-        let (q, w, r, slot) = {
+        let (q, w, r, op) = {
             let mut t = self.tables.lock();
-            let q = self.queue(&t, queue)?;
+            let q = self.queue_held(&t, queue)?;
             let w = self.wait_list(&t, q.ctx, wait)?;
             let r = resolve(&t, &q)?;
-            // The event's entry too, so an enqueue takes the lock once.
-            let slot = self.reserve_event(&mut t, &q);
-            (q, w, r, slot)
+            let op = self.begin_op(&mut t);
+            (q, w, r, op)
         };
-        match call(&q.obj, &r, &refs(&w)) {
-            Ok(ev) => Ok(self.publish(slot, ev)),
-            Err(e) => {
-                self.unreserve(slot);
-                Err(e)
-            }
-        }
+        let ev = call(&q.obj, &r, &refs(&w))?;
+        drop((w, r));
+        Ok(op.record(&q, ev))
     }
 
     fn require_usm(&self, q: &QueueEntry<A>) -> Result<()> {
@@ -105,7 +105,7 @@ impl<A: Adapter> AdapterHost<A> {
         buffer: BufferId,
         offset: usize,
         host: HostPtr,
-    ) -> Result<std::sync::Arc<BufferEntry<A>>> {
+    ) -> Result<Held<BufferEntry<A>>> {
         let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
         check::range("buffer", offset, host.len(), b.size)?;
         check::host_range(host.as_ptr(), host.len())?;
@@ -255,7 +255,7 @@ impl<A: Adapter> AdapterHost<A> {
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
             let b = self.buffer_at(t, q, buffer, "buffer", Use::InPlace)?;
             check::range("buffer", offset, size, b.size)?;
-            let any = self.queue_caps(q).caps.contains(DeviceCaps::FILL_ANY_PATTERN);
+            let any = q.caps.contains(DeviceCaps::FILL_ANY_PATTERN);
             check::pattern(pattern, offset, size, any)?;
             Ok(b)
         };
@@ -277,7 +277,7 @@ impl<A: Adapter> AdapterHost<A> {
     ) -> Result<(EventId, HostPtr)> {
         let mut mapped = None;
         let resolve = |t: &Tables<A>, q: &QueueEntry<A>| {
-            if !self.queue_caps(q).caps.contains(DeviceCaps::MAP) {
+            if !q.caps.contains(DeviceCaps::MAP) {
                 return Err(Error::unsupported("buffer mapping"));
             }
             check::map_flags(flags)?;
@@ -382,7 +382,7 @@ impl<A: Adapter> AdapterHost<A> {
                 });
             }
             let span = self.usm_at(t, q, ptr, size, Use::InPlace)?;
-            let any = self.queue_caps(q).caps.contains(DeviceCaps::FILL_ANY_PATTERN);
+            let any = q.caps.contains(DeviceCaps::FILL_ANY_PATTERN);
             check::pattern(pattern, 0, size, any)?;
             Ok(span)
         };

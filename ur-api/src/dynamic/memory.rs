@@ -139,14 +139,15 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn release_buffer(&self, buffer: BufferId) -> Result<()> {
         self.own(buffer)?;
-        self.tables
-            .lock()
-            .buffers
-            .remove(buffer.key)
-            .map(drop)
-            .ok_or(Error::InvalidHandle {
-                kind: HandleKind::Buffer,
-            })
+        let mut t = self.tables.lock();
+        let b = t.buffers.remove(buffer.key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Buffer,
+        })?;
+        // Commands in flight may still borrow it (see `Held`).
+        let free = self.retire(&mut t, Retired::Buffer(b));
+        drop(t);
+        drop(free);
+        Ok(())
     }
 
     pub(super) fn usm_alloc(&self, context: ContextId, desc: &UsmDesc<DeviceId>) -> Result<UsmPtr> {

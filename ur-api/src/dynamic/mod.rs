@@ -5,7 +5,9 @@
 //! in slot-map tables behind typed generational handles, and every parameter
 //! is checked here, once, before the adapter sees it.
 //!
-//! Files: `tables.rs` (entries, lookups, the location check), `check.rs`
+//! Files: `tables.rs` (entries, lookups, the location check), `grace.rs`
+//! (how commands borrow entries without a count per object), `slab.rs`
+//! (the event table), `check.rs`
 //! (pure parameter checks), `objects.rs`, `memory.rs`, `commands.rs` (the
 //! methods by area; every command has one shape, `AdapterHost::command`),
 //! `host.rs` (the trait implementation forwarding to them).
@@ -19,10 +21,12 @@
 
 mod check;
 mod commands;
+mod grace;
 mod host;
 mod memory;
 mod objects;
 pub mod pointer_map;
+mod slab;
 mod tables;
 
 pub use pointer_map::{Hit, MapError, PointerMap};

@@ -130,6 +130,7 @@ impl<A: Adapter> AdapterHost<A> {
             context: c,
             device: device.key,
             profiling: props.profiling,
+            caps: d.info.caps,
         };
         let key = self.tables.lock().queues.insert(Arc::new(entry));
         Ok(QueueId { host: self.id, key })
@@ -160,7 +161,11 @@ impl<A: Adapter> AdapterHost<A> {
                 kind: HandleKind::Queue,
             })?;
         // Pending work still runs; make sure it was submitted.
-        self.adapter.flush(&q.obj)
+        let flushed = self.adapter.flush(&q.obj);
+        // Commands in flight may still borrow it (see `Held`).
+        let free = self.retire(&mut self.tables.lock(), Retired::Queue(q));
+        drop(free);
+        flushed
     }
 
     pub(super) fn flush(&self, queue: QueueId) -> Result<()> {
@@ -173,60 +178,64 @@ impl<A: Adapter> AdapterHost<A> {
         self.adapter.finish(&q.obj)
     }
 
+    /// Runs `f` on borrowed events of this adapter, as one operation of
+    /// the table's grace (see [`Held`]): a concurrent release cannot drop
+    /// them under `f`.
+    fn with_events<T>(&self, events: &[EventId], f: impl FnOnce(&[&A::Event]) -> Result<T>) -> Result<T> {
+        let (es, op) = {
+            let mut t = self.tables.lock();
+            let es: Vec<_> = events.iter().map(|&e| self.event(&t, e)).collect::<Result<_>>()?;
+            (es, self.begin_op(&mut t))
+        };
+        let r = f(&refs(&es));
+        drop((es, op));
+        r
+    }
+
     pub(super) fn event_status(&self, event: EventId) -> Result<EventStatus> {
-        let e = self.event(&self.tables.lock(), event)?;
-        self.adapter.event_status(e.event())
+        self.with_events(&[event], |e| self.adapter.event_status(e[0]))
     }
 
     pub(super) fn wait(&self, events: &[EventId]) -> Result<()> {
         if events.is_empty() {
             return Ok(());
         }
-        let t = self.tables.lock();
-        let es: Vec<_> = events.iter().map(|&e| self.event(&t, e)).collect::<Result<_>>()?;
-        drop(t);
-        self.adapter.wait(&refs(&es))
+        self.with_events(events, |es| self.adapter.wait(es))
     }
 
     pub(super) fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo> {
-        let e = self.event(&self.tables.lock(), event)?;
-        if !e.profiling {
+        let profiling = self.event(&self.tables.lock(), event)?.profiling;
+        if !profiling {
             return Err(Error::ProfilingUnavailable(
                 "the event's queue was created without profiling",
             ));
         }
-        self.adapter.event_profiling(e.event())
+        self.with_events(&[event], |e| self.adapter.event_profiling(e[0]))
     }
 
     pub(super) fn event_context(&self, event: EventId) -> Result<ContextId> {
-        let e = self.event(&self.tables.lock(), event)?;
+        let ctx = self.event(&self.tables.lock(), event)?.ctx;
         Ok(ContextId {
             host: self.id,
-            key: e.ctx,
+            key: ctx,
         })
     }
 
     pub(super) fn release_event(&self, event: EventId) -> Result<()> {
         self.own(event)?;
         let mut t = self.tables.lock();
-        // Placeholders of commands still being enqueued have no handle out.
-        if !t.events.get(event.key).is_some_and(|e| e.is_ready()) {
-            return Err(Error::InvalidHandle {
+        if t.grace.idle() {
+            // Nothing borrows it: its slot is free at once. The adapter's
+            // event is released outside the table lock.
+            let entry = t.events.take(event.key);
+            drop(t);
+            return entry.map(drop).ok_or(Error::InvalidHandle {
                 kind: HandleKind::Event,
             });
         }
-        let mut entry = t.events.remove(event.key).ok_or(Error::InvalidHandle {
-            kind: HandleKind::Event,
-        })?;
-        // A unique entry goes back to the pool; one a concurrent wait still
-        // holds is simply dropped when that wait ends.
-        let obj = Arc::get_mut(&mut entry).and_then(|e| e.take());
-        if obj.is_some() && t.event_pool.len() < EVENT_POOL {
-            t.event_pool.push(entry);
-        }
+        let free = self.remove_event(&mut t, event.key)?;
         drop(t);
-        // The adapter's event is released outside the table lock.
-        drop(obj);
+        drop(free);
         Ok(())
     }
 

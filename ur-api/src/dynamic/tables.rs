@@ -8,6 +8,8 @@ use parking_lot::Mutex;
 use slotmap::SlotMap;
 
 use super::check;
+pub(super) use super::grace::{Grace, Held, Ticket};
+use super::slab::Slab;
 use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
@@ -53,98 +55,60 @@ pub(super) struct QueueEntry<A: Adapter> {
     pub(super) context: Arc<ContextEntry<A>>,
     pub(super) device: DeviceKey,
     pub(super) profiling: bool,
+    /// The device's capabilities, read by every command (fixed for a queue).
+    pub(super) caps: DeviceCaps,
 }
 
-/// An event's entry. It enters the table as a placeholder in the same
-/// critical section that resolves its command (one table lock per
-/// enqueue), and the adapter's event is published into it after the
-/// adapter call returns, by the enqueueing thread, before the handle is
-/// handed out.
-///
-/// `obj` is written only through `&mut self` (the entry is unique: fresh
-/// or pooled) or once by [`EventEntry::publish`] while `ready` is false;
-/// it is read only after `ready` was seen true (`Acquire`, pairing with
-/// publish's `Release`), or through `&mut self`.
+/// An event's entry, inserted once the adapter returned its event, in a
+/// [`Slab`] slot that never moves (so a [`Held`] borrow of it stays valid).
 pub(super) struct EventEntry<A: Adapter> {
-    /// The adapter's event: `None` while the entry waits in the pool.
-    obj: std::cell::UnsafeCell<Option<A::Event>>,
-    /// `obj` holds the event and no longer changes while shared.
-    ready: std::sync::atomic::AtomicBool,
+    /// The adapter's event.
+    obj: A::Event,
     pub(super) ctx: ContextKey,
     pub(super) profiling: bool,
 }
 
-// SAFETY: `obj` is only accessed as the type's docs say: written once
-// before `ready` is set (Release) or through `&mut`, read after `ready` is
-// seen (Acquire); `A::Event` is `Send + Sync`, so sharing `&A::Event`
-// across threads is sound.
-unsafe impl<A: Adapter> Sync for EventEntry<A> {}
-
 impl<A: Adapter> EventEntry<A> {
-    /// An empty entry (no event yet).
-    pub(super) fn empty(ctx: ContextKey, profiling: bool) -> Self {
-        EventEntry {
-            obj: std::cell::UnsafeCell::new(None),
-            ready: std::sync::atomic::AtomicBool::new(false),
-            ctx,
-            profiling,
+    /// The adapter's event.
+    pub(super) fn event(&self) -> &A::Event {
+        &self.obj
+    }
+}
+
+/// An operation in flight (see [`AdapterHost::begin_op`]).
+pub(super) struct OpGuard<'h, A: Adapter> {
+    host: &'h AdapterHost<A>,
+    ticket: Option<Ticket>,
+}
+
+impl<A: Adapter> OpGuard<'_, A> {
+    /// Records a command's event and ends the operation.
+    #[inline(always)]
+    pub(super) fn record(self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
+        // The guard holds nothing but the ticket: skip its drop.
+        let mut this = std::mem::ManuallyDrop::new(self);
+        let ticket = this.ticket.take().expect("an operation ends once");
+        this.host.record_event(ticket, q, obj)
+    }
+}
+
+impl<A: Adapter> Drop for OpGuard<'_, A> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.host.end_op(ticket);
         }
     }
-
-    /// Whether the event was published (a placeholder is not yet).
-    pub(super) fn is_ready(&self) -> bool {
-        self.ready.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// The adapter's event of a published entry (lookups hand out only
-    /// those: see [`AdapterHost::event`]).
-    pub(super) fn event(&self) -> &A::Event {
-        assert!(self.is_ready(), "only published event entries are looked up");
-        // SAFETY: `ready` was seen true with Acquire: `obj` was written
-        // before it was set and is not written again while shared.
-        unsafe { &*self.obj.get() }
-            .as_ref()
-            .expect("a published entry holds an event")
-    }
-
-    /// Publishes the adapter's event into a placeholder.
-    ///
-    /// # Safety
-    ///
-    /// Called once, by the thread that inserted the placeholder, before its
-    /// handle is handed out, and only on an entry not yet published.
-    pub(super) unsafe fn publish(&self, obj: A::Event) {
-        // SAFETY: the caller's promise: nobody reads `obj` before `ready` is
-        // set, and nobody else writes it.
-        unsafe { *self.obj.get() = Some(obj) };
-        self.ready.store(true, std::sync::atomic::Ordering::Release);
-    }
-
-    /// Takes the event out of a unique entry (for the pool).
-    pub(super) fn take(&mut self) -> Option<A::Event> {
-        *self.ready.get_mut() = false;
-        self.obj.get_mut().take()
-    }
-
-    /// Resets a unique (pooled or fresh) entry for a new command.
-    pub(super) fn reset(&mut self, ctx: ContextKey, profiling: bool) {
-        debug_assert!(self.obj.get_mut().is_none());
-        *self.ready.get_mut() = false;
-        self.ctx = ctx;
-        self.profiling = profiling;
-    }
 }
 
-/// An event entry reserved for a command being enqueued (see
-/// [`AdapterHost::reserve_event`]).
-pub(super) struct Reserved<A: Adapter> {
-    key: EventKey,
-    entry: *const EventEntry<A>,
+/// An entry removed from its table while operations may still borrow it.
+pub(super) enum Retired<A: Adapter> {
+    Queue(#[allow(dead_code)] Arc<QueueEntry<A>>), // reason: held only to be dropped later.
+    Buffer(#[allow(dead_code)] Arc<BufferEntry<A>>), // reason: as above.
+    Event(#[allow(dead_code)] EventEntry<A>),      // reason: as above.
+    /// A removed event's slot, its entry still in place: reclaimed (its
+    /// entry taken out, then dropped) when its grace period ends.
+    EventSlot(u32),
 }
-
-/// How many released event entries are kept for reuse: an enqueue then
-/// allocates nothing in the dyn layer.
-pub(super) const EVENT_POOL: usize = 1024;
 
 pub(super) struct ProgramEntry<A: Adapter> {
     pub(super) obj: A::Program,
@@ -176,9 +140,9 @@ pub(super) struct Tables<A: Adapter> {
     pub(super) contexts: SlotMap<ContextKey, Arc<ContextEntry<A>>>,
     pub(super) buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
     pub(super) queues: SlotMap<QueueKey, Arc<QueueEntry<A>>>,
-    pub(super) events: SlotMap<EventKey, Arc<EventEntry<A>>>,
-    /// Released event entries (unique, empty) kept for reuse.
-    pub(super) event_pool: Vec<Arc<EventEntry<A>>>,
+    pub(super) events: Slab<EventEntry<A>>,
+    /// Operations borrowing entries, and entries retired under them.
+    pub(super) grace: Grace<Retired<A>>,
     pub(super) programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
     pub(super) kernels: SlotMap<KernelKey, Arc<KernelEntry<A>>>,
     /// USM allocations by base address. Commands hold an entry only while
@@ -186,11 +150,31 @@ pub(super) struct Tables<A: Adapter> {
     pub(super) usm: BTreeMap<u64, Arc<UsmEntry<A>>>,
 }
 
+impl<A: Adapter> Tables<A> {
+    /// Ends an operation; what may be dropped now (outside the lock).
+    #[inline]
+    pub(super) fn end(&mut self, ticket: Ticket) -> Option<Vec<Retired<A>>> {
+        let free = self.grace.end(ticket)?;
+        Some(self.settle(free))
+    }
+
+    /// Takes the entries of event slots whose grace period ended out of
+    /// their slots (freeing the slots), to be dropped outside the lock.
+    fn settle(&mut self, mut free: Vec<Retired<A>>) -> Vec<Retired<A>> {
+        for r in &mut free {
+            if let Retired::EventSlot(slot) = *r {
+                *r = Retired::Event(self.events.reclaim(slot));
+            }
+        }
+        free
+    }
+}
+
 pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kind: HandleKind) -> Result<V> {
     map.get(key).cloned().ok_or(Error::InvalidHandle { kind })
 }
 
-pub(super) fn refs<A: Adapter>(events: &[Arc<EventEntry<A>>]) -> Vec<&A::Event> {
+pub(super) fn refs<A: Adapter>(events: &[Held<EventEntry<A>>]) -> Vec<&A::Event> {
     if events.is_empty() {
         return Vec::new();
     }
@@ -294,8 +278,8 @@ impl<A: Adapter> AdapterHost<A> {
                 contexts: SlotMap::with_key(),
                 buffers: SlotMap::with_key(),
                 queues: SlotMap::with_key(),
-                events: SlotMap::with_key(),
-                event_pool: Vec::new(),
+                events: Slab::default(),
+                grace: Grace::default(),
                 programs: SlotMap::with_key(),
                 kernels: SlotMap::with_key(),
                 usm: BTreeMap::new(),
@@ -310,6 +294,7 @@ impl<A: Adapter> AdapterHost<A> {
 }
 
 impl<A: Adapter> AdapterHost<A> {
+    #[inline]
     pub(super) fn own<H: Handle>(&self, h: H) -> Result<()> {
         if h.adapter_id() == self.id {
             Ok(())
@@ -340,16 +325,34 @@ impl<A: Adapter> AdapterHost<A> {
         lookup(&t.queues, id.key, HandleKind::Queue)
     }
 
-    /// A published event (a placeholder whose command is still being
-    /// enqueued has no handle out yet: its key is treated as unknown).
-    pub(super) fn event(&self, t: &Tables<A>, id: EventId) -> Result<Arc<EventEntry<A>>> {
+    /// An event, borrowed for an operation (see [`Held`]).
+    pub(super) fn event(&self, t: &Tables<A>, id: EventId) -> Result<Held<EventEntry<A>>> {
         self.own(id)?;
-        match t.events.get(id.key) {
-            Some(e) if e.is_ready() => Ok(e.clone()),
-            _ => Err(Error::InvalidHandle {
+        t.events
+            .get(id.key)
+            // SAFETY: a live entry found under the lock (`t` borrows the
+            // locked tables), in a slab slot; callers either begin
+            // their operation before that lock is released and drop the
+            // `Held` before it ends (`command`, `with_events`), or use it
+            // only while the lock is held (`event_profiling`, `event_context`).
+            .map(|e| unsafe { Held::new(e) })
+            .ok_or(Error::InvalidHandle {
                 kind: HandleKind::Event,
-            }),
-        }
+            })
+    }
+
+    /// A queue, borrowed for an operation (see [`Held`]).
+    pub(super) fn queue_held(&self, t: &Tables<A>, id: QueueId) -> Result<Held<QueueEntry<A>>> {
+        self.own(id)?;
+        t.queues
+            .get(id.key)
+            // SAFETY: a live entry in its own `Arc` allocation, found under
+            // the lock; the caller (`command`) begins its operation before
+            // releasing the lock and drops the `Held` before ending it.
+            .map(|q| unsafe { Held::new(&**q) })
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Queue,
+            })
     }
 
     pub(super) fn kernel(&self, t: &Tables<A>, id: KernelId) -> Result<Arc<KernelEntry<A>>> {
@@ -363,7 +366,7 @@ impl<A: Adapter> AdapterHost<A> {
         t: &Tables<A>,
         ctx: ContextKey,
         wait: &[EventId],
-    ) -> Result<Vec<Arc<EventEntry<A>>>> {
+    ) -> Result<Vec<Held<EventEntry<A>>>> {
         if wait.is_empty() {
             return Ok(Vec::new());
         }
@@ -398,6 +401,7 @@ impl<A: Adapter> AdapterHost<A> {
     /// This is the central invariant's check: a command never makes an
     /// adapter or driver move data between locations behind the memory
     /// manager's back (OpenCL's implicit migration, CUDA's peer copies).
+    #[inline]
     pub(super) fn usable_at(
         &self,
         what: &'static str,
@@ -410,6 +414,19 @@ impl<A: Adapter> AdapterHost<A> {
         if ctx_key == q.ctx && dev.is_none_or(|d| d == q.device) {
             return Ok(());
         }
+        self.usable_elsewhere(what, ctx, dev, q, how)
+    }
+
+    /// [`AdapterHost::usable_at`] for memory of another location: asks the adapter.
+    #[inline(never)]
+    fn usable_elsewhere(
+        &self,
+        what: &'static str,
+        ctx: &ContextEntry<A>,
+        dev: Option<DeviceKey>,
+        q: &QueueEntry<A>,
+        how: Use,
+    ) -> Result<()> {
         let src_dev = dev.unwrap_or(ctx.devices[0]);
         let connection = self.adapter.memory_connection(
             (&ctx.obj, &self.devices[src_dev].obj),
@@ -425,7 +442,8 @@ impl<A: Adapter> AdapterHost<A> {
         }
     }
 
-    /// A buffer usable on `q` for `how`.
+    /// A buffer usable on `q` for `how`, borrowed for an operation (see [`Held`]).
+    #[inline]
     pub(super) fn buffer_at(
         &self,
         t: &Tables<A>,
@@ -433,61 +451,70 @@ impl<A: Adapter> AdapterHost<A> {
         id: BufferId,
         what: &'static str,
         how: Use,
-    ) -> Result<Arc<BufferEntry<A>>> {
-        let b = self.buffer(t, id)?;
+    ) -> Result<Held<BufferEntry<A>>> {
+        self.own(id)?;
+        let b = t.buffers.get(id.key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Buffer,
+        })?;
         self.usable_at(what, &b.context, b.ctx, Some(b.device), q, how)?;
-        Ok(b)
+        // SAFETY: a live entry in its own `Arc` allocation, found under the
+        // lock; the caller (`command`'s resolve step) begins its operation
+        // before releasing the lock and drops the `Held` before ending it.
+        Ok(unsafe { Held::new(&**b) })
     }
 
     pub(super) fn queue_caps(&self, q: &QueueEntry<A>) -> &DeviceInfo {
         &self.devices[q.device].info
     }
 
-    /// Inserts a placeholder event entry for a command being enqueued on
-    /// `q` (called under the table lock that resolved the command); the
-    /// adapter's event is published into it with [`AdapterHost::publish`],
-    /// or it is removed with [`AdapterHost::unreserve`] if the call fails.
-    ///
-    /// The returned [`Reserved`] points into the table without holding a
-    /// count: a placeholder stays in the table until this thread publishes
-    /// or unreserves it, since nothing else removes an entry that is not
-    /// published (`release_event` refuses it, no handle to it is out).
-    pub(super) fn reserve_event(&self, t: &mut Tables<A>, q: &QueueEntry<A>) -> Reserved<A> {
-        let entry = match t.event_pool.pop() {
-            Some(mut pooled) => {
-                Arc::get_mut(&mut pooled)
-                    .expect("pooled event entries are unique")
-                    .reset(q.ctx, q.profiling);
-                pooled
-            }
-            None => Arc::new(EventEntry::empty(q.ctx, q.profiling)),
+    /// Records the adapter's event of a command and ends its operation
+    /// (one critical section); the handle is handed out after it.
+    #[inline(always)]
+    pub(super) fn record_event(&self, ticket: Ticket, q: &QueueEntry<A>, obj: A::Event) -> EventId {
+        let entry = EventEntry {
+            obj,
+            ctx: q.ctx,
+            profiling: q.profiling,
         };
-        let entry_ptr = Arc::as_ptr(&entry);
-        let key = t.events.insert(entry);
-        Reserved { key, entry: entry_ptr }
-    }
-
-    /// Publishes the adapter's event into a reserved entry and hands out
-    /// its handle.
-    pub(super) fn publish(&self, r: Reserved<A>, obj: A::Event) -> EventId {
-        // SAFETY: the entry is alive (see `reserve_event`: only this thread
-        // removes it, and it has not); this thread reserved it, has not
-        // handed out its handle, and publishes once.
-        unsafe { (*r.entry).publish(obj) };
-        EventId {
-            host: self.id,
-            key: r.key,
-        }
-    }
-
-    /// Removes a reserved entry whose command failed.
-    pub(super) fn unreserve(&self, r: Reserved<A>) {
         let mut t = self.tables.lock();
-        if let Some(mut entry) = t.events.remove(r.key) {
-            if Arc::get_mut(&mut entry).is_some() && t.event_pool.len() < EVENT_POOL {
-                t.event_pool.push(entry);
-            }
+        let key = t.events.insert(entry);
+        let free = t.end(ticket);
+        drop(t);
+        drop(free);
+        EventId { host: self.id, key }
+    }
+
+    /// Ends an operation that recorded no event.
+    pub(super) fn end_op(&self, ticket: Ticket) {
+        let free = self.tables.lock().end(ticket);
+        drop(free);
+    }
+
+    /// Starts an operation (under the lock that made its borrows); it ends
+    /// when the guard is dropped or [`OpGuard::record`]s an event, so an
+    /// adapter call that panics still ends it.
+    pub(super) fn begin_op<'h>(&'h self, t: &mut Tables<A>) -> OpGuard<'h, A> {
+        OpGuard {
+            host: self,
+            ticket: Some(t.grace.begin()),
         }
+    }
+
+    /// Retires a removed entry: dropped now (outside the lock) if no
+    /// operation may borrow it, else once they have ended.
+    pub(super) fn retire(&self, t: &mut Tables<A>, r: Retired<A>) -> Vec<Retired<A>> {
+        let free = t.grace.retire(r);
+        t.settle(free)
+    }
+
+    /// Releases an event while operations may borrow it: its entry stays
+    /// in its slot until they end. What may be dropped now (outside the lock).
+    #[cold]
+    pub(super) fn remove_event(&self, t: &mut Tables<A>, key: EventKey) -> Result<Vec<Retired<A>>> {
+        let slot = t.events.remove(key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Event,
+        })?;
+        Ok(self.retire(t, Retired::EventSlot(slot)))
     }
 
     /// The USM allocation containing `[ptr, ptr + len)`, usable on `q` for `how`.
