@@ -132,7 +132,8 @@ pub fn lsan_step() -> Command {
 }
 
 /// The crates Miri runs, and the test-path filters that select their pure
-/// parts: the dyn layer's parameter checks and the pointer map's small
+/// parts: the dyn layer's parameter checks, its grace periods and event
+/// slab (raw-pointer borrows that outlive the table lock), the pointer map's small
 /// tests (its model and growth tests are too long for the interpreter;
 /// `ur-reliability`'s `miri_pure` races readers against a writer on a
 /// small map instead), the device selector parser, the memory manager's
@@ -141,8 +142,10 @@ pub fn lsan_step() -> Command {
 pub const MIRI_CRATES: [&str; 3] = ["ur-api", "ur-memory-manager", "ur-reliability"];
 
 /// See [`MIRI_CRATES`].
-pub const MIRI_FILTERS: [&str; 7] = [
+pub const MIRI_FILTERS: [&str; 9] = [
     "dynamic::check::",
+    "dynamic::grace::",
+    "dynamic::slab::",
     "dynamic::pointer_map::tests::bad_ranges_are_refused",
     "dynamic::pointer_map::tests::every_tier_answers",
     "selector::",

@@ -14,17 +14,13 @@
 use std::time::Instant;
 
 use ur_api::{Adapter, BufferDesc, QueueProps, Runtime};
+use ur_bench_row::{median, print_row};
 use ur_native::NativeAdapter;
 
 const OPS: usize = 500;
 const ROUNDS: usize = 201;
 const WARMUP: usize = 10;
 const SIZE: usize = 64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn main() -> ur_api::Result<()> {
     // Static path.
@@ -102,9 +98,6 @@ fn main() -> ur_api::Result<()> {
         }
     }
     let (s, d) = (median(stat), median(dynamic));
-    println!(
-        "BENCH_ROW {{\"name\":\"dispatch.native.dyn_over_static\",\"value\":{d:.1},\"unit\":\"ns\",\"baseline_name\":\"dispatch.native.static\",\"baseline_value\":{s:.1},\"ratio\":{:.3}}}",
-        d / s
-    );
+    print_row("dispatch.native.dyn_over_static", d, "ns", "dispatch.native.static", s);
     Ok(())
 }
