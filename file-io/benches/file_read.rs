@@ -88,13 +88,17 @@ impl Drop for Aligned {
 /// Plain parallel pread of the whole file into host memory: `threads`
 /// threads, 4 MiB tasks striped over them.
 fn pread_all(path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
+    striped_read(&std::fs::File::open(path).unwrap(), dst, threads)
+}
+
+/// Reads the whole of `f` into `dst` on `threads` threads, 4 MiB tasks
+/// striped over them; GiB/s.
+fn striped_read(f: &std::fs::File, dst: &Aligned, threads: usize) -> f64 {
     use std::os::unix::fs::FileExt;
-    let f = std::fs::File::open(path).unwrap();
     let base = dst.0 as usize;
     let start = Instant::now();
     std::thread::scope(|s| {
         for t in 0..threads {
-            let f = &f;
             s.spawn(move || {
                 let task = 4 << 20;
                 let mut i = t;
@@ -113,31 +117,14 @@ fn pread_all(path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
 /// Plain parallel `O_DIRECT` pread of the whole (dropped) file into
 /// page-aligned host memory: the disk alone, no device.
 fn pread_odirect_all(io: &IoFile, path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     io.drop_page_cache().unwrap();
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .unwrap();
-    let base = dst.0 as usize;
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            let f = &f;
-            s.spawn(move || {
-                let task = 4 << 20;
-                let mut i = t;
-                while i * task < SIZE {
-                    // SAFETY: the tasks of the threads are disjoint ranges of `dst`.
-                    let buf = unsafe { std::slice::from_raw_parts_mut((base + i * task) as *mut u8, task) };
-                    f.read_exact_at(buf, (i * task) as u64).unwrap();
-                    i += threads;
-                }
-            });
-        }
-    });
-    SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+    striped_read(&f, dst, threads)
 }
 
 /// Plain parallel pwrite of `src` over the whole file (page cache).
