@@ -96,16 +96,25 @@ fn pread_all(path: &std::path::Path, dst: &Aligned, threads: usize) -> f64 {
 fn striped_read(f: &std::fs::File, dst: &Aligned, threads: usize) -> f64 {
     use std::os::unix::fs::FileExt;
     let base = dst.0 as usize;
+    striped(threads, |offset, len| {
+        // SAFETY: the tasks of the threads are disjoint ranges of `dst`.
+        let buf = unsafe { std::slice::from_raw_parts_mut((base + offset) as *mut u8, len) };
+        f.read_exact_at(buf, offset as u64).unwrap();
+    })
+}
+
+/// Runs `task(offset, len)` over the `SIZE` bytes in 4 MiB tasks striped
+/// over `threads` threads; GiB/s.
+fn striped(threads: usize, task: impl Fn(usize, usize) + Sync) -> f64 {
+    const TASK: usize = 4 << 20;
+    let task = &task;
     let start = Instant::now();
     std::thread::scope(|s| {
         for t in 0..threads {
             s.spawn(move || {
-                let task = 4 << 20;
                 let mut i = t;
-                while i * task < SIZE {
-                    // SAFETY: the tasks of the threads are disjoint ranges of `dst`.
-                    let buf = unsafe { std::slice::from_raw_parts_mut((base + i * task) as *mut u8, task) };
-                    f.read_exact_at(buf, (i * task) as u64).unwrap();
+                while i * TASK < SIZE {
+                    task(i * TASK, TASK.min(SIZE - i * TASK));
                     i += threads;
                 }
             });
@@ -131,22 +140,11 @@ fn pread_odirect_all(io: &IoFile, path: &std::path::Path, dst: &Aligned, threads
 fn pwrite_all(f: &std::fs::File, src: &Aligned, threads: usize) -> f64 {
     use std::os::unix::fs::FileExt;
     let base = src.0 as usize;
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            s.spawn(move || {
-                let task = 4 << 20;
-                let mut i = t;
-                while i * task < SIZE {
-                    // SAFETY: `src` is SIZE bytes, only read here.
-                    let buf = unsafe { std::slice::from_raw_parts((base + i * task) as *const u8, task) };
-                    f.write_all_at(buf, (i * task) as u64).unwrap();
-                    i += threads;
-                }
-            });
-        }
-    });
-    SIZE as f64 / GIB / start.elapsed().as_secs_f64()
+    striped(threads, |offset, len| {
+        // SAFETY: `src` is SIZE bytes, only read here.
+        let buf = unsafe { std::slice::from_raw_parts((base + offset) as *const u8, len) };
+        f.write_all_at(buf, offset as u64).unwrap();
+    })
 }
 
 /// One timed bounce write of the whole buffer to `f`; GiB/s.

@@ -110,10 +110,6 @@ impl Runtime {
     #[inline]
     pub fn adapter_of<H: Handle>(&self, handle: H) -> Result<&Arc<dyn DynAdapter>> {
         let id = handle.adapter_id();
-        // One adapter is the usual case: no search.
-        if self.ids.first() == Some(&id) {
-            return Ok(&self.adapters[0]);
-        }
         match self.ids.iter().position(|&a| a == id) {
             Some(i) => Ok(&self.adapters[i]),
             None => Err(Error::InvalidHandle { kind: H::KIND }),

@@ -92,6 +92,23 @@ fn leaks_by_origin(lines: &[String]) -> std::collections::BTreeMap<String, usize
     origins
 }
 
+/// Per key of our counts: `report(key, ours, UR's)` is called (it prints)
+/// and its text is a failure where UR's adapter never reports that key.
+/// One entry per key of `mine`; `None` where UR's adapter has it too.
+fn compare_counts(
+    mine: &std::collections::BTreeMap<String, usize>,
+    reference: &std::collections::BTreeMap<String, usize>,
+    mut report: impl FnMut(&str, usize, usize) -> String,
+) -> Vec<Option<String>> {
+    mine.iter()
+        .map(|(key, &n)| {
+            let r = reference.get(key).copied().unwrap_or(0);
+            let text = report(key, n, r);
+            (r == 0).then_some(text)
+        })
+        .collect()
+}
+
 /// Runs `exe` on our library under the UR loader's validation layer
 /// (`UR_ENABLE_LAYERS=UR_LAYER_FULL_VALIDATION`: parameter, lifetime and
 /// leak checks; `UR_LOG_VALIDATION` sends its log to stdout at debug level
@@ -203,29 +220,23 @@ fn main() {
             (Err(e), _) => failures.push(format!("{name}: on our library: {e}")),
             (_, Err(e)) => failures.push(format!("{name}: on UR's OpenCL adapter: {e}")),
             (Ok(ours_v), Ok(theirs_v)) => {
-                let (mine, reference) = (error_kinds(&ours_v), error_kinds(&theirs_v));
-                for (kind, n) in &mine {
-                    let r = reference.get(kind).copied().unwrap_or(0);
+                let kinds = compare_counts(&error_kinds(&ours_v), &error_kinds(&theirs_v), |kind, n, r| {
                     println!("{name}: validation layer: ours {n}, UR's OpenCL adapter {r}: {kind}");
-                    if r == 0 {
-                        failures.push(format!(
-                            "{name}: validation layer reports `{kind}` ({n}x) on our library and never on UR's adapter"
-                        ));
-                    }
-                }
-                if mine.is_empty() {
+                    format!("{name}: validation layer reports `{kind}` ({n}x) on our library and never on UR's adapter")
+                });
+                if kinds.is_empty() {
                     println!("{name}: validation layer: clean");
                 }
-                let (mine, reference) = (leaks_by_origin(&ours_v), leaks_by_origin(&theirs_v));
-                for (origin, n) in &mine {
-                    let r = reference.get(origin).copied().unwrap_or(0);
-                    println!("{name}: leaks made in {origin}: ours {n}, UR's OpenCL adapter {r}");
-                    if r == 0 {
-                        failures.push(format!(
-                            "{name}: our library leaks handles made in {origin} ({n}x); UR's adapter leaks none from there"
-                        ));
-                    }
-                }
+                failures.extend(kinds.into_iter().flatten());
+                let leaks = compare_counts(
+                    &leaks_by_origin(&ours_v),
+                    &leaks_by_origin(&theirs_v),
+                    |origin, n, r| {
+                        println!("{name}: leaks made in {origin}: ours {n}, UR's OpenCL adapter {r}");
+                        format!("{name}: our library leaks handles made in {origin} ({n}x); UR's adapter leaks none from there")
+                    },
+                );
+                failures.extend(leaks.into_iter().flatten());
             }
         }
         let theirs = run(&bin, &lib, &icd, None);
