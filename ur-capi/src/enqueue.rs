@@ -234,6 +234,58 @@ fn rect(
     Ok((RectCopy { src, dst, extent }, span))
 }
 
+/// Which way a rectangular transfer between a buffer and host memory goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// Buffer -> host (`urEnqueueMemBufferReadRect`).
+    Read,
+    /// Host -> buffer (`urEnqueueMemBufferWriteRect`).
+    Write,
+}
+
+/// The body of `urEnqueueMemBuffer{Read,Write}Rect`: `boxes` is (buffer
+/// origin, host origin, region, [buffer row, buffer slice, host row, host
+/// slice] pitches), `wait` the wait list's count and pointer.
+///
+/// # Safety
+///
+/// See the module docs (`mem` is the host memory the box lies in).
+#[allow(clippy::too_many_arguments)] // reason: the C entry points' own arguments, grouped where they travel together.
+unsafe fn rect_transfer(
+    qh: ur_queue_handle_t,
+    b: ur_mem_handle_t,
+    dir: Direction,
+    blocking: bool,
+    boxes: (ur_rect_offset_t, ur_rect_offset_t, ur_rect_region_t, [usize; 4]),
+    mem: *mut c_void,
+    (n, wl): (u32, *const ur_event_handle_t),
+    ev: *mut ur_event_handle_t,
+) -> ur_result_t {
+    let read = dir == Direction::Read;
+    entry(|| {
+        let (q, b) = queue_mem(qh, b)?;
+        let (buffer_origin, host_origin, region, pitches) = boxes;
+        let (mut r, span) = rect(buffer_origin, host_origin, region, pitches, read)?;
+        // SAFETY: module contract: the host box lies inside `mem`.
+        let (h, w) = unsafe { (host(mem, span)?, deps(&q, n, wl)?) };
+        let mut p = Prepared::new(w);
+        let access = if read { Access::Read } else { Access::Write };
+        let (bid, base) = p.operand(&q, &b, access, 0..b.size)?;
+        let (id, command) = if read {
+            r.src.origin[0] += base;
+            let id = state().rt.enqueue_read_rect(q.id, bid, &r, h, &p.wait)?;
+            (id, UR_COMMAND_MEM_BUFFER_READ_RECT)
+        } else {
+            r.dst.origin[0] += base;
+            let id = state().rt.enqueue_write_rect(q.id, bid, &r, h, &p.wait)?;
+            (id, UR_COMMAND_MEM_BUFFER_WRITE_RECT)
+        };
+        p.finish(&q, id);
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, command, blocking, ev) }
+    })
+}
+
 /// `urEnqueueMemBufferReadRect`.
 ///
 /// # Safety
@@ -255,21 +307,10 @@ pub unsafe extern "C" fn urEnqueueMemBufferReadRect(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    entry(|| {
-        let (q, b) = queue_mem(qh, b)?;
-        let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
-        let (r, span) = rect(buffer_origin, host_origin, region, pitches, true)?;
-        // SAFETY: module contract: the host box lies inside `dst`'s memory.
-        let (d, w) = unsafe { (host(dst, span)?, deps(&q, n, wl)?) };
-        let mut p = Prepared::new(w);
-        let (bid, base) = p.operand(&q, &b, Access::Read, 0..b.size)?;
-        let mut r = r;
-        r.src.origin[0] += base;
-        let id = state().rt.enqueue_read_rect(q.id, bid, &r, d, &p.wait)?;
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ_RECT, blocking, ev) }
-    })
+    let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
+    let boxes = (buffer_origin, host_origin, region, pitches);
+    // SAFETY: the caller's contract is this function's.
+    unsafe { rect_transfer(qh, b, Direction::Read, blocking, boxes, dst, (n, wl), ev) }
 }
 
 /// `urEnqueueMemBufferWriteRect`.
@@ -293,21 +334,10 @@ pub unsafe extern "C" fn urEnqueueMemBufferWriteRect(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    entry(|| {
-        let (q, b) = queue_mem(qh, b)?;
-        let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
-        let (r, span) = rect(buffer_origin, host_origin, region, pitches, false)?;
-        // SAFETY: module contract: the host box lies inside `src`'s memory.
-        let (s, w) = unsafe { (host(src, span)?, deps(&q, n, wl)?) };
-        let mut p = Prepared::new(w);
-        let (bid, base) = p.operand(&q, &b, Access::Write, 0..b.size)?;
-        let mut r = r;
-        r.dst.origin[0] += base;
-        let id = state().rt.enqueue_write_rect(q.id, bid, &r, s, &p.wait)?;
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_WRITE_RECT, blocking, ev) }
-    })
+    let pitches = [buffer_row_pitch, buffer_slice_pitch, host_row_pitch, host_slice_pitch];
+    let boxes = (buffer_origin, host_origin, region, pitches);
+    // SAFETY: the caller's contract is this function's.
+    unsafe { rect_transfer(qh, b, Direction::Write, blocking, boxes, src, (n, wl), ev) }
 }
 
 /// `urEnqueueMemBufferCopyRect`.
