@@ -787,7 +787,6 @@ fn fills_allocate_nothing_per_command() -> Result<()> {
     s.a.finish(&q)?;
     // The probe's own closure is among these frees.
     let freed_on_worker = worker_frees(&q) - worker_before;
-    tracing::info!(allocated, freed_on_worker, "allocations and worker frees for {N} fills");
     assert!(allocated < N / 16, "{allocated} allocations for {N} fills");
     assert!(
         freed_on_worker < N / 16,
