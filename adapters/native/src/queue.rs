@@ -92,29 +92,35 @@ impl NativeEvent {
     }
 }
 
-/// A command's wait list; up to two events stored inline.
+/// A command's wait list: the events' points (timeline and number); up to
+/// two stored inline.
 enum Deps {
-    Inline([Option<NativeEvent>; 2]),
-    Heap(Vec<NativeEvent>),
+    Inline([Option<(Arc<Timeline>, u64)>; 2]),
+    Heap(Vec<(Arc<Timeline>, u64)>),
 }
 
 impl Deps {
     fn new(wait: &[&NativeEvent]) -> Deps {
+        let point = |e: &NativeEvent| (e.timeline.clone(), e.seq);
         match wait {
             [] => Deps::Inline([None, None]),
-            [a] => Deps::Inline([Some((*a).clone()), None]),
-            [a, b] => Deps::Inline([Some((*a).clone()), Some((*b).clone())]),
-            more => Deps::Heap(more.iter().map(|&e| e.clone()).collect()),
+            [a] => Deps::Inline([Some(point(a)), None]),
+            [a, b] => Deps::Inline([Some(point(a)), Some(point(b))]),
+            more => Deps::Heap(more.iter().map(|e| point(e)).collect()),
         }
     }
 
     /// Waits for every event; the first failure among them.
     fn first_failure(&self) -> Option<Error> {
-        let (inline, heap): (&[Option<NativeEvent>], &[NativeEvent]) = match self {
-            Deps::Inline(events) => (events, &[]),
-            Deps::Heap(events) => (&[], events),
+        let (inline, heap): (&[Option<_>], &[_]) = match self {
+            Deps::Inline(points) => (points, &[]),
+            Deps::Heap(points) => (&[], points),
         };
-        inline.iter().flatten().chain(heap).find_map(|e| e.wait().err())
+        inline
+            .iter()
+            .flatten()
+            .chain(heap)
+            .find_map(|(timeline, seq)| timeline.wait(*seq).err())
     }
 }
 
@@ -554,6 +560,12 @@ mod tests {
         // Both queues keep working.
         q2.marker(&[&others[2]]).unwrap().wait().unwrap();
         q1.finish().unwrap();
+    }
+
+    #[test]
+    fn jobs_stay_small() {
+        // Moved by value through the channel (see `Pattern`).
+        assert!(std::mem::size_of::<Job>() <= 112, "{}", std::mem::size_of::<Job>());
     }
 
     #[test]
