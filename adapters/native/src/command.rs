@@ -170,12 +170,14 @@ mod tests {
         assert_eq!(bytes(&b)[10..], [1, 2, 3, 1, 2, 3]);
         assert!(Command::fill(Span::buffer(&b, 0), 0, &[]).is_err());
         assert!(Command::fill(Span::buffer(&b, 0), 0, &[0; 129]).is_err());
+        // A pattern too long to be stored inline.
         let long: Vec<u8> = (1..=17).collect();
-        Command::fill(Span::buffer(&b, 0), 17, &long)
+        let c = NativeBuffer::whole(HostMem::alloc(34, 64).unwrap());
+        Command::fill(Span::buffer(&c, 0), 34, &long)
             .unwrap()
             .execute()
             .unwrap();
-        assert_eq!(bytes(&b)[..16], long[..16]);
+        assert_eq!(bytes(&c), [&long[..], &long[..]].concat());
     }
 
     #[test]
