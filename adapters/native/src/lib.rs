@@ -18,8 +18,9 @@
 //!   never blocks). Only memory named by a command's arguments is tracked:
 //!   a kernel that follows pointers stored in memory must be waited for
 //!   before that memory is freed.
-//! - **One worker thread per queue.** Enqueueing boxes the command, sends it
-//!   down a channel and returns an event at once; the worker runs commands
+//! - **One worker thread per queue.** Enqueueing sends the command, by
+//!   value, down a channel and returns an event at once (no per-command
+//!   allocation; an event is a point on its queue's timeline); the worker runs commands
 //!   in order, each after its wait list. A failed dependency fails the
 //!   command with [`ur_api::Error::CommandFailed`] naming the cause; a panicking
 //!   kernel fails its event, not the worker. `flush` has nothing to do
@@ -50,14 +51,17 @@
 //! # Ok::<(), ur_api::Error>(())
 //! ```
 
+mod command;
 mod device;
 mod memory;
 mod program;
 mod queue;
 #[cfg(test)]
 mod tests;
+mod timeline;
 
-use memory::{copy_rect_work, copy_work, fill_work, HostMem, MapTable, Span};
+use command::Command;
+use memory::{HostMem, MapTable, Span};
 use ur_api::{
     Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags,
     MemArg, MemFlags, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy,
@@ -294,7 +298,7 @@ impl Adapter for NativeAdapter {
     ) -> Result<NativeEvent> {
         q.submit(
             wait,
-            copy_work(Span::host(dst), Span::buffer(buffer, offset), dst.len()),
+            Command::copy(Span::host(dst), Span::buffer(buffer, offset), dst.len()),
         )
     }
 
@@ -308,7 +312,7 @@ impl Adapter for NativeAdapter {
     ) -> Result<NativeEvent> {
         q.submit(
             wait,
-            copy_work(Span::buffer(buffer, offset), Span::host(src), src.len()),
+            Command::copy(Span::buffer(buffer, offset), Span::host(src), src.len()),
         )
     }
 
@@ -324,7 +328,7 @@ impl Adapter for NativeAdapter {
     ) -> Result<NativeEvent> {
         q.submit(
             wait,
-            copy_work(Span::buffer(dst, dst_offset), Span::buffer(src, src_offset), size),
+            Command::copy(Span::buffer(dst, dst_offset), Span::buffer(src, src_offset), size),
         )
     }
 
@@ -336,7 +340,10 @@ impl Adapter for NativeAdapter {
         rect: &RectCopy,
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, copy_rect_work(Span::buffer(dst, 0), Span::buffer(src, 0), *rect))
+        q.submit(
+            wait,
+            Command::copy_rect(Span::buffer(dst, 0), Span::buffer(src, 0), *rect),
+        )
     }
 
     unsafe fn enqueue_read_rect(
@@ -347,7 +354,10 @@ impl Adapter for NativeAdapter {
         dst: HostPtr,
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, copy_rect_work(Span::host(dst), Span::buffer(buffer, 0), *rect))
+        q.submit(
+            wait,
+            Command::copy_rect(Span::host(dst), Span::buffer(buffer, 0), *rect),
+        )
     }
 
     unsafe fn enqueue_write_rect(
@@ -358,7 +368,10 @@ impl Adapter for NativeAdapter {
         src: HostPtr,
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, copy_rect_work(Span::buffer(buffer, 0), Span::host(src), *rect))
+        q.submit(
+            wait,
+            Command::copy_rect(Span::buffer(buffer, 0), Span::host(src), *rect),
+        )
     }
 
     unsafe fn enqueue_fill(
@@ -370,7 +383,7 @@ impl Adapter for NativeAdapter {
         pattern: &[u8],
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, fill_work(Span::buffer(buffer, offset), size, pattern)?)
+        q.submit(wait, Command::fill(Span::buffer(buffer, offset), size, pattern)?)
     }
 
     unsafe fn enqueue_map(
@@ -409,7 +422,7 @@ impl Adapter for NativeAdapter {
         size: usize,
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, copy_work(Span::mem_arg(dst), Span::mem_arg(src), size))
+        q.submit(wait, Command::copy(Span::mem_arg(dst), Span::mem_arg(src), size))
     }
 
     unsafe fn enqueue_usm_fill(
@@ -420,7 +433,7 @@ impl Adapter for NativeAdapter {
         pattern: &[u8],
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, fill_work(Span::usm(ptr), size, pattern)?)
+        q.submit(wait, Command::fill(Span::usm(ptr), size, pattern)?)
     }
 
     unsafe fn enqueue_launch(
@@ -431,7 +444,7 @@ impl Adapter for NativeAdapter {
         args: &[KernelArg<'_, Self>],
         wait: &[&NativeEvent],
     ) -> Result<NativeEvent> {
-        q.submit(wait, program::launch_work(kernel, range, args))
+        q.submit(wait, Command::Run(program::launch_work(kernel, range, args)))
     }
 
     fn enqueue_barrier(&self, q: &NativeQueue, wait: &[&NativeEvent]) -> Result<NativeEvent> {

@@ -19,10 +19,9 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use ur_api::{Error, HostPtr, MemArg, RectCopy, Result, UsmRef};
+use ur_api::{Error, HostPtr, MemArg, Result, UsmRef};
 
 use crate::device::BASE_ALIGN;
-use crate::queue::Work;
 use crate::NativeAdapter;
 
 /// A span of host memory the adapter may hand to commands.
@@ -242,8 +241,8 @@ pub struct NativeContext {
 
 /// The memory one side of a command addresses, kept alive by the command.
 ///
-/// Closures use [`Span::ptr`] (a method, so the whole span, keep-alive
-/// included, is captured by the command).
+/// Commands read the address through [`Span::ptr`] (a method, so a
+/// closure captures the whole span, keep-alive included).
 #[derive(Debug)]
 pub(crate) struct Span {
     /// Held only to keep the memory alive while the command exists.
@@ -287,68 +286,6 @@ impl Span {
     pub(crate) fn ptr(&self) -> *mut u8 {
         self.at.get()
     }
-}
-
-/// A fill pattern stored inline (at most 128 bytes), so a fill command
-/// needs no allocation of its own.
-#[derive(Debug, Clone, Copy)]
-struct Pattern {
-    bytes: [u8; 128],
-    len: usize,
-}
-
-impl Pattern {
-    fn new(p: &[u8]) -> Result<Self> {
-        if p.is_empty() || p.len() > 128 {
-            return Err(Error::InvalidSize {
-                what: "fill pattern (1..=128 bytes)",
-                size: p.len(),
-            });
-        }
-        let mut bytes = [0u8; 128];
-        bytes[..p.len()].copy_from_slice(p);
-        Ok(Pattern { bytes, len: p.len() })
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-/// A command copying `len` bytes from `src` to `dst`.
-pub(crate) fn copy_work(dst: Span, src: Span, len: usize) -> Work {
-    Box::new(move || {
-        // SAFETY: both spans are alive (held by this command) and valid for
-        // `len` bytes (the dyn layer's bounds checks, or Span::usm's).
-        // ptr::copy tolerates overlap (a host pointer into a mapped buffer).
-        unsafe { std::ptr::copy(src.ptr(), dst.ptr(), len) };
-        Ok(())
-    })
-}
-
-/// A command copying a box; `src` and `dst` are the starts of the objects
-/// the rect's origins and pitches are relative to.
-pub(crate) fn copy_rect_work(dst: Span, src: Span, rect: RectCopy) -> Work {
-    Box::new(move || {
-        let (s, d) = (src.ptr(), dst.ptr());
-        rect.for_each_row(|so, dof, len| {
-            // SAFETY: the dyn layer checked every row of the box lies inside
-            // both objects, which the spans keep alive.
-            unsafe { std::ptr::copy(s.add(so), d.add(dof), len) };
-        });
-        Ok(())
-    })
-}
-
-/// A command filling `len` bytes at `dst` with `pattern` repeated.
-pub(crate) fn fill_work(dst: Span, len: usize, pattern: &[u8]) -> Result<Work> {
-    let pattern = Pattern::new(pattern)?;
-    Ok(Box::new(move || {
-        // SAFETY: the span is alive and valid for `len` bytes; the pattern
-        // lives inside this closure, not in the destination.
-        unsafe { fill(dst.ptr(), len, pattern.as_slice()) };
-        Ok(())
-    }))
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 use ur_api::host_kernel::{HostKernel, HostLaunch, HostProgram, LaunchArg};
 use ur_api::{KernelArg, NdRange};
 
+use crate::command::Work;
 use crate::memory::Span;
-use crate::queue::Work;
 use crate::NativeAdapter;
 
 /// A built program: a library of host kernels.
