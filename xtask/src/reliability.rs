@@ -137,12 +137,14 @@ pub fn lsan_step() -> Command {
 /// tests (its model and growth tests are too long for the interpreter;
 /// `ur-reliability`'s `miri_pure` races readers against a writer on a
 /// small map instead), the device selector parser, the memory manager's
-/// interval sets and plans. Not the pinned registry: it asks the kernel
-/// which pages are mapped (`mincore`), a foreign call Miri cannot run.
-pub const MIRI_CRATES: [&str; 3] = ["ur-api", "ur-memory-manager", "ur-reliability"];
+/// interval sets and plans, the native adapter's queue (its worker
+/// thread, the timeline's lock-free counters and wake-ups, commands moved
+/// by value). Not the pinned registry: it asks the kernel which pages are
+/// mapped (`mincore`), a foreign call Miri cannot run.
+pub const MIRI_CRATES: [&str; 4] = ["ur-api", "ur-memory-manager", "ur-reliability", "ur-native"];
 
 /// See [`MIRI_CRATES`].
-pub const MIRI_FILTERS: [&str; 9] = [
+pub const MIRI_FILTERS: [&str; 12] = [
     "dynamic::check::",
     "dynamic::grace::",
     "dynamic::slab::",
@@ -152,6 +154,9 @@ pub const MIRI_FILTERS: [&str; 9] = [
     "interval::",
     "plan::",
     "miri_pure::",
+    "timeline::tests::",
+    "command::tests::",
+    "queue::tests::",
 ];
 
 /// `MIRIFLAGS` of the step: proptest reads the working directory (for its
@@ -368,7 +373,7 @@ mod tests {
     fn miri_runs_the_pure_parts_of_the_host_crates() {
         let s = display(&miri_step());
         assert!(
-            s.contains("cargo +nightly miri test -p ur-api -p ur-memory-manager -p ur-reliability --lib"),
+            s.contains("cargo +nightly miri test -p ur-api -p ur-memory-manager -p ur-reliability -p ur-native --lib"),
             "{s}"
         );
         for f in MIRI_FILTERS {
