@@ -171,28 +171,24 @@ fn a_buffer_moves_between_the_devices_of_its_context() {
         let mut model = back.clone();
         model[N - 16..].copy_from_slice(&two);
         let src: Vec<u8> = (0..80u8).map(|i| i.wrapping_mul(7).wrapping_add(100)).collect();
-        let (bo, ho) = ((5, 2, 1), (1, 1, 0));
+        let offset = |(x, y, z): (u64, u64, u64)| ur_rect_offset_t { x, y, z };
+        let (bo, ho) = (offset((5, 2, 1)), offset((1, 1, 0)));
         let (w, h, d) = (8usize, 3usize, 2usize);
+        let region = ur_rect_region_t {
+            width: w as u64,
+            height: h as u64,
+            depth: d as u64,
+        };
+        let cells = || (0..d).flat_map(move |z| (0..h).flat_map(move |y| (0..w).map(move |x| (x, y, z))));
+        let in_src = |(x, y, z): (usize, usize, usize)| src[(1 + x) + (1 + y) * 10 + z * 40];
         ok(
             t.Enqueue.pfnMemBufferWriteRect.unwrap()(
                 q0,
                 sub,
                 true,
-                ur_rect_offset_t {
-                    x: bo.0,
-                    y: bo.1,
-                    z: bo.2,
-                },
-                ur_rect_offset_t {
-                    x: ho.0,
-                    y: ho.1,
-                    z: ho.2,
-                },
-                ur_rect_region_t {
-                    width: w as u64,
-                    height: h as u64,
-                    depth: d as u64,
-                },
+                bo,
+                ho,
+                region,
                 64,
                 1024,
                 10,
@@ -204,9 +200,8 @@ fn a_buffer_moves_between_the_devices_of_its_context() {
             ),
             "write a box into the sub-buffer on 0",
         );
-        for (z, y, x) in (0..d).flat_map(|z| (0..h).flat_map(move |y| (0..w).map(move |x| (z, y, x)))) {
-            let at = 4096 + (5 + x) + (2 + y) * 64 + (1 + z) * 1024;
-            model[at] = src[(1 + x) + (1 + y) * 10 + z * 40];
+        for (x, y, z) in cells() {
+            model[4096 + (5 + x) + (2 + y) * 64 + (1 + z) * 1024] = in_src((x, y, z));
         }
         let mut boxed = vec![0u8; w * h * d];
         ok(
@@ -214,17 +209,9 @@ fn a_buffer_moves_between_the_devices_of_its_context() {
                 q1,
                 sub,
                 true,
-                ur_rect_offset_t {
-                    x: bo.0,
-                    y: bo.1,
-                    z: bo.2,
-                },
-                ur_rect_offset_t { x: 0, y: 0, z: 0 },
-                ur_rect_region_t {
-                    width: w as u64,
-                    height: h as u64,
-                    depth: d as u64,
-                },
+                bo,
+                offset((0, 0, 0)),
+                region,
                 64,
                 1024,
                 0,
@@ -236,12 +223,8 @@ fn a_buffer_moves_between_the_devices_of_its_context() {
             ),
             "read the box from the sub-buffer on 1",
         );
-        for (z, y, x) in (0..d).flat_map(|z| (0..h).flat_map(move |y| (0..w).map(move |x| (z, y, x)))) {
-            assert_eq!(
-                boxed[x + y * w + z * w * h],
-                src[(1 + x) + (1 + y) * 10 + z * 40],
-                "box ({x}, {y}, {z})"
-            );
+        for (x, y, z) in cells() {
+            assert_eq!(boxed[x + y * w + z * w * h], in_src((x, y, z)), "box ({x}, {y}, {z})");
         }
         ok(
             t.Enqueue.pfnMemBufferRead.unwrap()(q1, b, true, 0, N, back.as_mut_ptr().cast(), 0, null(), null_mut()),
