@@ -338,26 +338,13 @@ mod tests {
     #[test]
     fn enqueue_returns_before_a_slow_command_runs() {
         let q = NativeQueue::new(false).unwrap();
-        let gate = Arc::new((Mutex::new(false), Condvar::new()));
-        let g = gate.clone();
-        let slow = q
-            .submit(
-                &[],
-                job(move || {
-                    let mut open = g.0.lock();
-                    while !*open {
-                        g.1.wait(&mut open);
-                    }
-                    Ok(())
-                }),
-            )
-            .unwrap();
+        let (cmd, gate) = gated();
+        let slow = q.submit(&[], cmd).unwrap();
         let after = q.marker(&[]).unwrap();
         // Nothing can have finished: the first command waits for the gate.
         assert!(!matches!(slow.status(), EventStatus::Complete));
         assert!(matches!(after.status(), EventStatus::Queued));
-        *gate.0.lock() = true;
-        gate.1.notify_all();
+        open(&gate);
         after.wait().unwrap();
         assert_eq!(slow.status(), EventStatus::Complete);
     }
