@@ -181,8 +181,10 @@ fn compare(kind: &str, exe: &Path, lib: &Path, icd: &Path, so: &Path) -> Result<
 
 fn main() {
     if let Ok(kind) = std::env::var("URABI_CHILD") {
+        // The first folder of the path (tools such as valgrind append their own).
         let loader = std::env::var_os("LD_LIBRARY_PATH")
-            .map(|l| PathBuf::from(l).join("libur_loader.so"))
+            .and_then(|l| std::env::split_paths(&l).next())
+            .map(|l| l.join("libur_loader.so"))
             .unwrap_or_default();
         match kind.as_str() {
             "dispatch" => match dispatch_child(&loader) {
