@@ -112,7 +112,8 @@ pub use error::{FileIoError, Result};
 pub use file::{FileMode, IoFile, OpenOptions, DEFAULT_DIO_ALIGN};
 pub use plan::{split as split_request, BackendChoice, BackendKind, Direction, Explanation, PlannedPiece, Score};
 pub use settings::{
-    DirectIo, Settings, BOUNCE_RING_ENV, BOUNCE_SIZE_ENV, DIRECT_IO_ENV, FALLBACK_ONLY_ENV, TASK_SIZE_ENV, THREADS_ENV,
+    BounceCopy, DirectIo, Settings, BOUNCE_COPY_ENV, BOUNCE_MAP_SIZE_ENV, BOUNCE_RING_ENV, BOUNCE_SIZE_ENV,
+    BOUNCE_STREAM_ENV, DIRECT_IO_ENV, FALLBACK_ONLY_ENV, TASK_SIZE_ENV, THREADS_ENV,
 };
 pub use stats::{IoReport, IoStats};
 pub use target::DeviceMem;

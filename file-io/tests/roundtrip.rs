@@ -12,7 +12,7 @@ use common::*;
 use libtest_mimic::{Arguments, Failed, Trial};
 use ur_api::{UsmCaps, UsmDesc, UsmKind};
 use ur_file_io::{
-    BackendChoice, BackendKind, DeviceMem, DirectIo, FileIo, FileIoError, OpenOptions, Request, Settings,
+    BackendChoice, BackendKind, BounceCopy, DeviceMem, DirectIo, FileIo, FileIoError, OpenOptions, Request, Settings,
 };
 
 const SIZES: [usize; 6] = [0, 1, 4095, 4096, 4097, (1 << 20) + 3];
@@ -103,8 +103,11 @@ fn roundtrip(
     Ok(true)
 }
 
-fn matrix(dev: &Dev, choice: BackendChoice, direct: DirectIo) -> Result<(), Failed> {
-    let io = engine(small_settings());
+fn matrix(dev: &Dev, choice: BackendChoice, copy: BounceCopy, direct: DirectIo) -> Result<(), Failed> {
+    let io = engine(Settings {
+        bounce_copy: copy,
+        ..small_settings()
+    });
     let dir = tempfile::tempdir()?;
     let (mut ran, mut refused) = (0, 0);
     for size in SIZES {
@@ -160,9 +163,15 @@ fn usm(dev: &Dev, kind: UsmKind) -> Result<(), Failed> {
     })
 }
 
-/// 256 MiB + 5 at an unaligned offset, default settings.
-fn big(dev: &Dev, choice: BackendChoice) -> Result<(), Failed> {
-    let io = FileIo::with_settings(runtime(), Settings::default())?;
+/// 256 MiB + 5 at an unaligned offset, default settings (but the bounce leg).
+fn big(dev: &Dev, choice: BackendChoice, copy: BounceCopy) -> Result<(), Failed> {
+    let io = FileIo::with_settings(
+        runtime(),
+        Settings {
+            bounce_copy: copy,
+            ..Settings::default()
+        },
+    )?;
     let dir = tempfile::tempdir()?;
     let size = (256 << 20) + 5;
     // Plain buffers' mappings are rarely 512-aligned, so on an O_DIRECT file
@@ -187,15 +196,26 @@ fn main() {
             Err(r) => r,
             Ok(()) => "not offered: no CUDA context hook in ur-api".into(),
         };
-        for (name, choice, skip) in [
-            ("auto", BackendChoice::Auto, None),
-            ("bounce", BackendChoice::Only(BackendKind::Bounce), None),
+        let bounce = BackendChoice::Only(BackendKind::Bounce);
+        // The bounce fallback's device-write leg is what devices that are not
+        // host-unified take anyway; on host-unified ones it is forced here.
+        let queue_skip = (!dev.host_visible()).then(|| "the bounce trial already takes device writes".to_string());
+        for (name, choice, copy, skip) in [
+            ("auto", BackendChoice::Auto, BounceCopy::Auto, None),
+            ("bounce", bounce, BounceCopy::Auto, None),
+            ("bounce-queue", bounce, BounceCopy::Queue, queue_skip),
             (
                 "direct",
                 BackendChoice::Only(BackendKind::Direct),
+                BounceCopy::Auto,
                 direct_reason.clone(),
             ),
-            ("cufile", BackendChoice::Only(BackendKind::Cufile), Some(cufile_reason)),
+            (
+                "cufile",
+                BackendChoice::Only(BackendKind::Cufile),
+                BounceCopy::Auto,
+                Some(cufile_reason.clone()),
+            ),
         ] {
             for (mode, direct) in [("odirect-auto", DirectIo::Auto), ("buffered", DirectIo::Off)] {
                 let d = dev.clone();
@@ -203,7 +223,9 @@ fn main() {
                 if let Some(r) = &skip {
                     label.push_str(&format!(" (skip: {r})"));
                 }
-                trials.push(Trial::test(label, move || matrix(&d, choice, direct)).with_ignored_flag(skip.is_some()));
+                trials.push(
+                    Trial::test(label, move || matrix(&d, choice, copy, direct)).with_ignored_flag(skip.is_some()),
+                );
             }
             let d = dev.clone();
             let big_skip = skip.clone().or_else(|| {
@@ -216,7 +238,9 @@ fn main() {
             } else if !release {
                 label.push_str(" (release builds; --include-ignored)");
             }
-            trials.push(Trial::test(label, move || big(&d, choice)).with_ignored_flag(big_skip.is_some() || !release));
+            trials.push(
+                Trial::test(label, move || big(&d, choice, copy)).with_ignored_flag(big_skip.is_some() || !release),
+            );
         }
         for kind in [UsmKind::Host, UsmKind::Device] {
             let cap = match kind {

@@ -47,7 +47,8 @@ use super::{Backend, Failed, Job};
 use crate::error::{FileIoError, Result};
 use crate::plan::{BackendKind, Direction, PieceView, Score};
 use crate::pool::TaskSet;
-use crate::target::DeviceMem;
+use crate::settings::BounceCopy;
+use crate::target::{DeviceMem, HostVisible};
 
 const PAGE: usize = 4096;
 /// A transparent huge page (x86-64, aarch64 with 4 KiB pages).
@@ -90,6 +91,18 @@ pub(crate) struct Block {
     usm: Option<(ContextId, UsmPtr)>,
 }
 
+impl Block {
+    /// The buffer's address.
+    pub(crate) fn addr(&self) -> usize {
+        self.addr
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// Bounce buffers kept between requests (of every piece size in use).
 #[derive(Debug)]
 pub(crate) struct BouncePool {
@@ -111,7 +124,7 @@ impl BouncePool {
 
     /// A free block of `len` bytes (a non-zero multiple of 4096) usable with
     /// `ctx` (its own USM host memory, or plain memory), or a new one.
-    fn take(&self, ctx: ContextId, usm_host: bool, len: usize) -> Result<Block> {
+    pub(crate) fn take(&self, ctx: ContextId, usm_host: bool, len: usize) -> Result<Block> {
         {
             let mut free = self.free.lock();
             let want = |b: &Block| {
@@ -155,7 +168,7 @@ impl BouncePool {
         })
     }
 
-    fn give(&self, b: Block) {
+    pub(crate) fn give(&self, b: Block) {
         self.free.lock().push(b);
     }
 
@@ -194,13 +207,29 @@ impl Backend for Bounce {
     }
 
     fn score(&self, job: &Job, p: &PieceView) -> Score {
+        let threads = job.engine.settings.threads;
+        let (leg, why) = leg(job);
+        if leg == Leg::Mapping {
+            let op = match p.dir {
+                Direction::Read => "pread into a pinned bounce buffer, then copy through the device's host mapping",
+                Direction::Write => "copy through the device's host mapping into a pinned bounce buffer, then pwrite",
+            };
+            let piece = job.engine.settings.bounce_map_size.min(job.engine.settings.task_size);
+            return Score::offer(
+                BackendKind::Bounce,
+                0,
+                format!(
+                    "always offered: buffered {op} ({} KiB pieces, one buffer per thread; {threads} threads): {why}",
+                    piece >> 10
+                ),
+            );
+        }
         let how = if p.file_aligned() { "O_DIRECT" } else { "buffered" };
         let op = match p.dir {
             Direction::Read => "pread into a ring of pinned bounce buffers, device writes overlapped",
             Direction::Write => "device reads into a ring of pinned bounce buffers, pwrite overlapped",
         };
         let (piece, ring) = job.engine.settings.bounce_pieces(job.mode.o_direct);
-        let threads = job.engine.settings.threads;
         let n = readers(threads, job.target.info.device_type, job.mode.o_direct);
         let who = if n < threads {
             format!("{n} of {threads} threads (the CPU device's copies take the other cores)")
@@ -211,13 +240,16 @@ impl Backend for Bounce {
             BackendKind::Bounce,
             0,
             format!(
-                "always offered: {how} {op} ({ring} x {} KiB per thread); {who}",
+                "always offered: {how} {op} ({ring} x {} KiB per thread); {who}: {why}",
                 piece >> 10
             ),
         )
     }
 
     fn run(&self, job: &Arc<Job>, file_offset: u64, len: usize) -> Result<Vec<Failed>> {
+        if leg(job).0 == Leg::Mapping && super::bounce_map::run(job, file_offset, len)? {
+            return Ok(Vec::new());
+        }
         let eng = &job.engine;
         let task = eng.settings.task_size;
         let (piece, ring) = eng.settings.bounce_pieces(job.mode.o_direct);
@@ -247,6 +279,44 @@ impl Backend for Bounce {
             Some(e) => Err(e),
             None => Ok(Vec::new()),
         }
+    }
+}
+
+/// The device leg of a bounce request: how each piece gets from its bounce
+/// buffer into device memory (or back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leg {
+    /// Non-blocking device writes (reads) out of (into) a ring of buffers.
+    DeviceWrite,
+    /// The reading thread copies each piece through the device memory's
+    /// host mapping ([`super::bounce_map`]).
+    Mapping,
+}
+
+/// Which leg `job` takes, and why (for `explain`).
+pub(crate) fn leg(job: &Job) -> (Leg, String) {
+    let s = &job.engine.settings;
+    let device_write = |why: &str| (Leg::DeviceWrite, format!("device write: {why}"));
+    if s.bounce_copy == BounceCopy::Queue {
+        return device_write("settings ask for it (bounce_copy / UR_FILEIO_BOUNCE_COPY=queue)");
+    }
+    if job.mode.o_direct {
+        return device_write("O_DIRECT file: the pieces wait on the disk, queued device copies overlap them");
+    }
+    match &job.target.visible {
+        HostVisible::Mapped => (
+            Leg::Mapping,
+            "copy through the device's host mapping: the device is host-unified (its buffer maps with no copy), \
+             so each thread copies its piece while it is still in the core's cache, with no device command per piece"
+                .into(),
+        ),
+        HostVisible::UsmHost => (
+            Leg::Mapping,
+            "copy through the device's host mapping: USM host memory, so each thread copies its piece while it \
+             is still in the core's cache, with no device command per piece"
+                .into(),
+        ),
+        HostVisible::No(r) => device_write(r),
     }
 }
 
