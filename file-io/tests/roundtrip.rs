@@ -176,8 +176,11 @@ fn big(dev: &Dev, choice: BackendChoice, copy: BounceCopy) -> Result<(), Failed>
     let size = (256 << 20) + 5;
     // Plain buffers' mappings are rarely 512-aligned, so on an O_DIRECT file
     // the forced fastpath would be refused whole: force it on a buffered file.
-    let mode = match choice {
-        BackendChoice::Only(BackendKind::Direct) => DirectIo::Off,
+    // The bounce fallback copies through a mapping only for buffered files:
+    // its default leg runs on one, its device-write leg on an O_DIRECT file.
+    let mode = match (choice, copy) {
+        (BackendChoice::Only(BackendKind::Direct), _) => DirectIo::Off,
+        (BackendChoice::Only(BackendKind::Bounce), BounceCopy::Auto) => DirectIo::Off,
         _ => DirectIo::Auto,
     };
     match roundtrip(&io, dev, choice, mode, size, (3, 3), dir.path())? {
