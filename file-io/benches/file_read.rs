@@ -8,8 +8,9 @@
 //!   threads, same 4 MiB tasks), warm page cache. Target >= 0.8.
 //! - `file.read_direct_over_bounce`: the direct fastpath (pread into the
 //!   mapping of a `USE_HOST_PTR` buffer over page-aligned memory) over the
-//!   bounce fallback into the same buffer, buffered file, warm cache.
-//!   Target >= 1.3.
+//!   bounce fallback into the same buffer (its default leg: copies through
+//!   the mapping), buffered file, warm cache. Target >= 1.3. On stderr also
+//!   over the fallback's device-write leg.
 //! - `file.read_direct_over_bounce.odirect`: the same with `O_DIRECT` on
 //!   both paths, the file dropped from the page cache before each read.
 //!   Target >= 1.5. `...odirect.cpu_s_per_gib` gives the process CPU
