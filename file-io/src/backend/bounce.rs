@@ -242,16 +242,21 @@ impl Backend for Bounce {
         let (leg, why) = leg(job);
         if leg == Leg::Mapping {
             let op = match p.dir {
-                Direction::Read => "pread into a pinned bounce buffer, then copy through the device's host mapping",
-                Direction::Write => "copy through the device's host mapping into a pinned bounce buffer, then pwrite",
+                Direction::Read => "pread into a pinned bounce buffer, then copy into device memory",
+                Direction::Write => "copy out of device memory into a pinned bounce buffer, then pwrite",
             };
-            let piece = job.engine.settings.bounce_map_size.min(job.engine.settings.task_size);
+            let s = &job.engine.settings;
+            let stores = if p.dir == Direction::Read && s.bounce_stream && cfg!(target_arch = "x86_64") {
+                "streaming stores"
+            } else {
+                "plain stores"
+            };
             return Score::offer(
                 BackendKind::Bounce,
                 0,
                 format!(
-                    "always offered: buffered {op} ({} KiB pieces, one buffer per thread; {threads} threads): {why}",
-                    piece >> 10
+                    "always offered: buffered {op} ({} KiB pieces, one buffer per thread, {stores}; {threads} threads); device leg: {why}",
+                    s.bounce_map_size.min(s.task_size) >> 10
                 ),
             );
         }
@@ -271,7 +276,7 @@ impl Backend for Bounce {
             BackendKind::Bounce,
             0,
             format!(
-                "always offered: {how} {op} ({ring} x {} KiB per thread); {who}: {why}",
+                "always offered: {how} {op} ({ring} x {} KiB per thread); {who}; device leg: {why}",
                 piece >> 10
             ),
         )
