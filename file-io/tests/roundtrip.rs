@@ -160,7 +160,48 @@ fn usm(dev: &Dev, kind: UsmKind) -> Result<(), Failed> {
     let used_direct = ex.pieces.iter().any(|p| p.chosen == BackendKind::Direct);
     check(used_direct == (kind != UsmKind::Device), || {
         format!("unexpected plan:\n{ex}")
-    })
+    })?;
+    if kind == UsmKind::Host {
+        usm_host_bounce(dev, &io, &src, size)?;
+    }
+    Ok(())
+}
+
+/// The bounce fallback into USM host memory copies through its host
+/// address (the mapping leg), both ways, every byte checked.
+fn usm_host_bounce(dev: &Dev, io: &FileIo, src: &[u8], size: usize) -> Result<(), Failed> {
+    let rt = io.runtime().clone();
+    let dir = tempfile::tempdir()?;
+    write_file(&dir.path().join("src"), src);
+    let ptr = rt.usm_alloc(
+        dev.ctx,
+        &UsmDesc::new(UsmKind::Host, size + 5).on(dev.device).aligned(4096),
+    )?;
+    let target = DeviceMem::Usm {
+        queue: dev.queue,
+        ptr: ptr.offset(5),
+    };
+    let bounce = BackendChoice::Only(BackendKind::Bounce);
+    let fin = io.open(dir.path().join("src"), OpenOptions::read().direct_io(DirectIo::Off))?;
+    let read = Request::read(target, 5, size).with_backend(bounce);
+    let ex = io.explain(&fin, &read)?.to_string();
+    let rep = io.run(&fin, &read)?;
+    let fout = io.open(dir.path().join("dst"), OpenOptions::create().direct_io(DirectIo::Off))?;
+    let wrep = io.run(&fout, &Request::write(target, 5, size).with_backend(bounce))?;
+    let back = std::fs::read(dir.path().join("dst"))?;
+    rt.usm_free(dev.ctx, ptr)?;
+    io.release_bounce_buffers();
+    check(ex.contains("copy through the device's host mapping"), || {
+        format!("not the mapping leg:\n{ex}")
+    })?;
+    check(rep.bytes_by(BackendKind::Bounce) == size as u64, || format!("{rep:?}"))?;
+    check(wrep.bytes_by(BackendKind::Bounce) == size as u64, || {
+        format!("{wrep:?}")
+    })?;
+    match first_diff(&back[5..], &src[5..]) {
+        Some(i) => Err(format!("byte {i} differs after the bounce round trip:\n{ex}").into()),
+        None => Ok(()),
+    }
 }
 
 /// 256 MiB + 5 at an unaligned offset, default settings (but the bounce leg).
