@@ -31,6 +31,11 @@
 //! plain, 0.180-0.183 device writes, plain `pread` 0.135-0.140. Writes over
 //! `pwrite`: 1.06-1.08 against 0.99-1.03 for device writes. Before this
 //! leg the same bench gave 0.60-0.70 (the device-write leg was the default).
+//! The other host-unified devices, `ur-cp --backend bounce --direct-io off
+//! --chunk 256M` of a cached 256 MiB file, the legs alternating, 3 each
+//! (GiB/s, mapping leg against device writes): native 7.6-9.6 / 5.7-6.0,
+//! rusticl (llvmpipe) 9.2-9.4 / 6.5-6.7, Intel's CPU OpenCL 8.0-9.9 /
+//! 6.5-6.6, PoCL 9.1-9.6 / 6.3-6.8.
 //!
 //! **Device writes**, for everything else (device memory apart from the
 //! host's: CUDA, Level Zero GPUs, sim; `O_DIRECT` files, whose pieces wait
