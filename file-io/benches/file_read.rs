@@ -8,8 +8,9 @@
 //!   threads, same 4 MiB tasks), warm page cache. Target >= 0.8.
 //! - `file.read_direct_over_bounce`: the direct fastpath (pread into the
 //!   mapping of a `USE_HOST_PTR` buffer over page-aligned memory) over the
-//!   bounce fallback into the same buffer, buffered file, warm cache.
-//!   Target >= 1.3.
+//!   bounce fallback into the same buffer (its default leg: copies through
+//!   the mapping), buffered file, warm cache. Target >= 1.3. On stderr also
+//!   over the fallback's device-write leg.
 //! - `file.read_direct_over_bounce.odirect`: the same with `O_DIRECT` on
 //!   both paths, the file dropped from the page cache before each read.
 //!   Target >= 1.5. `...odirect.cpu_s_per_gib` gives the process CPU
@@ -22,23 +23,29 @@
 //! - `file.read_cufile_or_bounce_over_pread_pinned` needs a CUDA device:
 //!   not measured without one (said on stderr).
 //!
-//! Informative, on stderr: the bounce fallback with cache-sized pieces
-//! (512 KiB, a ring of 4 per thread) next to the default (4 MiB pieces, one
-//! per task, a ring of 2), both directions, interleaved: reads over `pread`, and writes (device ->
-//! file through the page cache, the same file overwritten) over parallel
-//! `pwrite` from host memory.
+//! Informative, on stderr: the bounce fallback's device-write leg
+//! (`BounceCopy::Queue`: 4 MiB pieces, one per task, a ring of 2, device
+//! writes) next to the default (on PoCL, copies through the buffer's host
+//! mapping in cache-sized pieces), both directions, interleaved: reads over
+//! `pread`, and writes (device -> file through the page cache, the same
+//! file overwritten) over parallel `pwrite` from host memory.
 //!
-//! `UR_FILEIO_BENCH_BOUNCE_SWEEP=SIZE[:RING[:THREADS]],...` (e.g.
-//! `128K,256K:8,1M:4:4`) adds, interleaved with the pread baseline in the
-//! same repetitions, the bounce fallback with those settings (piece size,
-//! ring, threads); medians and ratios over pread go to stderr, no rows.
+//! `UR_FILEIO_BENCH_BOUNCE_SWEEP=SIZE[:RING[:THREADS[:LEG]]],...` (e.g.
+//! `128K,256K:8,1M:4:4,256K:2:2:stream`) adds, interleaved with the pread
+//! baseline in the same repetitions, the bounce fallback with those
+//! settings (piece size, ring, threads; LEG `queue` for device writes,
+//! `map` (the default) or `stream` (non-temporal stores) for copies through
+//! the mapping, where SIZE sets the mapping leg's piece size); medians and
+//! ratios over pread go to stderr, no rows.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use ur_api::{BufferDesc, DeviceId, HostPtr, MemFlags, QueueProps, Runtime};
 use ur_bench_row::{median, print_row};
-use ur_file_io::{BackendChoice, BackendKind, DeviceMem, DirectIo, FileIo, IoFile, OpenOptions, Request, Settings};
+use ur_file_io::{
+    BackendChoice, BackendKind, BounceCopy, DeviceMem, DirectIo, FileIo, IoFile, OpenOptions, Request, Settings,
+};
 
 const SIZE: usize = 256 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
@@ -185,18 +192,39 @@ fn sweep_engines(rt: &Arc<Runtime>, base: Settings) -> Result<Vec<(String, FileI
             ..base
         };
         let pick = |k: &str, v: Option<&str>| v.map(|v| (k.to_string(), v.to_string()));
+        let size = parts.next();
+        let (ring, threads) = (parts.next(), parts.next());
+        let leg = parts.next().unwrap_or("map");
+        let (copy, stream) = match leg {
+            "queue" => ("queue", "0"),
+            "map" => ("auto", "0"),
+            "stream" => ("auto", "1"),
+            other => return Err(format!("sweep leg {other:?}: expected queue, map or stream").into()),
+        };
+        let size_key = if copy == "queue" {
+            "UR_FILEIO_BOUNCE_SIZE"
+        } else {
+            "UR_FILEIO_BOUNCE_MAP_SIZE"
+        };
         let overrides: Vec<(String, String)> = [
-            pick("UR_FILEIO_BOUNCE_SIZE", parts.next()),
-            pick("UR_FILEIO_BOUNCE_RING", parts.next()),
-            pick("UR_FILEIO_THREADS", parts.next()),
+            pick(size_key, size),
+            pick("UR_FILEIO_BOUNCE_RING", ring),
+            pick("UR_FILEIO_THREADS", threads),
+            pick("UR_FILEIO_BOUNCE_COPY", Some(copy)),
+            pick("UR_FILEIO_BOUNCE_STREAM", Some(stream)),
         ]
         .into_iter()
         .flatten()
         .collect();
         settings = settings.with_overrides(|k| overrides.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))?;
+        let piece = if copy == "queue" {
+            settings.bounce_size
+        } else {
+            settings.bounce_map_size
+        };
         let label = format!(
-            "piece {} KiB ring {} threads {}",
-            settings.bounce_size >> 10,
+            "{leg} piece {} KiB ring {} threads {}",
+            piece >> 10,
             settings.bounce_ring,
             settings.threads
         );
@@ -271,11 +299,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fb = buffered.open(&path, OpenOptions::read())?;
     let fd = direct.open(&path, OpenOptions::read())?;
     eprintln!(
-        "256 MiB, {} threads, task {} KiB, bounce pieces {} KiB x {} per thread; O_DIRECT file: {}",
+        "256 MiB, {} threads, task {} KiB, bounce pieces {} KiB x {} per thread (device writes), {} KiB (mapping, {}); O_DIRECT file: {}",
         base.threads,
         base.task_size >> 10,
         base.task_size.min(base.bounce_size) >> 10,
         base.bounce_ring,
+        base.task_size.min(base.bounce_map_size) >> 10,
+        if base.bounce_stream { "streaming stores" } else { "plain stores" },
         fd.mode()
     );
     let t_plain = |m| DeviceMem::Buffer {
@@ -290,13 +320,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false);
 
     let sweep = sweep_engines(&rt, base)?;
-    // The bounce fallback with cache-sized pieces.
-    let small = FileIo::with_settings(
+    // The bounce fallback's device-write leg (the default before the
+    // mapping leg), 4 MiB pieces in a ring of 2.
+    let queue_leg = FileIo::with_settings(
         rt.clone(),
         Settings {
             direct_io: DirectIo::Off,
-            bounce_size: 512 << 10,
-            bounce_ring: 4,
+            bounce_copy: BounceCopy::Queue,
             ..base
         },
     )?;
@@ -307,26 +337,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .truncate(false)
         .open(dir.path().join("out-pwrite.bin"))?;
     let fo = buffered.open(&out_path, OpenOptions::create())?;
-    let fo_small = small.open(&out_path, OpenOptions::create())?;
-    let (mut small_r, mut pwrite, mut bounce_w, mut small_w) = (vec![], vec![], vec![], vec![]);
-    // Warm-up of the write side (file pages, the small-piece engine's buffers).
+    let fo_queue = queue_leg.open(&out_path, OpenOptions::create())?;
+    let (mut queue_r, mut pwrite, mut bounce_w, mut queue_w) = (vec![], vec![], vec![], vec![]);
+    // Warm-up of the write side (file pages, the device-write engine's buffers).
     pwrite_all(&out_plain, &pread_dst, base.threads);
     timed_write(&buffered, &fo, t_plain(plain));
-    timed_write(&small, &fo_small, t_plain(plain));
-    timed(&small, &fb, t_plain(plain), BackendKind::Bounce, false);
+    timed_write(&queue_leg, &fo_queue, t_plain(plain));
+    timed(&queue_leg, &fb, t_plain(plain), BackendKind::Bounce, false);
     let mut swept: Vec<Vec<(f64, f64)>> = sweep.iter().map(|_| Vec::new()).collect();
     let sweep_files = sweep
         .iter()
         .map(|(_, io)| io.open(&path, OpenOptions::read()))
         .collect::<Result<Vec<_>, _>>()?;
     let (mut pread, mut bounce_plain, mut direct_warm, mut bounce_warm) = (vec![], vec![], vec![], vec![]);
-    let (mut cpu_pread, mut cpu_bounce, mut cpu_small) = (vec![], vec![], vec![]);
+    let mut queue_warm = vec![];
+    let (mut cpu_pread, mut cpu_bounce, mut cpu_queue) = (vec![], vec![], vec![]);
     for rep in 0..reps {
         let c0 = cpu_seconds();
         pread.push(pread_all(&path, &pread_dst, base.threads));
         cpu_pread.push((cpu_seconds() - c0) / (SIZE as f64 / GIB));
-        // The bounce variants (the default, the small-piece one and
-        // rings, the sweep) take turns at following pread.
+        // The bounce variants (the default, the device-write leg, the
+        // sweep) take turns at following pread.
         let n = 2 + sweep.len();
         for j in 0..n {
             match (j + rep) % n {
@@ -336,9 +367,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     cpu_bounce.push(c);
                 }
                 1 => {
-                    let (g, c) = timed(&small, &fb, t_plain(plain), BackendKind::Bounce, false);
-                    small_r.push(g);
-                    cpu_small.push(c);
+                    let (g, c) = timed(&queue_leg, &fb, t_plain(plain), BackendKind::Bounce, false);
+                    queue_r.push(g);
+                    cpu_queue.push(c);
                 }
                 k => {
                     let (io, f) = (&sweep[k - 2].1, &sweep_files[k - 2]);
@@ -348,6 +379,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         direct_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Direct, false).0);
         bounce_warm.push(timed(&buffered, &fb, t_plain(uhp), BackendKind::Bounce, false).0);
+        queue_warm.push(timed(&queue_leg, &fb, t_plain(uhp), BackendKind::Bounce, false).0);
     }
     // Writes after every read: their writeback must not disturb the reads.
     for rep in 0..reps {
@@ -356,7 +388,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if k == 0 {
                 bounce_w.push(timed_write(&buffered, &fo, t_plain(plain)));
             } else {
-                small_w.push(timed_write(&small, &fo_small, t_plain(plain)));
+                queue_w.push(timed_write(&queue_leg, &fo_queue, t_plain(plain)));
             }
         }
     }
@@ -386,23 +418,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mp = median(pread.clone());
     let mw = median(pwrite.clone());
     eprintln!(
-        "  reads over pread: bounce {:.3} (512 KiB pieces x 4: {:.3}); 512 KiB x 4 samples {small_r:.2?}",
+        "  reads over pread: bounce {:.3} (device-write leg: {:.3}); device-write leg samples {queue_r:.2?}",
         median(bounce_plain.clone()) / mp,
-        median(small_r.clone()) / mp
+        median(queue_r.clone()) / mp
     );
     eprintln!(
-        "  reads CPU s/GiB: pread {:.3} bounce {:.3} 512 KiB pieces x 4 {:.3}",
+        "  reads CPU s/GiB: pread {:.3} bounce {:.3} device-write leg {:.3}",
         median(cpu_pread),
         median(cpu_bounce),
-        median(cpu_small)
+        median(cpu_queue)
     );
-    eprintln!("  writes GiB/s: pwrite {pwrite:.2?} bounce {bounce_w:.2?} 512 KiB pieces x 4 {small_w:.2?}");
+    eprintln!("  writes GiB/s: pwrite {pwrite:.2?} bounce {bounce_w:.2?} device-write leg {queue_w:.2?}");
     eprintln!(
-        "  writes over pwrite: bounce {:.3} (512 KiB pieces x 4: {:.3}); pwrite median {mw:.2} GiB/s",
+        "  writes over pwrite: bounce {:.3} (device-write leg: {:.3}); pwrite median {mw:.2} GiB/s",
         median(bounce_w) / mw,
-        median(small_w) / mw
+        median(queue_w) / mw
     );
-    small.release_bounce_buffers();
+    queue_leg.release_bounce_buffers();
     for ((label, io), v) in sweep.iter().zip(swept) {
         let g: Vec<f64> = v.iter().map(|x| x.0).collect();
         let m = median(g.clone());
@@ -413,7 +445,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         io.release_bounce_buffers();
     }
-    eprintln!("  warm direct {direct_warm:.2?} bounce {bounce_warm:.2?}");
+    eprintln!("  warm direct {direct_warm:.2?} bounce {bounce_warm:.2?} bounce device-write leg {queue_warm:.2?}");
+    eprintln!(
+        "  warm direct over bounce {:.3}, over the device-write leg {:.3}",
+        median(direct_warm.clone()) / median(bounce_warm.clone()),
+        median(direct_warm.clone()) / median(queue_warm.clone())
+    );
     eprintln!("  O_DIRECT cold direct {dc:.2?} bounce {bc:.2?} disk only (pread O_DIRECT) {disk:.2?}");
     eprintln!(
         "  O_DIRECT medians: direct {:.2} bounce {:.2} disk only {:.2} (with {} threads: {:.2}) GiB/s; CPU s/GiB direct {:.3} bounce {:.3}",

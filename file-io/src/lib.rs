@@ -39,7 +39,13 @@
 //!   - *bounce* (fallback, always offered, score 0): pinned page-aligned
 //!     bounce buffers (USM host memory of the target's context where the
 //!     device has it, else page-aligned host memory), pooled across
-//!     requests. Each task moves in pieces ([`Settings::bounce_size`],
+//!     requests, and one of two device legs ([`BounceCopy`]; `explain`
+//!     says which and why). Buffered files into memory the host maps at
+//!     no cost (host-unified devices' buffers, USM host memory): each
+//!     thread `pread`s a cache-sized piece ([`Settings::bounce_map_size`])
+//!     and copies it through the mapping itself, with streaming stores.
+//!     Elsewhere (device memory apart from the host's, `O_DIRECT` files)
+//!     device writes: each task moves in pieces ([`Settings::bounce_size`],
 //!     4 MiB, independent of the task size) through a ring of
 //!     [`Settings::bounce_ring`] buffers per thread: the device copy of a
 //!     piece is enqueued without waiting, and waited on only when its
@@ -62,8 +68,9 @@
 //!   backend), offsets that overflow, an unknown target, a target smaller
 //!   than the request ([`FileIoError`]).
 //! - **Settings in one place** ([`Settings`]) with `UR_FILEIO_*`
-//!   environment overrides (task size, bounce piece size, bounce ring,
-//!   threads, fallback only, `O_DIRECT` policy).
+//!   environment overrides (task size, bounce piece sizes, bounce ring,
+//!   bounce device leg and stores, threads, fallback only, `O_DIRECT`
+//!   policy).
 //! - **Only the public `ur-api` and memory-manager APIs** are used: mapping
 //!   through `Runtime::enqueue_map`, copies through `enqueue_write` /
 //!   `enqueue_usm_copy`, logical buffers through `MemoryManager::acquire`.
@@ -112,7 +119,8 @@ pub use error::{FileIoError, Result};
 pub use file::{FileMode, IoFile, OpenOptions, DEFAULT_DIO_ALIGN};
 pub use plan::{split as split_request, BackendChoice, BackendKind, Direction, Explanation, PlannedPiece, Score};
 pub use settings::{
-    DirectIo, Settings, BOUNCE_RING_ENV, BOUNCE_SIZE_ENV, DIRECT_IO_ENV, FALLBACK_ONLY_ENV, TASK_SIZE_ENV, THREADS_ENV,
+    BounceCopy, DirectIo, Settings, BOUNCE_COPY_ENV, BOUNCE_MAP_SIZE_ENV, BOUNCE_RING_ENV, BOUNCE_SIZE_ENV,
+    BOUNCE_STREAM_ENV, DIRECT_IO_ENV, FALLBACK_ONLY_ENV, TASK_SIZE_ENV, THREADS_ENV,
 };
 pub use stats::{IoReport, IoStats};
 pub use target::DeviceMem;

@@ -17,6 +17,42 @@ pub const THREADS_ENV: &str = "UR_FILEIO_THREADS";
 pub const FALLBACK_ONLY_ENV: &str = "UR_FILEIO_FALLBACK_ONLY";
 /// `auto` (O_DIRECT where the file system allows it), `on` (required) or `off`.
 pub const DIRECT_IO_ENV: &str = "UR_FILEIO_DIRECT_IO";
+/// `auto` or `queue`: the device leg of the bounce fallback ([`BounceCopy`]).
+pub const BOUNCE_COPY_ENV: &str = "UR_FILEIO_BOUNCE_COPY";
+/// Bounce piece size (bytes, multiple of 4 KiB) of the leg that copies
+/// through the device's host mapping ([`BounceCopy::Auto`]).
+pub const BOUNCE_MAP_SIZE_ENV: &str = "UR_FILEIO_BOUNCE_MAP_SIZE";
+/// `1`/`true`: the mapping leg stores into device memory with non-temporal
+/// (cache-bypassing) stores.
+pub const BOUNCE_STREAM_ENV: &str = "UR_FILEIO_BOUNCE_STREAM";
+
+/// The device leg of the bounce fallback: how a piece gets from its pinned
+/// bounce buffer into device memory (or back, for writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BounceCopy {
+    /// Where the device's memory is host memory the host can map at no
+    /// cost (a host-unified device's buffer, USM host memory) and the file
+    /// is buffered: the reading thread copies each cache-sized piece
+    /// through the mapping itself, right after its `pread`. Elsewhere
+    /// (device memory apart from the host's, `O_DIRECT` files): device
+    /// writes, as [`BounceCopy::Queue`].
+    #[default]
+    Auto,
+    /// Always non-blocking device writes (reads) enqueued out of (into) a
+    /// ring of bounce buffers.
+    Queue,
+}
+
+impl std::str::FromStr for BounceCopy {
+    type Err = &'static str;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" | "map" => Ok(BounceCopy::Auto),
+            "queue" => Ok(BounceCopy::Queue),
+            _ => Err("expected auto or queue"),
+        }
+    }
+}
 
 /// Whether files are opened with `O_DIRECT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,18 +89,22 @@ impl std::str::FromStr for DirectIo {
 /// | `threads` | available cores, at most 8 | `UR_FILEIO_THREADS` |
 /// | `fallback_only` | false | `UR_FILEIO_FALLBACK_ONLY` |
 /// | `direct_io` | auto | `UR_FILEIO_DIRECT_IO` |
+/// | `bounce_copy` | auto | `UR_FILEIO_BOUNCE_COPY` |
+/// | `bounce_map_size` | 512 KiB | `UR_FILEIO_BOUNCE_MAP_SIZE` |
+/// | `bounce_stream` | true | `UR_FILEIO_BOUNCE_STREAM` |
 ///
 /// Sizes accept a `K`, `M` or `G` suffix (powers of 1024).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
     /// Bytes per task (a multiple of 4096).
     pub task_size: usize,
-    /// Bytes per bounce piece of buffered I/O (a multiple of 4096): the
-    /// bounce backend moves each task in pieces of `min(task_size,
-    /// bounce_size)` bytes, each through one pinned buffer. The default,
-    /// one piece per 4 MiB task, was the fastest measured on the 2-core VM
-    /// (see `backend/bounce.rs`); smaller, cache-sized pieces cost more CPU
-    /// per GiB there. `O_DIRECT` bounce I/O waits on the disk, not on
+    /// Bytes per bounce piece of buffered I/O on the device-write leg (a
+    /// multiple of 4096): the bounce backend moves each task in pieces of
+    /// `min(task_size, bounce_size)` bytes, each through one pinned buffer
+    /// and one device write. The default, one piece per 4 MiB task, was the
+    /// fastest measured on the 2-core VM (see `backend/bounce.rs`);
+    /// smaller, cache-sized pieces cost more CPU per GiB there (the mapping
+    /// leg uses [`Settings::bounce_map_size`]). `O_DIRECT` bounce I/O waits on the disk, not on
     /// memory, and always uses task-sized pieces.
     pub bounce_size: usize,
     /// Bounce buffers per thread for buffered I/O (2 to 64): piece k's
@@ -77,6 +117,19 @@ pub struct Settings {
     pub fallback_only: bool,
     /// How files are opened by [`crate::FileIo::open`].
     pub direct_io: DirectIo,
+    /// The bounce fallback's device leg: through the device's host mapping
+    /// where it can be ([`BounceCopy::Auto`]), or device writes.
+    pub bounce_copy: BounceCopy,
+    /// Bytes per bounce piece (a multiple of 4096) when the bounce fallback
+    /// copies through the device's host mapping: small enough that the copy
+    /// reads the piece from the core's cache right after the `pread` wrote
+    /// it. 512 KiB (half this VM's L2 per core) measured best, 256 KiB to
+    /// 4 MiB within a few percent.
+    pub bounce_map_size: usize,
+    /// The mapping leg stores into device memory with non-temporal stores
+    /// (x86-64; elsewhere a plain copy): 0.91-0.93 of plain `pread` against
+    /// 0.77-0.81 with plain stores on the 2-core VM (`backend/bounce.rs`).
+    pub bounce_stream: bool,
 }
 
 impl Default for Settings {
@@ -89,6 +142,9 @@ impl Default for Settings {
             threads: cores.clamp(1, 8),
             fallback_only: false,
             direct_io: DirectIo::Auto,
+            bounce_copy: BounceCopy::Auto,
+            bounce_map_size: 512 << 10,
+            bounce_stream: true,
         }
     }
 }
@@ -150,6 +206,16 @@ impl Settings {
         if let Some(v) = get(DIRECT_IO_ENV) {
             self.direct_io = v.parse().map_err(|r| bad(DIRECT_IO_ENV, &v, r))?;
         }
+        if let Some(v) = get(BOUNCE_COPY_ENV) {
+            self.bounce_copy = v.parse().map_err(|r| bad(BOUNCE_COPY_ENV, &v, r))?;
+        }
+        if let Some(v) = get(BOUNCE_MAP_SIZE_ENV) {
+            self.bounce_map_size =
+                parse_size(&v).ok_or_else(|| bad(BOUNCE_MAP_SIZE_ENV, &v, "expected a size like 256K"))?;
+        }
+        if let Some(v) = get(BOUNCE_STREAM_ENV) {
+            self.bounce_stream = parse_bool(&v).ok_or_else(|| bad(BOUNCE_STREAM_ENV, &v, "expected 0 or 1"))?;
+        }
         self.validate()?;
         Ok(self)
     }
@@ -168,6 +234,13 @@ impl Settings {
             return Err(FileIoError::Setting {
                 name: BOUNCE_SIZE_ENV,
                 value: self.bounce_size.to_string(),
+                reason: "must be a non-zero multiple of 4096",
+            });
+        }
+        if !size_ok(self.bounce_map_size) {
+            return Err(FileIoError::Setting {
+                name: BOUNCE_MAP_SIZE_ENV,
+                value: self.bounce_map_size.to_string(),
                 reason: "must be a non-zero multiple of 4096",
             });
         }
@@ -219,6 +292,9 @@ mod tests {
             (THREADS_ENV, "3"),
             (FALLBACK_ONLY_ENV, "1"),
             (DIRECT_IO_ENV, "off"),
+            (BOUNCE_COPY_ENV, "queue"),
+            (BOUNCE_MAP_SIZE_ENV, "512K"),
+            (BOUNCE_STREAM_ENV, "0"),
         ])
         .unwrap();
         assert_eq!(s.task_size, 8 << 20);
@@ -229,6 +305,9 @@ mod tests {
         assert_eq!(s.threads, 3);
         assert!(s.fallback_only);
         assert_eq!(s.direct_io, DirectIo::Off);
+        assert_eq!(s.bounce_copy, BounceCopy::Queue);
+        assert_eq!(s.bounce_map_size, 512 << 10);
+        assert!(!s.bounce_stream);
     }
 
     #[test]
@@ -242,6 +321,9 @@ mod tests {
             (THREADS_ENV, "0"),
             (FALLBACK_ONLY_ENV, "maybe"),
             (DIRECT_IO_ENV, "sometimes"),
+            (BOUNCE_COPY_ENV, "dma"),
+            (BOUNCE_MAP_SIZE_ENV, "1000"),
+            (BOUNCE_STREAM_ENV, "perhaps"),
         ] {
             match with(&[(k, v)]) {
                 Err(FileIoError::Setting { name, .. }) => assert_eq!(name, k),

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use common::*;
 use ur_api::{BufferDesc, Location, MemFlags};
-use ur_file_io::{BackendChoice, BackendKind, DeviceMem, DirectIo, FileIoError, OpenOptions, Request, Settings};
+use ur_file_io::{
+    BackendChoice, BackendKind, BounceCopy, DeviceMem, DirectIo, FileIoError, OpenOptions, Request, Settings,
+};
 use ur_memory_manager::{MemoryManager, Place};
 
 fn native() -> Dev {
@@ -348,12 +350,20 @@ fn settings_come_from_one_place() {
     rt.release_buffer(buf).unwrap();
 }
 
-/// Bounce pieces smaller than tasks (several per task, through rings of 2
-/// and 3 buffers): every byte lands, both ways, on every device, and a read
-/// past end of file stops in the middle of a task and of a piece.
+/// Bounce pieces smaller than tasks (several per task), on both device
+/// legs (device writes through rings of 2 and 3 buffers; copies through
+/// the device's host mapping, plain and streaming): every byte lands, both
+/// ways, on every device, and a read past end of file stops in the middle
+/// of a task and of a piece. `explain` names the leg each device takes.
 #[test]
 fn bounce_pieces_smaller_than_tasks_round_trip_and_stop_at_end_of_file() {
-    for ring in [2, 3] {
+    let legs = [
+        (BounceCopy::Queue, 2, false),
+        (BounceCopy::Queue, 3, false),
+        (BounceCopy::Auto, 2, false),
+        (BounceCopy::Auto, 2, true),
+    ];
+    for (copy, ring, stream) in legs {
         for d in devices() {
             let io = engine(Settings {
                 task_size: 64 << 10,
@@ -362,6 +372,9 @@ fn bounce_pieces_smaller_than_tasks_round_trip_and_stop_at_end_of_file() {
                 threads: 2,
                 fallback_only: true,
                 direct_io: DirectIo::Off,
+                bounce_copy: copy,
+                bounce_map_size: 16 << 10,
+                bounce_stream: stream,
             });
             let rt = io.runtime().clone();
             let dir = tempfile::tempdir().unwrap();
@@ -373,11 +386,22 @@ fn bounce_pieces_smaller_than_tasks_round_trip_and_stop_at_end_of_file() {
             let f = io.open(&p, OpenOptions::read()).unwrap();
             // From an unaligned offset, several pieces per task.
             let off = 777usize;
+            let ex = io
+                .explain(&f, &Request::read(target(&d, buf, 0), off as u64, size - off))
+                .unwrap()
+                .to_string();
+            let mapped = copy == BounceCopy::Auto && d.host_visible();
+            let leg = if mapped {
+                "copy through the device's host mapping"
+            } else {
+                "device write"
+            };
+            assert!(ex.contains(leg), "{} {copy:?}: {ex}", d.name);
             let n = io.read(&f, target(&d, buf, 0), off as u64, size - off).unwrap();
             assert_eq!(n, size - off, "{}", d.name);
             let mut back = vec![0u8; size - off];
             rt.read(d.queue, buf, 0, &mut back).unwrap();
-            assert_eq!(first_diff(&back, &data[off..]), None, "{} ring {ring}", d.name);
+            assert_eq!(first_diff(&back, &data[off..]), None, "{} {copy:?} ring {ring}", d.name);
 
             // Past end of file: the last task ends short, mid-task and
             // mid-piece; the tasks after it read nothing.
@@ -386,7 +410,7 @@ fn bounce_pieces_smaller_than_tasks_round_trip_and_stop_at_end_of_file() {
             assert_eq!(n, size, "{}", d.name);
             let mut all = vec![0u8; size];
             rt.read(d.queue, big, 0, &mut all).unwrap();
-            assert_eq!(first_diff(&all, &data), None, "{} ring {ring}", d.name);
+            assert_eq!(first_diff(&all, &data), None, "{} {copy:?} ring {ring}", d.name);
 
             // And back out to a file through the same rings.
             let out_path = dir.path().join("out");
@@ -396,7 +420,12 @@ fn bounce_pieces_smaller_than_tasks_round_trip_and_stop_at_end_of_file() {
             assert_eq!(io.write(&out, target(&d, big, 0), 3, size).unwrap(), size);
             let written = std::fs::read(&out_path).unwrap();
             assert_eq!(written.len(), size + 3);
-            assert_eq!(first_diff(&written[3..], &data), None, "{} ring {ring}", d.name);
+            assert_eq!(
+                first_diff(&written[3..], &data),
+                None,
+                "{} {copy:?} ring {ring}",
+                d.name
+            );
             let s = io.stats();
             assert_eq!((s.retries, s.direct_bytes), (0, 0), "{s:?}");
             assert!(s.bounce_bytes >= 3 * size as u64 - off as u64, "{s:?}");

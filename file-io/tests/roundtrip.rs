@@ -12,7 +12,7 @@ use common::*;
 use libtest_mimic::{Arguments, Failed, Trial};
 use ur_api::{UsmCaps, UsmDesc, UsmKind};
 use ur_file_io::{
-    BackendChoice, BackendKind, DeviceMem, DirectIo, FileIo, FileIoError, OpenOptions, Request, Settings,
+    BackendChoice, BackendKind, BounceCopy, DeviceMem, DirectIo, FileIo, FileIoError, OpenOptions, Request, Settings,
 };
 
 const SIZES: [usize; 6] = [0, 1, 4095, 4096, 4097, (1 << 20) + 3];
@@ -103,8 +103,11 @@ fn roundtrip(
     Ok(true)
 }
 
-fn matrix(dev: &Dev, choice: BackendChoice, direct: DirectIo) -> Result<(), Failed> {
-    let io = engine(small_settings());
+fn matrix(dev: &Dev, choice: BackendChoice, copy: BounceCopy, direct: DirectIo) -> Result<(), Failed> {
+    let io = engine(Settings {
+        bounce_copy: copy,
+        ..small_settings()
+    });
     let dir = tempfile::tempdir()?;
     let (mut ran, mut refused) = (0, 0);
     for size in SIZES {
@@ -157,18 +160,68 @@ fn usm(dev: &Dev, kind: UsmKind) -> Result<(), Failed> {
     let used_direct = ex.pieces.iter().any(|p| p.chosen == BackendKind::Direct);
     check(used_direct == (kind != UsmKind::Device), || {
         format!("unexpected plan:\n{ex}")
-    })
+    })?;
+    if kind == UsmKind::Host {
+        usm_host_bounce(dev, &io, &src, size)?;
+    }
+    Ok(())
 }
 
-/// 256 MiB + 5 at an unaligned offset, default settings.
-fn big(dev: &Dev, choice: BackendChoice) -> Result<(), Failed> {
-    let io = FileIo::with_settings(runtime(), Settings::default())?;
+/// The bounce fallback into USM host memory copies through its host
+/// address (the mapping leg), both ways, every byte checked.
+fn usm_host_bounce(dev: &Dev, io: &FileIo, src: &[u8], size: usize) -> Result<(), Failed> {
+    let rt = io.runtime().clone();
+    let dir = tempfile::tempdir()?;
+    write_file(&dir.path().join("src"), src);
+    let ptr = rt.usm_alloc(
+        dev.ctx,
+        &UsmDesc::new(UsmKind::Host, size + 5).on(dev.device).aligned(4096),
+    )?;
+    let target = DeviceMem::Usm {
+        queue: dev.queue,
+        ptr: ptr.offset(5),
+    };
+    let bounce = BackendChoice::Only(BackendKind::Bounce);
+    let fin = io.open(dir.path().join("src"), OpenOptions::read().direct_io(DirectIo::Off))?;
+    let read = Request::read(target, 5, size).with_backend(bounce);
+    let ex = io.explain(&fin, &read)?.to_string();
+    let rep = io.run(&fin, &read)?;
+    let fout = io.open(dir.path().join("dst"), OpenOptions::create().direct_io(DirectIo::Off))?;
+    let wrep = io.run(&fout, &Request::write(target, 5, size).with_backend(bounce))?;
+    let back = std::fs::read(dir.path().join("dst"))?;
+    rt.usm_free(dev.ctx, ptr)?;
+    io.release_bounce_buffers();
+    check(ex.contains("copy through the device's host mapping"), || {
+        format!("not the mapping leg:\n{ex}")
+    })?;
+    check(rep.bytes_by(BackendKind::Bounce) == size as u64, || format!("{rep:?}"))?;
+    check(wrep.bytes_by(BackendKind::Bounce) == size as u64, || {
+        format!("{wrep:?}")
+    })?;
+    match first_diff(&back[5..], &src[5..]) {
+        Some(i) => Err(format!("byte {i} differs after the bounce round trip:\n{ex}").into()),
+        None => Ok(()),
+    }
+}
+
+/// 256 MiB + 5 at an unaligned offset, default settings (but the bounce leg).
+fn big(dev: &Dev, choice: BackendChoice, copy: BounceCopy) -> Result<(), Failed> {
+    let io = FileIo::with_settings(
+        runtime(),
+        Settings {
+            bounce_copy: copy,
+            ..Settings::default()
+        },
+    )?;
     let dir = tempfile::tempdir()?;
     let size = (256 << 20) + 5;
     // Plain buffers' mappings are rarely 512-aligned, so on an O_DIRECT file
     // the forced fastpath would be refused whole: force it on a buffered file.
-    let mode = match choice {
-        BackendChoice::Only(BackendKind::Direct) => DirectIo::Off,
+    // The bounce fallback copies through a mapping only for buffered files:
+    // its default leg runs on one, its device-write leg on an O_DIRECT file.
+    let mode = match (choice, copy) {
+        (BackendChoice::Only(BackendKind::Direct), _) => DirectIo::Off,
+        (BackendChoice::Only(BackendKind::Bounce), BounceCopy::Auto) => DirectIo::Off,
         _ => DirectIo::Auto,
     };
     match roundtrip(&io, dev, choice, mode, size, (3, 3), dir.path())? {
@@ -187,15 +240,26 @@ fn main() {
             Err(r) => r,
             Ok(()) => "not offered: no CUDA context hook in ur-api".into(),
         };
-        for (name, choice, skip) in [
-            ("auto", BackendChoice::Auto, None),
-            ("bounce", BackendChoice::Only(BackendKind::Bounce), None),
+        let bounce = BackendChoice::Only(BackendKind::Bounce);
+        // The bounce fallback's device-write leg is what devices that are not
+        // host-unified take anyway; on host-unified ones it is forced here.
+        let queue_skip = (!dev.host_visible()).then(|| "the bounce trial already takes device writes".to_string());
+        for (name, choice, copy, skip) in [
+            ("auto", BackendChoice::Auto, BounceCopy::Auto, None),
+            ("bounce", bounce, BounceCopy::Auto, None),
+            ("bounce-queue", bounce, BounceCopy::Queue, queue_skip),
             (
                 "direct",
                 BackendChoice::Only(BackendKind::Direct),
+                BounceCopy::Auto,
                 direct_reason.clone(),
             ),
-            ("cufile", BackendChoice::Only(BackendKind::Cufile), Some(cufile_reason)),
+            (
+                "cufile",
+                BackendChoice::Only(BackendKind::Cufile),
+                BounceCopy::Auto,
+                Some(cufile_reason.clone()),
+            ),
         ] {
             for (mode, direct) in [("odirect-auto", DirectIo::Auto), ("buffered", DirectIo::Off)] {
                 let d = dev.clone();
@@ -203,7 +267,9 @@ fn main() {
                 if let Some(r) = &skip {
                     label.push_str(&format!(" (skip: {r})"));
                 }
-                trials.push(Trial::test(label, move || matrix(&d, choice, direct)).with_ignored_flag(skip.is_some()));
+                trials.push(
+                    Trial::test(label, move || matrix(&d, choice, copy, direct)).with_ignored_flag(skip.is_some()),
+                );
             }
             let d = dev.clone();
             let big_skip = skip.clone().or_else(|| {
@@ -216,7 +282,9 @@ fn main() {
             } else if !release {
                 label.push_str(" (release builds; --include-ignored)");
             }
-            trials.push(Trial::test(label, move || big(&d, choice)).with_ignored_flag(big_skip.is_some() || !release));
+            trials.push(
+                Trial::test(label, move || big(&d, choice, copy)).with_ignored_flag(big_skip.is_some() || !release),
+            );
         }
         for kind in [UsmKind::Host, UsmKind::Device] {
             let cap = match kind {

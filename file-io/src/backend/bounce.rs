@@ -3,10 +3,46 @@
 //! them, page-aligned host memory otherwise), pooled across requests and
 //! so faulted in once.
 //!
-//! Each thread ([`readers`]: for buffered I/O on a CPU device half the
-//! settings' threads, the device's copies take the other half) claims
-//! tasks and moves each in pieces through a ring of buffers (the settings'
-//! `bounce_size` and `bounce_ring`, `UR_FILEIO_BOUNCE_SIZE`,
+//! Two device legs ([`leg`], named by `explain`): how a piece gets from
+//! its bounce buffer into device memory.
+//!
+//! **Copy through the device's host mapping** ([`super::bounce_map`]), for
+//! a buffered file and a target the host maps at no cost (a buffer of a
+//! host-unified device: native, PoCL, rusticl, Intel's CPU OpenCL; USM
+//! host memory), unless the settings ask for device writes
+//! (`bounce_copy`, `UR_FILEIO_BOUNCE_COPY=queue`). The request's range is
+//! mapped once; every thread `pread`s piece k (`bounce_map_size`, 512 KiB,
+//! `UR_FILEIO_BOUNCE_MAP_SIZE`) into its one bounce buffer and copies it
+//! into the mapping right away, while it is still in the core's L2, with
+//! non-temporal stores (`bounce_stream`, `UR_FILEIO_BOUNCE_STREAM`): the
+//! destination is written once and not read back, so its lines are neither
+//! read for ownership nor left to evict the next piece. No device command
+//! per piece, and every thread reads. Writes: copy out of the mapping into
+//! the bounce buffer, then `pwrite` it (plain stores: the `pwrite` reads
+//! them back at once).
+//!
+//! Measured on the 2-core VM (256 MiB, PoCL, warm cache, `file_read`
+//! bench: every variant follows plain `pread` in turn in each repetition, 3
+//! runs of 5, 2 threads), reads over `pread`: the mapping leg with
+//! streaming stores 0.92, 0.93, 0.91 (512 KiB pieces; 256 KiB 0.89-0.92,
+//! 128 KiB 0.89, 64 KiB 0.84, 4 MiB 0.89); with plain stores 0.77-0.81
+//! (128 KiB to 1 MiB pieces alike); the device-write leg in the same runs
+//! 0.67, 0.69, 0.70. CPU seconds per GiB: 0.148-0.153 streaming, 0.175
+//! plain, 0.180-0.183 device writes, plain `pread` 0.135-0.140. Writes over
+//! `pwrite`: 1.06-1.08 against 0.99-1.03 for device writes. Before this
+//! leg the same bench gave 0.60-0.70 (the device-write leg was the default).
+//! The other host-unified devices, `ur-cp --backend bounce --direct-io off
+//! --chunk 256M` of a cached 256 MiB file, the legs alternating, 3 each
+//! (GiB/s, mapping leg against device writes): native 7.6-9.6 / 5.7-6.0,
+//! rusticl (llvmpipe) 9.2-9.4 / 6.5-6.7, Intel's CPU OpenCL 8.0-9.9 /
+//! 6.5-6.6, PoCL 9.1-9.6 / 6.3-6.8.
+//!
+//! **Device writes**, for everything else (device memory apart from the
+//! host's: CUDA, Level Zero GPUs, sim; `O_DIRECT` files, whose pieces wait
+//! on the disk). Each thread ([`readers`]: for buffered I/O on a CPU device
+//! half the settings' threads, the device's copies take the other half)
+//! claims tasks and moves each in pieces through a ring of buffers (the
+//! settings' `bounce_size` and `bounce_ring`, `UR_FILEIO_BOUNCE_SIZE`,
 //! `UR_FILEIO_BOUNCE_RING`; the piece size no longer depends on the task
 //! size). A read `pread`s piece k into a buffer, enqueues the device write
 //! out of it without waiting and goes on with piece k+1; it waits for
@@ -14,17 +50,17 @@
 //! Writes run the same ring the other way (device reads ahead, `pwrite` of
 //! the oldest piece).
 //!
-//! The defaults, 4 MiB pieces (one per task) in a ring of 2, were chosen by
-//! measurement on the 2-core VM (256 MiB, PoCL, warm cache, the variants
-//! taking turns after plain `pread` in each repetition,
+//! The device-write defaults, 4 MiB pieces (one per task) in a ring of 2,
+//! were chosen by measurement on the 2-core VM (256 MiB, PoCL, warm cache,
+//! the variants taking turns after plain `pread` in each repetition,
 //! `UR_FILEIO_BENCH_BOUNCE_SWEEP` of the `file_read` bench, 3 runs of 7):
 //! reads over `pread` 0.68-0.82 for 4 MiB x 2, 0.62-0.69 for 512 KiB x 4,
 //! 0.69-0.73 for 1 MiB x 4, 0.49-0.74 for 256 KiB x 4, 0.55-0.61 for
 //! 4 MiB x 4; CPU seconds per GiB 0.27-0.28 (4 MiB x 2) against 0.28-0.29
 //! (512 KiB) and 0.31-0.41 (256 KiB), plain `pread` 0.16-0.17. Cache-sized
-//! pieces do not make the second copy cheaper here: the per-command cost
-//! of the device queue grows faster. Writes over `pwrite`: 0.71-0.83 for
-//! 4 MiB x 2, 0.63-0.66 for 512 KiB x 4.
+//! pieces do not make the second copy cheaper on this leg: the per-command
+//! cost of the device queue grows faster. Writes over `pwrite`: 0.71-0.83
+//! for 4 MiB x 2, 0.63-0.66 for 512 KiB x 4.
 //!
 //! Aligned pieces of an `O_DIRECT` file use `O_DIRECT` (the buffers are
 //! page-aligned) with task-sized pieces, two per thread: they wait on the
@@ -47,7 +83,8 @@ use super::{Backend, Failed, Job};
 use crate::error::{FileIoError, Result};
 use crate::plan::{BackendKind, Direction, PieceView, Score};
 use crate::pool::TaskSet;
-use crate::target::DeviceMem;
+use crate::settings::BounceCopy;
+use crate::target::{DeviceMem, HostVisible};
 
 const PAGE: usize = 4096;
 /// A transparent huge page (x86-64, aarch64 with 4 KiB pages).
@@ -90,6 +127,18 @@ pub(crate) struct Block {
     usm: Option<(ContextId, UsmPtr)>,
 }
 
+impl Block {
+    /// The buffer's address.
+    pub(crate) fn addr(&self) -> usize {
+        self.addr
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// Bounce buffers kept between requests (of every piece size in use).
 #[derive(Debug)]
 pub(crate) struct BouncePool {
@@ -111,7 +160,7 @@ impl BouncePool {
 
     /// A free block of `len` bytes (a non-zero multiple of 4096) usable with
     /// `ctx` (its own USM host memory, or plain memory), or a new one.
-    fn take(&self, ctx: ContextId, usm_host: bool, len: usize) -> Result<Block> {
+    pub(crate) fn take(&self, ctx: ContextId, usm_host: bool, len: usize) -> Result<Block> {
         {
             let mut free = self.free.lock();
             let want = |b: &Block| {
@@ -155,7 +204,7 @@ impl BouncePool {
         })
     }
 
-    fn give(&self, b: Block) {
+    pub(crate) fn give(&self, b: Block) {
         self.free.lock().push(b);
     }
 
@@ -194,13 +243,34 @@ impl Backend for Bounce {
     }
 
     fn score(&self, job: &Job, p: &PieceView) -> Score {
+        let threads = job.engine.settings.threads;
+        let (leg, why) = leg(job);
+        if leg == Leg::Mapping {
+            let op = match p.dir {
+                Direction::Read => "pread into a pinned bounce buffer, then copy into device memory",
+                Direction::Write => "copy out of device memory into a pinned bounce buffer, then pwrite",
+            };
+            let s = &job.engine.settings;
+            let stores = if p.dir == Direction::Read && s.bounce_stream && cfg!(target_arch = "x86_64") {
+                "streaming stores"
+            } else {
+                "plain stores"
+            };
+            return Score::offer(
+                BackendKind::Bounce,
+                0,
+                format!(
+                    "always offered: buffered {op} ({} KiB pieces, one buffer per thread, {stores}; {threads} threads); device leg: {why}",
+                    s.bounce_map_size.min(s.task_size) >> 10
+                ),
+            );
+        }
         let how = if p.file_aligned() { "O_DIRECT" } else { "buffered" };
         let op = match p.dir {
             Direction::Read => "pread into a ring of pinned bounce buffers, device writes overlapped",
             Direction::Write => "device reads into a ring of pinned bounce buffers, pwrite overlapped",
         };
         let (piece, ring) = job.engine.settings.bounce_pieces(job.mode.o_direct);
-        let threads = job.engine.settings.threads;
         let n = readers(threads, job.target.info.device_type, job.mode.o_direct);
         let who = if n < threads {
             format!("{n} of {threads} threads (the CPU device's copies take the other cores)")
@@ -211,13 +281,16 @@ impl Backend for Bounce {
             BackendKind::Bounce,
             0,
             format!(
-                "always offered: {how} {op} ({ring} x {} KiB per thread); {who}",
+                "always offered: {how} {op} ({ring} x {} KiB per thread); {who}; device leg: {why}",
                 piece >> 10
             ),
         )
     }
 
     fn run(&self, job: &Arc<Job>, file_offset: u64, len: usize) -> Result<Vec<Failed>> {
+        if leg(job).0 == Leg::Mapping && super::bounce_map::run(job, file_offset, len)? {
+            return Ok(Vec::new());
+        }
         let eng = &job.engine;
         let task = eng.settings.task_size;
         let (piece, ring) = eng.settings.bounce_pieces(job.mode.o_direct);
@@ -250,8 +323,47 @@ impl Backend for Bounce {
     }
 }
 
-/// Threads that read (or write) the file for one bounce request, of
-/// `threads`. On a CPU device the device side of every task (the copy from
+/// The device leg of a bounce request: how each piece gets from its bounce
+/// buffer into device memory (or back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leg {
+    /// Non-blocking device writes (reads) out of (into) a ring of buffers.
+    DeviceWrite,
+    /// The reading thread copies each piece through the device memory's
+    /// host mapping ([`super::bounce_map`]).
+    Mapping,
+}
+
+/// Which leg `job` takes, and why (for `explain`).
+pub(crate) fn leg(job: &Job) -> (Leg, String) {
+    let s = &job.engine.settings;
+    let device_write = |why: &str| (Leg::DeviceWrite, format!("device write: {why}"));
+    if s.bounce_copy == BounceCopy::Queue {
+        return device_write("settings ask for it (bounce_copy / UR_FILEIO_BOUNCE_COPY=queue)");
+    }
+    if job.mode.o_direct {
+        return device_write("O_DIRECT file: the pieces wait on the disk, queued device copies overlap them");
+    }
+    match &job.target.visible {
+        HostVisible::Mapped => (
+            Leg::Mapping,
+            "copy through the device's host mapping: the device is host-unified (its buffer maps with no copy), \
+             so each thread copies its piece while it is still in the core's cache, with no device command per piece"
+                .into(),
+        ),
+        HostVisible::UsmHost => (
+            Leg::Mapping,
+            "copy through the device's host mapping: USM host memory, so each thread copies its piece while it \
+             is still in the core's cache, with no device command per piece"
+                .into(),
+        ),
+        HostVisible::No(r) => device_write(r),
+    }
+}
+
+/// Threads that read (or write) the file for one bounce request on the
+/// device-write leg, of `threads` (the mapping leg uses every thread: its
+/// device copies are its own). On a CPU device the device side of every task (the copy from
 /// the bounce buffer into the buffer) is a memcpy run by the OpenCL
 /// runtime's own threads on the same cores, and so is a buffered read (the
 /// kernel's copy from the page cache): half the threads read, so that

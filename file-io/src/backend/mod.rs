@@ -2,6 +2,7 @@
 //! ([`Backend::score`]) and moves the pieces it won ([`Backend::run`]).
 
 pub(crate) mod bounce;
+pub(crate) mod bounce_map;
 pub(crate) mod cufile;
 pub(crate) mod direct;
 

@@ -103,6 +103,7 @@ pub fn small_settings() -> Settings {
     Settings {
         task_size: 64 << 10,
         bounce_size: 64 << 10,
+        bounce_map_size: 16 << 10,
         threads: 3,
         ..Settings::default()
     }
