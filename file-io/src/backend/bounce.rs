@@ -337,7 +337,13 @@ pub(crate) enum Leg {
 /// Which leg `job` takes, and why (for `explain`).
 pub(crate) fn leg(job: &Job) -> (Leg, String) {
     let s = &job.engine.settings;
-    let device_write = |why: &str| (Leg::DeviceWrite, format!("device write: {why}"));
+    // Named by what the device does: it writes the pieces of a file read,
+    // and reads those of a file write.
+    let queued = match job.dir {
+        Direction::Read => "device write",
+        Direction::Write => "device read",
+    };
+    let device_write = |why: &str| (Leg::DeviceWrite, format!("{queued}: {why}"));
     if s.bounce_copy == BounceCopy::Queue {
         return device_write("settings ask for it (bounce_copy / UR_FILEIO_BOUNCE_COPY=queue)");
     }
