@@ -162,6 +162,30 @@ pub(crate) fn map(rt: &Runtime, mem: DeviceMem, delta: usize, len: usize, flags:
     Ok(ptr)
 }
 
+/// Where the host reaches `[delta, delta + len)` of a host-visible target:
+/// its start address, and the mapping to hand back to [`unmap`] once done
+/// (`None` for USM host memory, used in place after the queue's earlier
+/// commands finished). `None`: the target is not host-visible.
+pub(crate) fn host_range(
+    rt: &Runtime,
+    target: &Resolved,
+    delta: usize,
+    len: usize,
+    dir: Direction,
+) -> Option<Result<(usize, Option<HostPtr>)>> {
+    Some(match target.visible {
+        HostVisible::Mapped => map(rt, target.mem, delta, len, map_flags(dir)).map(|m| (m.as_ptr() as usize, Some(m))),
+        HostVisible::UsmHost => {
+            // Earlier commands of the queue may still use the range.
+            let addr = target.addr.expect("USM host targets have an address");
+            rt.finish(target.mem.queue())
+                .map(|()| (addr + delta, None))
+                .map_err(FileIoError::from)
+        }
+        HostVisible::No(_) => return None,
+    })
+}
+
 /// Unmaps a mapping made by [`map`] and waits.
 pub(crate) fn unmap(rt: &Runtime, mem: DeviceMem, mapped: HostPtr) -> Result<()> {
     let DeviceMem::Buffer { queue, buffer, .. } = mem else {

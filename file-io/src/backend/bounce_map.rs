@@ -18,30 +18,23 @@ use super::Job;
 use crate::error::{FileIoError, Result};
 use crate::plan::Direction;
 use crate::pool::TaskSet;
-use crate::target::{self, HostVisible};
+use crate::target;
 
 /// Moves `[file_offset, file_offset + len)` of `job` through the target's
-/// host mapping. `Ok(false)`: the mapping could not be made (logged); the
-/// caller uses device writes instead, nothing was moved.
+/// host mapping. `Ok(false)`: the host could not reach the range (a failed
+/// mapping, logged); the caller uses device writes instead, nothing was
+/// moved.
 pub(crate) fn run(job: &Arc<Job>, file_offset: u64, len: usize) -> Result<bool> {
     let eng = &job.engine;
     let delta = (file_offset - job.file_offset) as usize;
     let mem = job.target.mem;
-    let (base, mapping) = match job.target.visible {
-        HostVisible::Mapped => match target::map(&eng.rt, mem, delta, len, target::map_flags(job.dir)) {
-            Ok(m) => (m.as_ptr() as usize, Some(m)),
-            Err(e) => {
-                tracing::warn!(error = %e, "bounce: mapping the target failed; using device writes");
-                return Ok(false);
-            }
-        },
-        HostVisible::UsmHost => {
-            // Earlier commands of the queue may still use the range.
-            eng.rt.finish(mem.queue())?;
-            let addr = job.target.addr.expect("USM host targets have an address");
-            (addr + delta, None)
+    let (base, mapping) = match target::host_range(&eng.rt, &job.target, delta, len, job.dir) {
+        Some(Ok(range)) => range,
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "bounce: the target's range is not reachable from the host; using device writes");
+            return Ok(false);
         }
-        HostVisible::No(_) => return Ok(false),
+        None => return Ok(false),
     };
     let task = eng.settings.task_size;
     let piece = eng.settings.bounce_map_size.min(task);

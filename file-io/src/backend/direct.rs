@@ -77,20 +77,10 @@ impl Backend for Direct {
         let eng = &job.engine;
         let delta = (file_offset - job.file_offset) as usize;
         let mem = job.target.mem;
-        let (base, mapping) = match job.target.visible {
-            HostVisible::Mapped => match target::map(&eng.rt, mem, delta, len, target::map_flags(job.dir)) {
-                Ok(m) => (m.as_ptr() as usize, Some(m)),
-                Err(e) => return whole(e),
-            },
-            HostVisible::UsmHost => {
-                // Earlier commands of the queue may still use the range.
-                if let Err(e) = eng.rt.finish(mem.queue()) {
-                    return whole(e.into());
-                }
-                let addr = job.target.addr.expect("USM host targets have an address");
-                (addr + delta, None)
-            }
-            HostVisible::No(_) => unreachable!("direct is not offered for memory that is not host-visible"),
+        let (base, mapping) = match target::host_range(&eng.rt, &job.target, delta, len, job.dir) {
+            Some(Ok(range)) => range,
+            Some(Err(e)) => return whole(e),
+            None => unreachable!("direct is not offered for memory that is not host-visible"),
         };
         let od = job.mode.o_direct;
         let failures: Arc<Mutex<Vec<Failed>>> = Arc::new(Mutex::new(Vec::new()));
