@@ -155,6 +155,10 @@ impl Prepared {
     /// Hands the accesses back after `cmd` (an event of `q`) and releases
     /// the ready events.
     pub fn finish(mut self, q: &Queue, cmd: EventId) {
+        if self.guards.is_empty() {
+            // A direct operand (the common case): nothing held.
+            return;
+        }
         for (_, g) in std::mem::take(&mut self.guards) {
             hand_back(q, cmd, g);
         }
@@ -169,6 +173,9 @@ impl Prepared {
 
 impl Drop for Prepared {
     fn drop(&mut self) {
+        if self.ready.is_empty() {
+            return;
+        }
         for e in self.ready.drain(..) {
             let _ = state().rt.release_event(e);
         }
