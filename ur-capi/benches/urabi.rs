@@ -31,12 +31,13 @@
 //! it, a build not kept): with the write and the event release going
 //! straight from the entry point to `Runtime` (no handle lookups, no event
 //! handle registered), our median over 8 interleaved runs fell from 1308
-//! to 1164 ns against UR's 1001 (1.31 -> 1.16): the C ABI layer's ~700
-//! instructions per operation are about half the gap; the checked dyn
-//! layer, the adapter and PoCL's amplification of them are the other half.
-//! Headers that hold their objects (no hash map) saved 60 of those
-//! instructions but were slower (1361 ns): 64K quarantined 80-byte
-//! headers no longer fit in L2, and the loader reads every one.
+//! to 1164 ns against UR's 1001 (1.31 -> 1.16), with ~700 fewer
+//! instructions per operation (of the ~1,000 this crate runs there): the
+//! C ABI layer is about half the gap; the checked dyn layer, the adapter
+//! and PoCL's amplification of them are the other half. Headers that hold
+//! their objects (no hash map) saved 60 instructions per operation but
+//! were slower (1361 ns): 64K quarantined 80-byte headers no longer fit in
+//! L2, and the loader reads every one.
 //!
 //! `URABI_ROUNDS=N` (child side) times N rounds of 20,000 operations
 //! instead of 5, for profiling a child under `perf` or callgrind.
