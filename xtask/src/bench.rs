@@ -82,7 +82,8 @@ pub fn bench(filter: Option<&str>, packages: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn target_dir() -> PathBuf {
+/// The cargo target folder: `CARGO_TARGET_DIR`, else `<workspace>/target`.
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::workspace_root().join("target"))

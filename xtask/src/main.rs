@@ -9,9 +9,12 @@
 //!   Level Zero bindings of `level-zero-sys` with bindgen.
 //! - `cargo xtask bench [--filter NAME]`: runs the benchmarks and collects
 //!   their `BENCH_ROW` lines into `target/bench/report.json`.
+//! - `cargo xtask clients`: dpctl's and dpnp's test suites through UR's own
+//!   OpenCL adapter and through ours, side by side (`clients.rs`).
 
 mod bench;
 mod ci;
+mod clients;
 mod cmd;
 mod codegen;
 mod icd;
@@ -26,7 +29,7 @@ use clap::{Parser, Subcommand};
 
 /// The project's tasks.
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", about = "Project tasks: setup, ci, bench, codegen")]
+#[command(name = "cargo xtask", about = "Project tasks: setup, ci, bench, codegen, clients")]
 struct Cli {
     #[command(subcommand)]
     task: Task,
@@ -57,6 +60,46 @@ enum Task {
         #[arg(long, short = 'p', value_name = "PACKAGE")]
         package: Vec<String>,
     },
+    /// Run dpctl's and dpnp's test suites through UR's own OpenCL adapter and through ours, and compare.
+    Clients(ClientsArgs),
+}
+
+/// `cargo xtask clients` options.
+#[derive(Debug, clap::Args)]
+struct ClientsArgs {
+    /// Suites to run, comma-separated (default: all): dpctl, sycl_queue, sum, linalg, arraycreation.
+    #[arg(long, value_delimiter = ',')]
+    suites: Vec<String>,
+    /// Only run through our adapter library.
+    #[arg(long, conflicts_with = "ur_only")]
+    ours_only: bool,
+    /// Only run through UR's own OpenCL adapter.
+    #[arg(long)]
+    ur_only: bool,
+    /// The device, the same on both sides: intel, pocl, rusticl, or text of "platform / device name"; `#K` for the K-th match.
+    #[arg(long, default_value = "intel")]
+    device: String,
+    /// ONEAPI_DEVICE_SELECTOR for UR's side instead of the one computed from --device.
+    #[arg(long)]
+    selector_ur: Option<String>,
+    /// ONEAPI_DEVICE_SELECTOR for our side instead of the one computed from --device.
+    #[arg(long)]
+    selector_ours: Option<String>,
+    /// Time limit of each run, seconds (the run is killed with its children).
+    #[arg(long, default_value_t = 1200)]
+    timeout_secs: u64,
+    /// pytest -k expression (the suites' own deselections are added).
+    #[arg(short = 'k')]
+    k: Option<String>,
+    /// Do not build the adapter library (`cargo build --release -p ur-capi`) first.
+    #[arg(long)]
+    no_build: bool,
+    /// Fail unless every run finished with no failed test, error, crash or time-out.
+    #[arg(long)]
+    strict: bool,
+    /// More pytest arguments, after `--`.
+    #[arg(last = true)]
+    pytest_args: Vec<String>,
 }
 
 /// The workspace root (the parent of this crate's folder).
@@ -72,6 +115,19 @@ fn main() -> ExitCode {
         Task::Ci => ci::ci(),
         Task::Codegen { check } => codegen::codegen(check),
         Task::Bench { filter, package } => bench::bench(filter.as_deref(), &package),
+        Task::Clients(a) => clients::clients(&clients::Options {
+            suites: a.suites,
+            ur: !a.ours_only,
+            ours: !a.ur_only,
+            device: a.device,
+            selector_ur: a.selector_ur,
+            selector_ours: a.selector_ours,
+            timeout: std::time::Duration::from_secs(a.timeout_secs),
+            k: a.k,
+            pytest_args: a.pytest_args,
+            no_build: a.no_build,
+            strict: a.strict,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

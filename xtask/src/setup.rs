@@ -270,6 +270,8 @@ pub fn setup(dry_run: bool) -> Result<()> {
     }
     crate::wheels::ensure(dry_run)?;
     crate::wheels::ensure_h5py(dry_run)?;
+    // dpctl and dpnp (with pytest) for `cargo xtask clients`, in a venv.
+    crate::clients::ensure_venv(dry_run)?;
     crate::icd::register(dry_run)?;
     // Nightly with Miri and rust-src, cargo-fuzz (issue #16's CI steps).
     crate::reliability::setup(dry_run)?;
