@@ -68,6 +68,14 @@ pub fn bench(filter: Option<&str>, packages: &[String]) -> Result<()> {
             status: status.to_string(),
         });
     }
+    if packages.is_empty() {
+        // The dpctl / dpnp rows (`clients.*`), ours over UR's adapter; a
+        // machine without the clients' venv skips them with the reason.
+        match crate::clients::bench_rows(&crate::clients::Options::default(), filter) {
+            Ok(more) => rows.extend(more),
+            Err(e) => println!("clients.*: skipped: {e}"),
+        }
+    }
     let path = write_report(&Report { rows: rows.clone() })?;
     print!("{}", table(&rows));
     let _ = std::io::stdout().flush();

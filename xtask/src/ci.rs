@@ -30,8 +30,15 @@ const CLIENTS_RUN_LIMIT_SECS: u64 = 600;
 /// The `clients` step's command: `cargo xtask clients` on our side only.
 fn clients_step() -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
-    c.args(["clients", "--ours-only", "--strict", "--suites", "dpctl,sum", "--timeout-secs"])
-        .arg(CLIENTS_RUN_LIMIT_SECS.to_string());
+    c.args([
+        "clients",
+        "--ours-only",
+        "--strict",
+        "--suites",
+        "dpctl,sum",
+        "--timeout-secs",
+    ])
+    .arg(CLIENTS_RUN_LIMIT_SECS.to_string());
     c
 }
 
@@ -45,9 +52,7 @@ fn clients_step_on() -> Result<bool> {
         _ => CLIENTS_STEP,
     };
     if !on {
-        eprintln!(
-            "xtask: skipping step `clients`: off (CLIENTS_STEP in xtask/src/ci.rs, or {CLIENTS_STEP_ENV}=1)"
-        );
+        eprintln!("xtask: skipping step `clients`: off (CLIENTS_STEP in xtask/src/ci.rs, or {CLIENTS_STEP_ENV}=1)");
         return Ok(false);
     }
     if crate::clients::venv_ready() {

@@ -51,7 +51,7 @@ enum Task {
         #[arg(long)]
         check: bool,
     },
-    /// Run `cargo bench --workspace` and write target/bench/report.json.
+    /// Run `cargo bench --workspace` (and the `clients.*` rows) and write target/bench/report.json.
     Bench {
         /// Only keep rows (and run benchmarks) whose name contains this text.
         #[arg(long)]
@@ -97,6 +97,9 @@ struct ClientsArgs {
     /// Fail unless every run finished with no failed test, error, crash or time-out.
     #[arg(long)]
     strict: bool,
+    /// Measure the `clients.*` bench rows (ours over UR's adapter) instead of running the suites.
+    #[arg(long)]
+    bench: bool,
     /// More pytest arguments, after `--`.
     #[arg(last = true)]
     pytest_args: Vec<String>,
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
             pytest_args: a.pytest_args,
             no_build: a.no_build,
             strict: a.strict,
+            bench: a.bench,
         }),
     };
     match result {

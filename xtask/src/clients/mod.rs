@@ -30,18 +30,21 @@
 //! the runner still says how many tests finished and which one was running
 //! ([`parse_progress`]). Logs: `target/clients/<suite>-<side>.log`.
 
-use std::fmt::Write as _;
+mod bench;
+mod report;
+mod select;
+
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use quick_xml::events::Event;
-use quick_xml::Reader;
-use serde::Deserialize;
-
 use crate::cmd::{cargo, descendants, display, human, run, Result, XtaskError, OPENCL_ENV};
+
+pub use bench::bench_rows;
+use report::{cell, parse_junit, parse_progress, table, Outcome, RunResult};
+use select::{k_expression, pick_device, Listed};
 
 /// The Python packages of the clients, pinned (CI must see what was
 /// measured). dpctl and dpnp pull Intel's SYCL runtime, UR loader, OpenCL
@@ -52,7 +55,7 @@ pub const CLIENT_PACKAGES: &[&str] = &["dpctl==0.22.1", "dpnp==0.20.0", "pytest=
 const INSTALLED: &str = ".ur-clients-installed";
 
 /// The pytest plugin that records progress (see the module docs).
-const PROGRESS_PLUGIN: &str = include_str!("../py/ur_clients_progress.py");
+const PROGRESS_PLUGIN: &str = include_str!("../../py/ur_clients_progress.py");
 
 /// The plugin's module name.
 const PROGRESS_MODULE: &str = "ur_clients_progress";
@@ -106,7 +109,14 @@ pub fn ensure_venv(dry_run: bool) -> Result<()> {
         run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
     }
     run(Command::new(venv_python())
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--only-binary=:all:"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--only-binary=:all:",
+        ])
         .args(CLIENT_PACKAGES))?;
     std::fs::write(dir.join(INSTALLED), spec.as_bytes()).map_err(|source| XtaskError::Io {
         what: format!("marking {}", dir.display()),
@@ -194,279 +204,6 @@ impl Side {
     }
 }
 
-/// Test counts of one run.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Counts {
-    /// Tests that passed.
-    pub passed: u64,
-    /// Tests whose call failed.
-    pub failed: u64,
-    /// Tests skipped (and expected failures, as junit counts them).
-    pub skipped: u64,
-    /// Errors in setup, teardown or collection.
-    pub errors: u64,
-    /// pytest's own duration, seconds.
-    pub time_s: f64,
-}
-
-/// Reads the counts of a pytest JUnit XML report: the sum over its
-/// `<testsuite>` elements of `tests`, `failures`, `errors`, `skipped` and
-/// `time` (passed = tests - failures - errors - skipped).
-pub fn parse_junit(xml: &str) -> Result<Counts> {
-    let bad = |why: String| XtaskError::Other(format!("junit report: {why}"));
-    let mut reader = Reader::from_str(xml);
-    let mut counts = Counts::default();
-    let mut suites = 0;
-    loop {
-        match reader.read_event().map_err(|e| bad(e.to_string()))? {
-            Event::Start(e) | Event::Empty(e) if e.name().as_ref() == b"testsuite" => {
-                suites += 1;
-                let mut tests = 0u64;
-                let mut not_passed = 0u64;
-                for attr in e.attributes() {
-                    let attr = attr.map_err(|e| bad(e.to_string()))?;
-                    let value = attr.unescape_value().map_err(|e| bad(e.to_string()))?;
-                    let key = attr.key.as_ref();
-                    if key == b"time" {
-                        counts.time_s += value.parse::<f64>().map_err(|_| bad(format!("time={value:?}")))?;
-                        continue;
-                    }
-                    let slot = match key {
-                        b"tests" => &mut tests,
-                        b"failures" => &mut counts.failed,
-                        b"errors" => &mut counts.errors,
-                        b"skipped" => &mut counts.skipped,
-                        _ => continue,
-                    };
-                    let n: u64 = value.parse().map_err(|_| {
-                        bad(format!("{}={value:?}", String::from_utf8_lossy(key)))
-                    })?;
-                    *slot += n;
-                    if key != b"tests" {
-                        not_passed += n;
-                    }
-                }
-                counts.passed += tests.saturating_sub(not_passed);
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    if suites == 0 {
-        return Err(bad("no <testsuite> element".into()));
-    }
-    Ok(counts)
-}
-
-/// What the progress plugin recorded.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Progress {
-    /// Tests finished.
-    pub done: u64,
-    /// Outcomes so far (time left at 0).
-    pub counts: Counts,
-    /// The test started last and not finished: where a crash happened.
-    pub running: Option<String>,
-}
-
-/// Reads the plugin's lines (`start`, an outcome, `done`, each with a node
-/// id). A failing teardown after a passing call counts once in each.
-pub fn parse_progress(text: &str) -> Progress {
-    let mut p = Progress::default();
-    let mut running: Option<&str> = None;
-    for line in text.lines() {
-        let Some((kind, id)) = line.split_once(' ') else {
-            continue;
-        };
-        match kind {
-            "start" => running = Some(id),
-            "done" => {
-                p.done += 1;
-                running = None;
-            }
-            "passed" => p.counts.passed += 1,
-            "failed" => p.counts.failed += 1,
-            "skipped" => p.counts.skipped += 1,
-            "error" => p.counts.errors += 1,
-            _ => {}
-        }
-    }
-    p.running = running.map(str::to_owned);
-    p
-}
-
-/// One device a side lists (from `dpctl.get_devices()`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Listed {
-    /// The SYCL backend (`opencl`, `level_zero`, ...).
-    pub backend: String,
-    /// The platform's name.
-    pub platform: String,
-    /// The device's name.
-    pub name: String,
-}
-
-/// Short names for `--device`: the text they look for in
-/// "platform / device name".
-const DEVICE_ALIASES: [(&str, &str); 3] = [
-    ("intel", "Intel(R) OpenCL /"),
-    ("pocl", "Portable Computing Language /"),
-    ("rusticl", "rusticl /"),
-];
-
-/// Picks the device `choice` names among `devices`: an alias of
-/// [`DEVICE_ALIASES`] or any text of "platform / device name" (case
-/// ignored), optionally `#K` for the K-th match (from 0). Returns the
-/// selector that picks it alone, `*:N` with N its index among the devices
-/// of its backend, and its position in `devices`.
-pub fn pick_device(devices: &[Listed], choice: &str) -> std::result::Result<(String, usize), String> {
-    let (what, nth) = match choice.rsplit_once('#') {
-        Some((w, k)) => (w, k.parse::<usize>().map_err(|_| format!("`{choice}`: `#{k}` is not a number"))?),
-        None => (choice, 0),
-    };
-    let needle = DEVICE_ALIASES
-        .iter()
-        .find(|(alias, _)| alias.eq_ignore_ascii_case(what))
-        .map_or(what, |(_, text)| text)
-        .to_lowercase();
-    let pos = devices
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| format!("{} / {}", d.platform, d.name).to_lowercase().contains(&needle))
-        .map(|(i, _)| i)
-        .nth(nth)
-        .ok_or_else(|| {
-            let seen: Vec<String> = devices.iter().map(|d| format!("{} / {}", d.platform, d.name)).collect();
-            format!("no device matches `{choice}` among [{}]", seen.join("; "))
-        })?;
-    let backend = &devices[pos].backend;
-    let index = devices[..pos].iter().filter(|d| &d.backend == backend).count();
-    Ok((format!("*:{index}"), pos))
-}
-
-/// Adds `not <test>` for each deselected test to a `-k` expression.
-pub fn k_expression(user: Option<&str>, deselect: &[&str]) -> Option<String> {
-    let mut parts: Vec<String> = user.map(|k| format!("({k})")).into_iter().collect();
-    parts.extend(deselect.iter().map(|t| format!("not {t}")));
-    (!parts.is_empty()).then(|| parts.join(" and "))
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// pytest exited and wrote its report.
-    Finished {
-        /// The report's counts.
-        counts: Counts,
-        /// pytest's exit code (0 all passed, 1 some failed, ...).
-        code: i32,
-    },
-    /// Killed by a signal (an abort, a segfault).
-    Crashed {
-        /// The signal.
-        signal: i32,
-        /// What the progress plugin recorded.
-        progress: Progress,
-    },
-    /// Ran past the time limit; killed with its children.
-    TimedOut {
-        /// The limit.
-        limit: Duration,
-        /// What the progress plugin recorded.
-        progress: Progress,
-    },
-    /// Exited without a report (a usage error, an import failure).
-    NoReport {
-        /// The exit code.
-        code: i32,
-        /// What the progress plugin recorded.
-        progress: Progress,
-    },
-    /// Not run, and why.
-    NotRun(String),
-}
-
-impl Outcome {
-    /// Did every test that ran pass (no failure, error, crash or hang)?
-    pub fn clean(&self) -> bool {
-        match self {
-            Outcome::Finished { counts, code } => *code == 0 && counts.failed == 0 && counts.errors == 0,
-            _ => false,
-        }
-    }
-}
-
-/// One run's result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunResult {
-    /// How it ended.
-    pub outcome: Outcome,
-    /// The process's wall time.
-    pub wall: Duration,
-    /// The selector it ran with.
-    pub selector: String,
-}
-
-/// The table cell of a run: `passed/failed/skipped/errors time`, or what
-/// went wrong.
-pub fn cell(r: &RunResult) -> String {
-    let after = |p: &Progress| {
-        let mut s = format!("after {} tests", p.done);
-        let c = p.counts;
-        let _ = write!(s, " ({}/{}/{}/{})", c.passed, c.failed, c.skipped, c.errors);
-        s
-    };
-    match &r.outcome {
-        Outcome::Finished { counts: c, .. } => format!(
-            "{}/{}/{}/{} {}",
-            c.passed,
-            c.failed,
-            c.skipped,
-            c.errors,
-            human(r.wall)
-        ),
-        Outcome::Crashed { signal, progress } => {
-            format!("crashed (signal {signal}) {} {}", after(progress), human(r.wall))
-        }
-        Outcome::TimedOut { limit, progress } => format!("timed out ({}) {}", human(*limit), after(progress)),
-        Outcome::NoReport { code, progress } => format!("exit {code}, no report, {}", after(progress)),
-        Outcome::NotRun(why) => format!("not run: {why}"),
-    }
-}
-
-/// The comparison table: one row per suite, a column per side run.
-pub fn table(rows: &[(&str, Option<RunResult>, Option<RunResult>)]) -> String {
-    let header = [
-        "suite".to_owned(),
-        "UR's adapter: passed/failed/skipped/errors time".to_owned(),
-        "ours: passed/failed/skipped/errors time".to_owned(),
-    ];
-    let mut cells = vec![header];
-    for (name, ur, ours) in rows {
-        let show = |r: &Option<RunResult>| r.as_ref().map_or_else(|| "-".to_owned(), cell);
-        cells.push([(*name).to_owned(), show(ur), show(ours)]);
-    }
-    let widths: Vec<usize> = (0..3)
-        .map(|c| cells.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for (i, row) in cells.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, s)| format!("{s:<w$}", w = widths[c]))
-            .collect();
-        out.push_str(line.join(" | ").trim_end());
-        out.push('\n');
-        if i == 0 {
-            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-            out.push_str(&rule.join("-|-"));
-            out.push('\n');
-        }
-    }
-    out
-}
-
 /// What `cargo xtask clients` was asked to do.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -492,6 +229,28 @@ pub struct Options {
     pub no_build: bool,
     /// Fail unless every run finished with no failure or error.
     pub strict: bool,
+    /// Run the bench rows instead of the suites.
+    pub bench: bool,
+}
+
+impl Default for Options {
+    /// All suites, both sides, Intel's CPU OpenCL device, 20 minutes a run.
+    fn default() -> Self {
+        Self {
+            suites: Vec::new(),
+            ur: true,
+            ours: true,
+            device: "intel".into(),
+            selector_ur: None,
+            selector_ours: None,
+            timeout: Duration::from_secs(1200),
+            k: None,
+            pytest_args: Vec::new(),
+            no_build: false,
+            strict: false,
+            bench: false,
+        }
+    }
 }
 
 /// The suites `names` pick (all when empty), or which name is unknown.
@@ -609,7 +368,10 @@ fn run_logged(cmd: &mut Command, log: &Path, limit: Duration) -> Result<(Option<
         .stdout(out)
         .stderr(err)
         .spawn()
-        .map_err(|source| XtaskError::Spawn { cmd: shown.clone(), source })?;
+        .map_err(|source| XtaskError::Spawn {
+            cmd: shown.clone(),
+            source,
+        })?;
     loop {
         if let Some(status) = child.try_wait().map_err(io(format!("waiting for `{shown}`")))? {
             return Ok((Some(status), start.elapsed()));
@@ -627,7 +389,7 @@ fn run_logged(cmd: &mut Command, log: &Path, limit: Duration) -> Result<(Option<
 }
 
 /// The pytest command of a suite (without the side's environment).
-fn pytest_command(suite: &Suite, opts: &Options, junit: &Path, plugin_dir: &Path, progress: &Path) -> Result<Command> {
+fn pytest_command(suite: &Suite, opts: &Options, junit: &Path, py: &Path, progress: &Path) -> Result<Command> {
     let mut cmd = Command::new(venv_python());
     cmd.args(["-m", "pytest"]);
     match suite.target {
@@ -644,14 +406,14 @@ fn pytest_command(suite: &Suite, opts: &Options, junit: &Path, plugin_dir: &Path
         cmd.args(["-k", &k]);
     }
     cmd.args(&opts.pytest_args)
-        .env("PYTHONPATH", plugin_dir)
+        .env("PYTHONPATH", py)
         .env(PROGRESS_ENV, progress)
         .current_dir(out_dir());
     Ok(cmd)
 }
 
 /// Runs one suite on one side.
-fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, plugin_dir: &Path) -> Result<RunResult> {
+fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, py: &Path) -> Result<RunResult> {
     let dir = out_dir();
     let stem = format!("{}-{}", suite.name, side.tag());
     let log = dir.join(format!("{stem}.log"));
@@ -660,7 +422,7 @@ fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, plugin_d
     for f in [&junit, &progress] {
         let _ = std::fs::remove_file(f);
     }
-    let mut cmd = pytest_command(suite, opts, &junit, plugin_dir, &progress)?;
+    let mut cmd = pytest_command(suite, opts, &junit, py, &progress)?;
     side_env(&mut cmd, side).env(SELECTOR_ENV, selector);
     eprintln!("clients: {stem}: {} (log {})", display(&cmd), log.display());
     let (status, wall) = run_logged(&mut cmd, &log, opts.timeout)?;
@@ -702,16 +464,21 @@ fn side_selector(side: Side, opts: &Options) -> std::result::Result<String, Stri
         Side::Ur => &opts.selector_ur,
         Side::Ours => &opts.selector_ours,
     };
+    selector_of(side, &opts.device, forced.as_deref())
+}
+
+/// The selector that picks `device` on `side` alone, unless `forced`.
+fn selector_of(side: Side, device: &str, forced: Option<&str>) -> std::result::Result<String, String> {
     if let Some(s) = forced {
-        return Ok(s.clone());
+        return Ok(s.to_owned());
     }
     let devices = list_devices(side)?;
-    let (selector, pos) = pick_device(&devices, &opts.device)?;
+    let (selector, pos) = pick_device(&devices, device)?;
     let d = &devices[pos];
     eprintln!(
         "clients: {}: device `{}` = {} / {} ({}), {SELECTOR_ENV}='{selector}'",
         side.tag(),
-        opts.device,
+        device,
         d.platform,
         d.name,
         d.backend
@@ -719,10 +486,9 @@ fn side_selector(side: Side, opts: &Options) -> std::result::Result<String, Stri
     Ok(selector)
 }
 
-/// `cargo xtask clients`: runs the suites on each side asked for and prints
-/// the comparison table.
-pub fn clients(opts: &Options) -> Result<()> {
-    let suites = select_suites(&opts.suites)?;
+/// Checks the venv and writes the Python helpers (the progress plugin, the
+/// bench script) into `target/clients/py`, which it returns.
+fn prepare() -> Result<PathBuf> {
     if !venv_ready() {
         return Err(XtaskError::Other(format!(
             "no clients venv at {} with {} (`cargo xtask setup` makes it)",
@@ -730,28 +496,48 @@ pub fn clients(opts: &Options) -> Result<()> {
             CLIENT_PACKAGES.join(" ")
         )));
     }
-    let dir = out_dir();
-    let plugin_dir = dir.join("plugin");
-    std::fs::create_dir_all(&plugin_dir).map_err(|source| XtaskError::Io {
-        what: format!("creating {}", plugin_dir.display()),
-        source,
-    })?;
-    let plugin = plugin_dir.join(format!("{PROGRESS_MODULE}.py"));
-    std::fs::write(&plugin, PROGRESS_PLUGIN).map_err(|source| XtaskError::Io {
-        what: format!("writing {}", plugin.display()),
-        source,
-    })?;
-    if opts.ours && !opts.no_build {
+    let py = out_dir().join("py");
+    let io = |what: String| move |source| XtaskError::Io { what, source };
+    std::fs::create_dir_all(&py).map_err(io(format!("creating {}", py.display())))?;
+    for (name, text) in [
+        (PROGRESS_MODULE, PROGRESS_PLUGIN),
+        (bench::SCRIPT_MODULE, bench::SCRIPT),
+    ] {
+        let file = py.join(format!("{name}.py"));
+        std::fs::write(&file, text).map_err(io(format!("writing {}", file.display())))?;
+    }
+    Ok(py)
+}
+
+/// Builds our adapter library (`cargo build --release -p ur-capi`: nothing
+/// to do when it is fresh) unless `no_build`, and checks it is there.
+fn build_adapter(no_build: bool) -> Result<()> {
+    if !no_build {
         run(cargo().args(["build", "--release", "-p", "ur-capi"]))?;
     }
+    if adapter_lib().is_file() {
+        Ok(())
+    } else {
+        Err(XtaskError::Other(format!("no {}", adapter_lib().display())))
+    }
+}
+
+/// `cargo xtask clients`: runs the suites on each side asked for and prints
+/// the comparison table.
+pub fn clients(opts: &Options) -> Result<()> {
+    if opts.bench {
+        let rows = bench_rows(opts, None)?;
+        print!("{}", crate::bench::table(&rows));
+        return Ok(());
+    }
+    let suites = select_suites(&opts.suites)?;
+    let py = prepare()?;
     let mut sides = Vec::new();
     if opts.ur {
         sides.push(Side::Ur);
     }
     if opts.ours {
-        if !adapter_lib().is_file() {
-            return Err(XtaskError::Other(format!("no {}", adapter_lib().display())));
-        }
+        build_adapter(opts.no_build)?;
         sides.push(Side::Ours);
     }
     let selectors: Vec<(Side, std::result::Result<String, String>)> =
@@ -761,7 +547,7 @@ pub fn clients(opts: &Options) -> Result<()> {
         let mut row = (suite.name, None, None);
         for (side, selector) in &selectors {
             let result = match selector {
-                Ok(sel) => run_suite(suite, *side, sel, opts, &plugin_dir)?,
+                Ok(sel) => run_suite(suite, *side, sel, opts, &py)?,
                 Err(why) => RunResult {
                     outcome: Outcome::NotRun(why.clone()),
                     wall: Duration::ZERO,
@@ -777,6 +563,7 @@ pub fn clients(opts: &Options) -> Result<()> {
     }
     let text = table(&rows);
     print!("{text}");
+    let dir = out_dir();
     let report = dir.join("table.txt");
     let _ = std::fs::write(&report, &text);
     eprintln!(
@@ -795,7 +582,10 @@ pub fn clients(opts: &Options) -> Result<()> {
             })
             .collect();
         if !bad.is_empty() {
-            return Err(XtaskError::Other(format!("client suites not clean: {}", bad.join("; "))));
+            return Err(XtaskError::Other(format!(
+                "client suites not clean: {}",
+                bad.join("; ")
+            )));
         }
     }
     Ok(())
@@ -804,166 +594,6 @@ pub fn clients(opts: &Options) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const JUNIT: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="2" skipped="1906" tests="3333" time="37.660" timestamp="2026-11-26T14:13:01" hostname="h"><testcase classname="a" name="b" time="0.1"><skipped type="pytest.skip" message="no gpu">x</skipped></testcase><testcase classname="a" name="c" time="0.2" /></testsuite></testsuites>"#;
-
-    #[test]
-    fn junit_counts_come_from_the_testsuite_attributes() {
-        let c = parse_junit(JUNIT).unwrap();
-        assert_eq!((c.passed, c.failed, c.skipped, c.errors), (1424, 2, 1906, 1));
-        assert!((c.time_s - 37.66).abs() < 1e-9);
-    }
-
-    #[test]
-    fn junit_sums_several_suites_and_rejects_garbage() {
-        let two = r#"<testsuites><testsuite tests="3" failures="1" errors="0" skipped="0" time="1"/><testsuite tests="2" failures="0" errors="0" skipped="2" time="0.5"/></testsuites>"#;
-        let c = parse_junit(two).unwrap();
-        assert_eq!((c.passed, c.failed, c.skipped), (2, 1, 2));
-        assert!((c.time_s - 1.5).abs() < 1e-9);
-        assert!(parse_junit("<testsuites/>").is_err());
-        assert!(parse_junit(r#"<testsuite tests="x"/>"#).is_err());
-    }
-
-    #[test]
-    fn progress_counts_and_names_the_running_test() {
-        let text = "start t::a\npassed t::a\ndone t::a\nstart t::b\nskipped t::b\ndone t::b\nstart t::c\nfailed t::c\ndone t::c\nstart t::d\n";
-        let p = parse_progress(text);
-        assert_eq!(p.done, 3);
-        assert_eq!((p.counts.passed, p.counts.skipped, p.counts.failed), (1, 1, 1));
-        assert_eq!(p.running.as_deref(), Some("t::d"));
-        assert_eq!(parse_progress("start x\ndone x\n").running, None);
-    }
-
-    fn dev(backend: &str, platform: &str, name: &str) -> Listed {
-        Listed {
-            backend: backend.into(),
-            platform: platform.into(),
-            name: name.into(),
-        }
-    }
-
-    #[test]
-    fn the_same_device_gets_each_sides_own_index() {
-        let pocl = "Portable Computing Language";
-        let ur = [
-            dev("opencl", pocl, "pthread-haswell-AMD EPYC"),
-            dev("opencl", pocl, "pthread-haswell-AMD EPYC"),
-            dev("opencl", "Intel(R) OpenCL", "AMD EPYC"),
-        ];
-        let ours = [
-            dev("opencl", pocl, "pthread-haswell-AMD EPYC"),
-            dev("opencl", pocl, "pthread-haswell-AMD EPYC"),
-            dev("opencl", "rusticl", "llvmpipe (LLVM 15.0.6, 256 bits)"),
-            dev("opencl", "Intel(R) OpenCL", "AMD EPYC"),
-        ];
-        assert_eq!(pick_device(&ur, "intel").unwrap(), ("*:2".into(), 2));
-        assert_eq!(pick_device(&ours, "intel").unwrap(), ("*:3".into(), 3));
-        assert_eq!(pick_device(&ours, "pocl#1").unwrap(), ("*:1".into(), 1));
-        assert_eq!(pick_device(&ours, "RUSTICL").unwrap(), ("*:2".into(), 2));
-        assert_eq!(pick_device(&ours, "llvmpipe").unwrap().0, "*:2");
-        assert!(pick_device(&ur, "rusticl").unwrap_err().contains("no device matches"));
-        assert!(pick_device(&ur, "pocl#x").is_err());
-    }
-
-    #[test]
-    fn the_index_counts_only_the_devices_of_the_chosen_backend() {
-        let devices = [
-            dev("level_zero", "L0", "gpu"),
-            dev("opencl", "Portable Computing Language", "p"),
-            dev("opencl", "Intel(R) OpenCL", "cpu"),
-        ];
-        assert_eq!(pick_device(&devices, "intel").unwrap(), ("*:1".into(), 2));
-    }
-
-    #[test]
-    fn k_expressions_keep_the_users_and_add_deselections() {
-        assert_eq!(k_expression(None, &[]), None);
-        assert_eq!(k_expression(Some("float32"), &[]).unwrap(), "(float32)");
-        assert_eq!(
-            k_expression(Some("a or b"), &["x", "y"]).unwrap(),
-            "(a or b) and not x and not y"
-        );
-        assert_eq!(k_expression(None, &["x"]).unwrap(), "not x");
-    }
-
-    fn result(outcome: Outcome, secs: u64) -> RunResult {
-        RunResult {
-            outcome,
-            wall: Duration::from_secs(secs),
-            selector: "*:2".into(),
-        }
-    }
-
-    #[test]
-    fn cells_say_counts_or_what_went_wrong() {
-        let counts = Counts {
-            passed: 1423,
-            failed: 0,
-            skipped: 1906,
-            errors: 1,
-            time_s: 37.7,
-        };
-        let ok = result(Outcome::Finished { counts, code: 1 }, 40);
-        assert_eq!(cell(&ok), "1423/0/1906/1 40.0s");
-        assert!(!ok.outcome.clean());
-        let progress = parse_progress("start a\npassed a\ndone a\nstart b\n");
-        let crashed = result(
-            Outcome::Crashed {
-                signal: 6,
-                progress: progress.clone(),
-            },
-            3,
-        );
-        assert_eq!(cell(&crashed), "crashed (signal 6) after 1 tests (1/0/0/0) 3.0s");
-        let hung = result(
-            Outcome::TimedOut {
-                limit: Duration::from_secs(600),
-                progress,
-            },
-            600,
-        );
-        assert!(cell(&hung).starts_with("timed out (10m00s) after 1 tests"), "{}", cell(&hung));
-        assert!(cell(&result(Outcome::NotRun("no lib".into()), 0)).contains("no lib"));
-        let clean = Outcome::Finished {
-            counts: Counts {
-                errors: 0,
-                ..counts
-            },
-            code: 0,
-        };
-        assert!(clean.clean());
-    }
-
-    #[test]
-    fn the_table_aligns_both_sides() {
-        let counts = Counts {
-            passed: 5387,
-            ..Counts::default()
-        };
-        let rows = [
-            (
-                "sum",
-                Some(result(Outcome::Finished { counts, code: 0 }, 74)),
-                Some(result(
-                    Outcome::Crashed {
-                        signal: 11,
-                        progress: Progress::default(),
-                    },
-                    1,
-                )),
-            ),
-            ("dpctl", Some(result(Outcome::Finished { counts, code: 0 }, 5)), None),
-        ];
-        let t = table(&rows);
-        let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 4, "{t}");
-        assert!(lines[0].starts_with("suite | UR's adapter"), "{t}");
-        assert!(lines[2].starts_with("sum   | 5387/0/0/0 1m14s"), "{t}");
-        assert!(lines[2].contains("| crashed (signal 11) after 0 tests"), "{t}");
-        assert!(lines[3].ends_with("| -"), "{t}");
-        let bar = lines[0].find(" | ").unwrap();
-        assert!(lines.iter().all(|l| l.len() > bar), "{t}");
-    }
 
     #[test]
     fn suites_are_named_once_and_picked_by_name() {
@@ -974,7 +604,10 @@ mod tests {
         let picked = select_suites(&["sum".into(), "dpctl".into()]).unwrap();
         assert_eq!(picked[0].target, Target::DpnpFile("test_sum.py"));
         assert_eq!(picked[1].target, Target::Package("dpctl"));
-        assert!(select_suites(&["nope".into()]).unwrap_err().to_string().contains("known: dpctl"));
+        assert!(select_suites(&["nope".into()])
+            .unwrap_err()
+            .to_string()
+            .contains("known: dpctl"));
         assert_eq!(select_suites(&[]).unwrap().len(), SUITES.len());
     }
 

@@ -1,0 +1,335 @@
+//! What a run of a client suite counted, and the comparison table.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use quick_xml::events::Event;
+use quick_xml::Reader;
+
+use crate::cmd::{human, Result, XtaskError};
+
+/// Test counts of one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counts {
+    /// Tests that passed.
+    pub passed: u64,
+    /// Tests whose call failed.
+    pub failed: u64,
+    /// Tests skipped (and expected failures, as junit counts them).
+    pub skipped: u64,
+    /// Errors in setup, teardown or collection.
+    pub errors: u64,
+    /// pytest's own duration, seconds.
+    pub time_s: f64,
+}
+
+/// Reads the counts of a pytest JUnit XML report: the sum over its
+/// `<testsuite>` elements of `tests`, `failures`, `errors`, `skipped` and
+/// `time` (passed = tests - failures - errors - skipped).
+pub fn parse_junit(xml: &str) -> Result<Counts> {
+    let bad = |why: String| XtaskError::Other(format!("junit report: {why}"));
+    let mut reader = Reader::from_str(xml);
+    let mut counts = Counts::default();
+    let mut suites = 0;
+    loop {
+        match reader.read_event().map_err(|e| bad(e.to_string()))? {
+            Event::Start(e) | Event::Empty(e) if e.name().as_ref() == b"testsuite" => {
+                suites += 1;
+                let mut tests = 0u64;
+                let mut not_passed = 0u64;
+                for attr in e.attributes() {
+                    let attr = attr.map_err(|e| bad(e.to_string()))?;
+                    let value = attr.unescape_value().map_err(|e| bad(e.to_string()))?;
+                    let key = attr.key.as_ref();
+                    if key == b"time" {
+                        counts.time_s += value.parse::<f64>().map_err(|_| bad(format!("time={value:?}")))?;
+                        continue;
+                    }
+                    let slot = match key {
+                        b"tests" => &mut tests,
+                        b"failures" => &mut counts.failed,
+                        b"errors" => &mut counts.errors,
+                        b"skipped" => &mut counts.skipped,
+                        _ => continue,
+                    };
+                    let n: u64 = value
+                        .parse()
+                        .map_err(|_| bad(format!("{}={value:?}", String::from_utf8_lossy(key))))?;
+                    *slot += n;
+                    if key != b"tests" {
+                        not_passed += n;
+                    }
+                }
+                counts.passed += tests.saturating_sub(not_passed);
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if suites == 0 {
+        return Err(bad("no <testsuite> element".into()));
+    }
+    Ok(counts)
+}
+
+/// What the progress plugin recorded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Progress {
+    /// Tests finished.
+    pub done: u64,
+    /// Outcomes so far (time left at 0).
+    pub counts: Counts,
+    /// The test started last and not finished: where a crash happened.
+    pub running: Option<String>,
+}
+
+/// Reads the plugin's lines (`start`, an outcome, `done`, each with a node
+/// id). A failing teardown after a passing call counts once in each.
+pub fn parse_progress(text: &str) -> Progress {
+    let mut p = Progress::default();
+    let mut running: Option<&str> = None;
+    for line in text.lines() {
+        let Some((kind, id)) = line.split_once(' ') else {
+            continue;
+        };
+        match kind {
+            "start" => running = Some(id),
+            "done" => {
+                p.done += 1;
+                running = None;
+            }
+            "passed" => p.counts.passed += 1,
+            "failed" => p.counts.failed += 1,
+            "skipped" => p.counts.skipped += 1,
+            "error" => p.counts.errors += 1,
+            _ => {}
+        }
+    }
+    p.running = running.map(str::to_owned);
+    p
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// pytest exited and wrote its report.
+    Finished {
+        /// The report's counts.
+        counts: Counts,
+        /// pytest's exit code (0 all passed, 1 some failed, ...).
+        code: i32,
+    },
+    /// Killed by a signal (an abort, a segfault).
+    Crashed {
+        /// The signal.
+        signal: i32,
+        /// What the progress plugin recorded.
+        progress: Progress,
+    },
+    /// Ran past the time limit; killed with its children.
+    TimedOut {
+        /// The limit.
+        limit: Duration,
+        /// What the progress plugin recorded.
+        progress: Progress,
+    },
+    /// Exited without a report (a usage error, an import failure).
+    NoReport {
+        /// The exit code.
+        code: i32,
+        /// What the progress plugin recorded.
+        progress: Progress,
+    },
+    /// Not run, and why.
+    NotRun(String),
+}
+
+impl Outcome {
+    /// Did every test that ran pass (no failure, error, crash or hang)?
+    pub fn clean(&self) -> bool {
+        match self {
+            Outcome::Finished { counts, code } => *code == 0 && counts.failed == 0 && counts.errors == 0,
+            _ => false,
+        }
+    }
+}
+
+/// One run's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The process's wall time.
+    pub wall: Duration,
+    /// The selector it ran with.
+    pub selector: String,
+}
+
+/// The table cell of a run: `passed/failed/skipped/errors time`, or what
+/// went wrong.
+pub fn cell(r: &RunResult) -> String {
+    let after = |p: &Progress| {
+        let mut s = format!("after {} tests", p.done);
+        let c = p.counts;
+        let _ = write!(s, " ({}/{}/{}/{})", c.passed, c.failed, c.skipped, c.errors);
+        s
+    };
+    match &r.outcome {
+        Outcome::Finished { counts: c, .. } => {
+            format!("{}/{}/{}/{} {}", c.passed, c.failed, c.skipped, c.errors, human(r.wall))
+        }
+        Outcome::Crashed { signal, progress } => {
+            format!("crashed (signal {signal}) {} {}", after(progress), human(r.wall))
+        }
+        Outcome::TimedOut { limit, progress } => format!("timed out ({}) {}", human(*limit), after(progress)),
+        Outcome::NoReport { code, progress } => format!("exit {code}, no report, {}", after(progress)),
+        Outcome::NotRun(why) => format!("not run: {why}"),
+    }
+}
+
+/// The comparison table: one row per suite, a column per side run.
+pub fn table(rows: &[(&str, Option<RunResult>, Option<RunResult>)]) -> String {
+    let header = [
+        "suite".to_owned(),
+        "UR's adapter: passed/failed/skipped/errors time".to_owned(),
+        "ours: passed/failed/skipped/errors time".to_owned(),
+    ];
+    let mut cells = vec![header];
+    for (name, ur, ours) in rows {
+        let show = |r: &Option<RunResult>| r.as_ref().map_or_else(|| "-".to_owned(), cell);
+        cells.push([(*name).to_owned(), show(ur), show(ours)]);
+    }
+    let widths: Vec<usize> = (0..3)
+        .map(|c| cells.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in cells.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| format!("{s:<w$}", w = widths[c]))
+            .collect();
+        out.push_str(line.join(" | ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            out.push_str(&rule.join("-|-"));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JUNIT: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="2" skipped="1906" tests="3333" time="37.660" timestamp="2026-11-26T14:13:01" hostname="h"><testcase classname="a" name="b" time="0.1"><skipped type="pytest.skip" message="no gpu">x</skipped></testcase><testcase classname="a" name="c" time="0.2" /></testsuite></testsuites>"#;
+
+    #[test]
+    fn junit_counts_come_from_the_testsuite_attributes() {
+        let c = parse_junit(JUNIT).unwrap();
+        assert_eq!((c.passed, c.failed, c.skipped, c.errors), (1424, 2, 1906, 1));
+        assert!((c.time_s - 37.66).abs() < 1e-9);
+    }
+
+    #[test]
+    fn junit_sums_several_suites_and_rejects_garbage() {
+        let two = r#"<testsuites><testsuite tests="3" failures="1" errors="0" skipped="0" time="1"/><testsuite tests="2" failures="0" errors="0" skipped="2" time="0.5"/></testsuites>"#;
+        let c = parse_junit(two).unwrap();
+        assert_eq!((c.passed, c.failed, c.skipped), (2, 1, 2));
+        assert!((c.time_s - 1.5).abs() < 1e-9);
+        assert!(parse_junit("<testsuites/>").is_err());
+        assert!(parse_junit(r#"<testsuite tests="x"/>"#).is_err());
+    }
+
+    #[test]
+    fn progress_counts_and_names_the_running_test() {
+        let text = "start t::a\npassed t::a\ndone t::a\nstart t::b\nskipped t::b\ndone t::b\nstart t::c\nfailed t::c\ndone t::c\nstart t::d\n";
+        let p = parse_progress(text);
+        assert_eq!(p.done, 3);
+        assert_eq!((p.counts.passed, p.counts.skipped, p.counts.failed), (1, 1, 1));
+        assert_eq!(p.running.as_deref(), Some("t::d"));
+        assert_eq!(parse_progress("start x\ndone x\n").running, None);
+    }
+
+    fn result(outcome: Outcome, secs: u64) -> RunResult {
+        RunResult {
+            outcome,
+            wall: Duration::from_secs(secs),
+            selector: "*:2".into(),
+        }
+    }
+
+    #[test]
+    fn cells_say_counts_or_what_went_wrong() {
+        let counts = Counts {
+            passed: 1423,
+            failed: 0,
+            skipped: 1906,
+            errors: 1,
+            time_s: 37.7,
+        };
+        let ok = result(Outcome::Finished { counts, code: 1 }, 40);
+        assert_eq!(cell(&ok), "1423/0/1906/1 40.0s");
+        assert!(!ok.outcome.clean());
+        let progress = parse_progress("start a\npassed a\ndone a\nstart b\n");
+        let crashed = result(
+            Outcome::Crashed {
+                signal: 6,
+                progress: progress.clone(),
+            },
+            3,
+        );
+        assert_eq!(cell(&crashed), "crashed (signal 6) after 1 tests (1/0/0/0) 3.0s");
+        let hung = result(
+            Outcome::TimedOut {
+                limit: Duration::from_secs(600),
+                progress,
+            },
+            600,
+        );
+        assert!(
+            cell(&hung).starts_with("timed out (10m00s) after 1 tests"),
+            "{}",
+            cell(&hung)
+        );
+        assert!(cell(&result(Outcome::NotRun("no lib".into()), 0)).contains("no lib"));
+        let clean = Outcome::Finished {
+            counts: Counts { errors: 0, ..counts },
+            code: 0,
+        };
+        assert!(clean.clean());
+    }
+
+    #[test]
+    fn the_table_aligns_both_sides() {
+        let counts = Counts {
+            passed: 5387,
+            ..Counts::default()
+        };
+        let rows = [
+            (
+                "sum",
+                Some(result(Outcome::Finished { counts, code: 0 }, 74)),
+                Some(result(
+                    Outcome::Crashed {
+                        signal: 11,
+                        progress: Progress::default(),
+                    },
+                    1,
+                )),
+            ),
+            ("dpctl", Some(result(Outcome::Finished { counts, code: 0 }, 5)), None),
+        ];
+        let t = table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(lines[0].starts_with("suite | UR's adapter"), "{t}");
+        assert!(lines[2].starts_with("sum   | 5387/0/0/0 1m14s"), "{t}");
+        assert!(lines[2].contains("| crashed (signal 11) after 0 tests"), "{t}");
+        assert!(lines[3].ends_with("| -"), "{t}");
+        let bar = lines[0].find(" | ").unwrap();
+        assert!(lines.iter().all(|l| l.len() > bar), "{t}");
+    }
+}
