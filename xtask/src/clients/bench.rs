@@ -134,8 +134,8 @@ pub fn bench_rows(opts: &Options, filter: Option<&str>) -> Result<Vec<Row>> {
     }
     let py = prepare()?;
     build_adapter(opts.no_build)?;
-    let ur = selector_of(Side::Ur, &opts.device, opts.selector_ur.as_deref());
-    let ours = selector_of(Side::Ours, &opts.device, opts.selector_ours.as_deref());
+    let ur = selector_of(Side::Ur, &opts.device, opts.selector_ur.as_deref(), &py);
+    let ours = selector_of(Side::Ours, &opts.device, opts.selector_ours.as_deref(), &py);
     let (ur, ours) = match (ur, ours) {
         (Ok(u), Ok(o)) => (u, o),
         (Err(e), _) | (_, Err(e)) => {

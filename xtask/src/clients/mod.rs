@@ -54,6 +54,12 @@ pub const CLIENT_PACKAGES: &[&str] = &["dpctl==0.22.1", "dpnp==0.20.0", "pytest=
 /// Marks a venv whose packages are [`CLIENT_PACKAGES`] (its content).
 const INSTALLED: &str = ".ur-clients-installed";
 
+/// The device listing through the UR loader (see [`list_devices`]).
+const UR_DEVICES: &str = include_str!("../../py/ur_devices.py");
+
+/// Its module name.
+const UR_DEVICES_MODULE: &str = "ur_devices";
+
 /// The pytest plugin that records progress (see the module docs).
 const PROGRESS_PLUGIN: &str = include_str!("../../py/ur_clients_progress.py");
 
@@ -323,12 +329,28 @@ for d in dpctl.get_devices():
     print("UR_CLIENTS_DEVICE " + json.dumps({"backend": d.backend.name, "platform": d.sycl_platform.name, "name": d.name}), flush=True)
 "#;
 
-/// Lists a side's devices in a child process.
-fn list_devices(side: Side) -> std::result::Result<Vec<Listed>, String> {
-    let log = out_dir().join(format!("devices-{}.log", side.tag()));
-    let mut cmd = Command::new(venv_python());
-    side_env(cmd.args(["-c", LIST_SCRIPT]), side);
-    let (status, _) = run_logged(&mut cmd, &log, Duration::from_secs(120)).map_err(|e| e.to_string())?;
+/// Lists a side's devices: with dpctl (the SYCL runtime's own numbering),
+/// or, when that process fails (the SYCL runtime aborting on the adapter),
+/// through the UR loader's C API (`xtask/py/ur_devices.py`: adapters,
+/// platforms, devices in the order the SYCL runtime walks them; a platform
+/// the SYCL runtime would drop still counts there).
+fn list_devices(side: Side, py: &Path) -> std::result::Result<Vec<Listed>, String> {
+    let sycl = list_with(side, "sycl", Command::new(venv_python()).args(["-c", LIST_SCRIPT]));
+    let Err(why) = sycl else {
+        return sycl;
+    };
+    let script = py.join(format!("{UR_DEVICES_MODULE}.py"));
+    let devices = list_with(side, "ur", Command::new(venv_python()).arg(script))
+        .map_err(|e| format!("{why}; through UR: {e}"))?;
+    eprintln!("clients: {}: {why}; listed through the UR loader instead", side.tag());
+    Ok(devices)
+}
+
+/// Runs a device-listing child and reads its `UR_CLIENTS_DEVICE` lines.
+fn list_with(side: Side, how: &str, cmd: &mut Command) -> std::result::Result<Vec<Listed>, String> {
+    let log = out_dir().join(format!("devices-{}-{how}.log", side.tag()));
+    side_env(cmd, side);
+    let (status, _) = run_logged(cmd, &log, Duration::from_secs(120)).map_err(|e| e.to_string())?;
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let devices: Vec<Listed> = text
         .lines()
@@ -338,12 +360,12 @@ fn list_devices(side: Side) -> std::result::Result<Vec<Listed>, String> {
     match status {
         Some(s) if s.success() && !devices.is_empty() => Ok(devices),
         Some(s) => Err(format!(
-            "listing devices ended with {} ({} listed; see {})",
+            "listing devices ({how}) ended with {} ({} listed; see {})",
             status_text(s),
             devices.len(),
             log.display()
         )),
-        None => Err(format!("listing devices timed out (see {})", log.display())),
+        None => Err(format!("listing devices ({how}) timed out (see {})", log.display())),
     }
 }
 
@@ -459,20 +481,20 @@ fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, py: &Pat
 }
 
 /// The selector of a side: the override, or the chosen device's index.
-fn side_selector(side: Side, opts: &Options) -> std::result::Result<String, String> {
+fn side_selector(side: Side, opts: &Options, py: &Path) -> std::result::Result<String, String> {
     let forced = match side {
         Side::Ur => &opts.selector_ur,
         Side::Ours => &opts.selector_ours,
     };
-    selector_of(side, &opts.device, forced.as_deref())
+    selector_of(side, &opts.device, forced.as_deref(), py)
 }
 
 /// The selector that picks `device` on `side` alone, unless `forced`.
-fn selector_of(side: Side, device: &str, forced: Option<&str>) -> std::result::Result<String, String> {
+fn selector_of(side: Side, device: &str, forced: Option<&str>, py: &Path) -> std::result::Result<String, String> {
     if let Some(s) = forced {
         return Ok(s.to_owned());
     }
-    let devices = list_devices(side)?;
+    let devices = list_devices(side, py)?;
     let (selector, pos) = pick_device(&devices, device)?;
     let d = &devices[pos];
     eprintln!(
@@ -501,6 +523,7 @@ fn prepare() -> Result<PathBuf> {
     std::fs::create_dir_all(&py).map_err(io(format!("creating {}", py.display())))?;
     for (name, text) in [
         (PROGRESS_MODULE, PROGRESS_PLUGIN),
+        (UR_DEVICES_MODULE, UR_DEVICES),
         (bench::SCRIPT_MODULE, bench::SCRIPT),
     ] {
         let file = py.join(format!("{name}.py"));
@@ -541,7 +564,7 @@ pub fn clients(opts: &Options) -> Result<()> {
         sides.push(Side::Ours);
     }
     let selectors: Vec<(Side, std::result::Result<String, String>)> =
-        sides.iter().map(|&s| (s, side_selector(s, opts))).collect();
+        sides.iter().map(|&s| (s, side_selector(s, opts, &py))).collect();
     let mut rows: Vec<(&str, Option<RunResult>, Option<RunResult>)> = Vec::new();
     for suite in &suites {
         let mut row = (suite.name, None, None);
