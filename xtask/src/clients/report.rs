@@ -175,8 +175,14 @@ pub fn cell(r: &RunResult) -> String {
         s
     };
     match &r.outcome {
-        Outcome::Finished { counts: c, .. } => {
-            format!("{}/{}/{}/{} {}", c.passed, c.failed, c.skipped, c.errors, human(r.wall))
+        Outcome::Finished { counts: c, code } => {
+            let mut s = format!("{}/{}/{}/{} {}", c.passed, c.failed, c.skipped, c.errors, human(r.wall));
+            // 0: all passed, 1: some failed; anything else (interrupted,
+            // internal error, usage error, nothing collected) is said.
+            if !matches!(code, 0 | 1) {
+                let _ = write!(s, " (pytest exit {code})");
+            }
+            s
         }
         Outcome::Crashed { signal, progress } => {
             format!("crashed (signal {signal}) {} {}", after(progress), human(r.wall))
@@ -295,6 +301,8 @@ mod tests {
             cell(&hung)
         );
         assert!(cell(&result(Outcome::NotRun("no lib".into()), 0)).contains("no lib"));
+        let internal = result(Outcome::Finished { counts, code: 3 }, 1);
+        assert!(cell(&internal).ends_with("1.0s (pytest exit 3)"), "{}", cell(&internal));
         let clean = Outcome::Finished {
             counts: Counts { errors: 0, ..counts },
             code: 0,
