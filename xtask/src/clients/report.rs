@@ -169,6 +169,10 @@ pub struct RunResult {
 /// went wrong.
 pub fn cell(r: &RunResult) -> String {
     let after = |p: &Progress| {
+        if p.done == 0 && p.running.is_none() {
+            // Nothing started: collection (importing, parametrising) died.
+            return "before any test started".to_owned();
+        }
         let mut s = format!("after {} tests", p.done);
         let c = p.counts;
         let _ = write!(s, " ({}/{}/{}/{})", c.passed, c.failed, c.skipped, c.errors);
@@ -335,7 +339,10 @@ mod tests {
         assert_eq!(lines.len(), 4, "{t}");
         assert!(lines[0].starts_with("suite | UR's adapter"), "{t}");
         assert!(lines[2].starts_with("sum   | 5387/0/0/0 1m14s"), "{t}");
-        assert!(lines[2].contains("| crashed (signal 11) after 0 tests"), "{t}");
+        assert!(
+            lines[2].contains("| crashed (signal 11) before any test started 1.0s"),
+            "{t}"
+        );
         assert!(lines[3].ends_with("| -"), "{t}");
         let bar = lines[0].find(" | ").unwrap();
         assert!(lines.iter().all(|l| l.len() > bar), "{t}");
