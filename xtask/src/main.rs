@@ -94,6 +94,9 @@ struct ClientsArgs {
     /// Do not build the adapter library (`cargo build --release -p ur-capi`) first.
     #[arg(long)]
     no_build: bool,
+    /// Our side's adapter library instead of target/release/libur_adapter_rust.so (no build then).
+    #[arg(long, value_name = "PATH")]
+    adapter: Option<std::path::PathBuf>,
     /// Fail unless every run finished with no failed test, error, crash or time-out.
     #[arg(long)]
     strict: bool,
@@ -129,6 +132,7 @@ fn main() -> ExitCode {
             k: a.k,
             pytest_args: a.pytest_args,
             no_build: a.no_build,
+            adapter: a.adapter,
             strict: a.strict,
             bench: a.bench,
         }),

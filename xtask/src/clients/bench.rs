@@ -15,14 +15,13 @@
 //! allocations), `clients.usm_alloc_free_1mib_1k` (1,000 x 1 MiB USM device
 //! allocation made and freed through `dpctl.memory`).
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use serde::Deserialize;
 use ur_bench_row::{median, Row};
 
-use super::{build_adapter, out_dir, prepare, run_logged, selector_of, side_env, venv_python, Options, Side};
+use super::{out_dir, prepare, run_logged, selector_of, side_env, venv_python, Ctx, Options, Side};
 use super::{status_text, SELECTOR_ENV};
 use crate::cmd::Result;
 
@@ -99,13 +98,13 @@ pub fn round_order(round: usize) -> [Side; 2] {
 }
 
 /// One process of one side: its timed repetitions, or why there are none.
-fn one_side(op: &Op, side: Side, selector: &str, py: &Path, limit: Duration) -> std::result::Result<Vec<f64>, String> {
+fn one_side(op: &Op, side: Side, selector: &str, ctx: &Ctx, limit: Duration) -> std::result::Result<Vec<f64>, String> {
     let log = out_dir().join(format!("bench-{}-{}.log", op.op, side.tag()));
     let mut cmd = Command::new(venv_python());
-    cmd.arg(py.join(format!("{SCRIPT_MODULE}.py")))
+    cmd.arg(ctx.py.join(format!("{SCRIPT_MODULE}.py")))
         .arg(op.op)
         .arg(op.reps.to_string());
-    side_env(&mut cmd, side).env(SELECTOR_ENV, selector);
+    side_env(&mut cmd, side, ctx).env(SELECTOR_ENV, selector);
     let (status, _) = run_logged(&mut cmd, &log, limit).map_err(|e| e.to_string())?;
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     match status {
@@ -132,10 +131,12 @@ pub fn bench_rows(opts: &Options, filter: Option<&str>) -> Result<Vec<Row>> {
     if ops.is_empty() {
         return Ok(Vec::new());
     }
-    let py = prepare()?;
-    build_adapter(opts.no_build)?;
-    let ur = selector_of(Side::Ur, &opts.device, opts.selector_ur.as_deref(), &py);
-    let ours = selector_of(Side::Ours, &opts.device, opts.selector_ours.as_deref(), &py);
+    let ctx = prepare(&Options {
+        ours: true,
+        ..opts.clone()
+    })?;
+    let ur = selector_of(Side::Ur, &opts.device, opts.selector_ur.as_deref(), &ctx);
+    let ours = selector_of(Side::Ours, &opts.device, opts.selector_ours.as_deref(), &ctx);
     let (ur, ours) = match (ur, ours) {
         (Ok(u), Ok(o)) => (u, o),
         (Err(e), _) | (_, Err(e)) => {
@@ -153,7 +154,7 @@ pub fn bench_rows(opts: &Options, filter: Option<&str>) -> Result<Vec<Row>> {
                     Side::Ur => (&ur, &mut ur_ms),
                     Side::Ours => (&ours, &mut ours_ms),
                 };
-                match one_side(op, side, selector, &py, opts.timeout) {
+                match one_side(op, side, selector, &ctx, opts.timeout) {
                     Ok(ms) => into.extend(ms),
                     Err(e) => {
                         println!("{name}: skipped: {e}");

@@ -233,6 +233,8 @@ pub struct Options {
     pub pytest_args: Vec<String>,
     /// Skip `cargo build --release -p ur-capi`.
     pub no_build: bool,
+    /// Our side's adapter library instead of the release build's.
+    pub adapter: Option<PathBuf>,
     /// Fail unless every run finished with no failure or error.
     pub strict: bool,
     /// Run the bench rows instead of the suites.
@@ -253,6 +255,7 @@ impl Default for Options {
             k: None,
             pytest_args: Vec::new(),
             no_build: false,
+            adapter: None,
             strict: false,
             bench: false,
         }
@@ -301,7 +304,7 @@ fn dpnp_tests() -> Result<PathBuf> {
 
 /// The environment of a side: the OpenCL ICDs `setup` registered, the
 /// loader's adapter choice, no inherited selector.
-fn side_env(cmd: &mut Command, side: Side) -> &mut Command {
+fn side_env<'c>(cmd: &'c mut Command, side: Side, ctx: &Ctx) -> &'c mut Command {
     for (key, value) in OPENCL_ENV {
         if std::env::var_os(key).is_none() {
             cmd.env(key, value);
@@ -316,7 +319,7 @@ fn side_env(cmd: &mut Command, side: Side) -> &mut Command {
             cmd.env_remove(FORCE_LOAD_ENV).env_remove("RUSTICL_ENABLE");
         }
         Side::Ours => {
-            cmd.env(FORCE_LOAD_ENV, adapter_lib());
+            cmd.env(FORCE_LOAD_ENV, &ctx.adapter);
         }
     }
     cmd
@@ -334,22 +337,22 @@ for d in dpctl.get_devices():
 /// through the UR loader's C API (`xtask/py/ur_devices.py`: adapters,
 /// platforms, devices in the order the SYCL runtime walks them; a platform
 /// the SYCL runtime would drop still counts there).
-fn list_devices(side: Side, py: &Path) -> std::result::Result<Vec<Listed>, String> {
-    let sycl = list_with(side, "sycl", Command::new(venv_python()).args(["-c", LIST_SCRIPT]));
+fn list_devices(side: Side, ctx: &Ctx) -> std::result::Result<Vec<Listed>, String> {
+    let sycl = list_with(side, "sycl", Command::new(venv_python()).args(["-c", LIST_SCRIPT]), ctx);
     let Err(why) = sycl else {
         return sycl;
     };
-    let script = py.join(format!("{UR_DEVICES_MODULE}.py"));
-    let devices = list_with(side, "ur", Command::new(venv_python()).arg(script))
+    let script = ctx.py.join(format!("{UR_DEVICES_MODULE}.py"));
+    let devices = list_with(side, "ur", Command::new(venv_python()).arg(script), ctx)
         .map_err(|e| format!("{why}; through UR: {e}"))?;
     eprintln!("clients: {}: {why}; listed through the UR loader instead", side.tag());
     Ok(devices)
 }
 
 /// Runs a device-listing child and reads its `UR_CLIENTS_DEVICE` lines.
-fn list_with(side: Side, how: &str, cmd: &mut Command) -> std::result::Result<Vec<Listed>, String> {
+fn list_with(side: Side, how: &str, cmd: &mut Command, ctx: &Ctx) -> std::result::Result<Vec<Listed>, String> {
     let log = out_dir().join(format!("devices-{}-{how}.log", side.tag()));
-    side_env(cmd, side);
+    side_env(cmd, side, ctx);
     let (status, _) = run_logged(cmd, &log, Duration::from_secs(120)).map_err(|e| e.to_string())?;
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let devices: Vec<Listed> = text
@@ -435,7 +438,7 @@ fn pytest_command(suite: &Suite, opts: &Options, junit: &Path, py: &Path, progre
 }
 
 /// Runs one suite on one side.
-fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, py: &Path) -> Result<RunResult> {
+fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, ctx: &Ctx) -> Result<RunResult> {
     let dir = out_dir();
     let stem = format!("{}-{}", suite.name, side.tag());
     let log = dir.join(format!("{stem}.log"));
@@ -444,8 +447,8 @@ fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, py: &Pat
     for f in [&junit, &progress] {
         let _ = std::fs::remove_file(f);
     }
-    let mut cmd = pytest_command(suite, opts, &junit, py, &progress)?;
-    side_env(&mut cmd, side).env(SELECTOR_ENV, selector);
+    let mut cmd = pytest_command(suite, opts, &junit, &ctx.py, &progress)?;
+    side_env(&mut cmd, side, ctx).env(SELECTOR_ENV, selector);
     eprintln!("clients: {stem}: {} (log {})", display(&cmd), log.display());
     let (status, wall) = run_logged(&mut cmd, &log, opts.timeout)?;
     let progress = parse_progress(&std::fs::read_to_string(&progress).unwrap_or_default());
@@ -481,20 +484,20 @@ fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, py: &Pat
 }
 
 /// The selector of a side: the override, or the chosen device's index.
-fn side_selector(side: Side, opts: &Options, py: &Path) -> std::result::Result<String, String> {
+fn side_selector(side: Side, opts: &Options, ctx: &Ctx) -> std::result::Result<String, String> {
     let forced = match side {
         Side::Ur => &opts.selector_ur,
         Side::Ours => &opts.selector_ours,
     };
-    selector_of(side, &opts.device, forced.as_deref(), py)
+    selector_of(side, &opts.device, forced.as_deref(), ctx)
 }
 
 /// The selector that picks `device` on `side` alone, unless `forced`.
-fn selector_of(side: Side, device: &str, forced: Option<&str>, py: &Path) -> std::result::Result<String, String> {
+fn selector_of(side: Side, device: &str, forced: Option<&str>, ctx: &Ctx) -> std::result::Result<String, String> {
     if let Some(s) = forced {
         return Ok(s.to_owned());
     }
-    let devices = list_devices(side, py)?;
+    let devices = list_devices(side, ctx)?;
     let (selector, pos) = pick_device(&devices, device)?;
     let d = &devices[pos];
     eprintln!(
@@ -508,9 +511,22 @@ fn selector_of(side: Side, device: &str, forced: Option<&str>, py: &Path) -> std
     Ok(selector)
 }
 
-/// Checks the venv and writes the Python helpers (the progress plugin, the
-/// bench script) into `target/clients/py`, which it returns.
-fn prepare() -> Result<PathBuf> {
+/// What every child of a run needs: the Python helpers' folder and our
+/// adapter library.
+#[derive(Debug, Clone)]
+struct Ctx {
+    /// `target/clients/py`: the progress plugin, the device listing through
+    /// UR, the bench script.
+    py: PathBuf,
+    /// The adapter library our side force-loads.
+    adapter: PathBuf,
+}
+
+/// Checks the venv, writes the Python helpers into `target/clients/py`
+/// and, when our side runs, builds our adapter library (`cargo build
+/// --release -p ur-capi`: nothing to do when it is fresh) unless told not
+/// to or given another library, and checks it is there.
+fn prepare(opts: &Options) -> Result<Ctx> {
     if !venv_ready() {
         return Err(XtaskError::Other(format!(
             "no clients venv at {} with {} (`cargo xtask setup` makes it)",
@@ -529,20 +545,16 @@ fn prepare() -> Result<PathBuf> {
         let file = py.join(format!("{name}.py"));
         std::fs::write(&file, text).map_err(io(format!("writing {}", file.display())))?;
     }
-    Ok(py)
-}
-
-/// Builds our adapter library (`cargo build --release -p ur-capi`: nothing
-/// to do when it is fresh) unless `no_build`, and checks it is there.
-fn build_adapter(no_build: bool) -> Result<()> {
-    if !no_build {
-        run(cargo().args(["build", "--release", "-p", "ur-capi"]))?;
+    let adapter = opts.adapter.clone().unwrap_or_else(adapter_lib);
+    if opts.ours {
+        if opts.adapter.is_none() && !opts.no_build {
+            run(cargo().args(["build", "--release", "-p", "ur-capi"]))?;
+        }
+        if !adapter.is_file() {
+            return Err(XtaskError::Other(format!("no {}", adapter.display())));
+        }
     }
-    if adapter_lib().is_file() {
-        Ok(())
-    } else {
-        Err(XtaskError::Other(format!("no {}", adapter_lib().display())))
-    }
+    Ok(Ctx { py, adapter })
 }
 
 /// `cargo xtask clients`: runs the suites on each side asked for and prints
@@ -554,23 +566,22 @@ pub fn clients(opts: &Options) -> Result<()> {
         return Ok(());
     }
     let suites = select_suites(&opts.suites)?;
-    let py = prepare()?;
+    let ctx = prepare(opts)?;
     let mut sides = Vec::new();
     if opts.ur {
         sides.push(Side::Ur);
     }
     if opts.ours {
-        build_adapter(opts.no_build)?;
         sides.push(Side::Ours);
     }
     let selectors: Vec<(Side, std::result::Result<String, String>)> =
-        sides.iter().map(|&s| (s, side_selector(s, opts, &py))).collect();
+        sides.iter().map(|&s| (s, side_selector(s, opts, &ctx))).collect();
     let mut rows: Vec<(&str, Option<RunResult>, Option<RunResult>)> = Vec::new();
     for suite in &suites {
         let mut row = (suite.name, None, None);
         for (side, selector) in &selectors {
             let result = match selector {
-                Ok(sel) => run_suite(suite, *side, sel, opts, &py)?,
+                Ok(sel) => run_suite(suite, *side, sel, opts, &ctx)?,
                 Err(why) => RunResult {
                     outcome: Outcome::NotRun(why.clone()),
                     wall: Duration::ZERO,
