@@ -483,6 +483,34 @@ fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, ctx: &Ct
     Ok(result)
 }
 
+/// Writes `target/clients/<suite>-diff.txt`: the tests whose outcome
+/// differs between the two sides' reports, and says how many there are.
+fn compare_cases(suite: &str) -> Result<()> {
+    let dir = out_dir();
+    let read = |side: Side| -> Result<Vec<report::Case>> {
+        let path = dir.join(format!("{suite}-{}.xml", side.tag()));
+        let xml = std::fs::read_to_string(&path).map_err(|source| XtaskError::Io {
+            what: format!("reading {}", path.display()),
+            source,
+        })?;
+        report::parse_cases(&xml)
+    };
+    let (ur, ours) = (read(Side::Ur)?, read(Side::Ours)?);
+    let diffs = report::differing(&ur, &ours);
+    let path = dir.join(format!("{suite}-diff.txt"));
+    std::fs::write(&path, report::diff_text(&diffs)).map_err(|source| XtaskError::Io {
+        what: format!("writing {}", path.display()),
+        source,
+    })?;
+    eprintln!(
+        "clients: {suite}: {} of {} tests end differently through ours (list: {})",
+        diffs.len(),
+        ur.len().max(ours.len()),
+        path.display()
+    );
+    Ok(())
+}
+
 /// The selector of a side: the override, or the chosen device's index.
 fn side_selector(side: Side, opts: &Options, ctx: &Ctx) -> std::result::Result<String, String> {
     let forced = match side {
@@ -592,6 +620,18 @@ pub fn clients(opts: &Options) -> Result<()> {
                 Side::Ur => row.1 = Some(result),
                 Side::Ours => row.2 = Some(result),
             }
+        }
+        let finished = |r: &Option<RunResult>| {
+            matches!(
+                r,
+                Some(RunResult {
+                    outcome: Outcome::Finished { .. },
+                    ..
+                })
+            )
+        };
+        if finished(&row.1) && finished(&row.2) {
+            compare_cases(suite.name)?;
         }
         rows.push(row);
     }

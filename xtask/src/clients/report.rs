@@ -72,6 +72,101 @@ pub fn parse_junit(xml: &str) -> Result<Counts> {
     Ok(counts)
 }
 
+/// One test of a JUnit report: its id and outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    /// `classname::name`.
+    pub id: String,
+    /// `passed`, `skipped`, `failure` or `error`.
+    pub kind: String,
+    /// The skip or failure message (shortened), empty when it passed.
+    pub message: String,
+}
+
+/// How bad an outcome is: a later, worse child element of a test case (an
+/// error in teardown after a failure) decides.
+fn rank(kind: &str) -> u8 {
+    match kind {
+        "error" => 3,
+        "failure" => 2,
+        "skipped" => 1,
+        _ => 0,
+    }
+}
+
+/// Reads every test case of a JUnit report.
+pub fn parse_cases(xml: &str) -> Result<Vec<Case>> {
+    let bad = |why: String| XtaskError::Other(format!("junit report: {why}"));
+    let attr = |e: &quick_xml::events::BytesStart<'_>, key: &[u8]| -> Result<String> {
+        for a in e.attributes() {
+            let a = a.map_err(|e| bad(e.to_string()))?;
+            if a.key.as_ref() == key {
+                return Ok(a.unescape_value().map_err(|e| bad(e.to_string()))?.into_owned());
+            }
+        }
+        Ok(String::new())
+    };
+    let new_case = |e: &quick_xml::events::BytesStart<'_>| -> Result<Case> {
+        Ok(Case {
+            id: format!("{}::{}", attr(e, b"classname")?, attr(e, b"name")?),
+            kind: "passed".into(),
+            message: String::new(),
+        })
+    };
+    let mut reader = Reader::from_str(xml);
+    let mut cases = Vec::new();
+    let mut open: Option<Case> = None;
+    loop {
+        match reader.read_event().map_err(|e| bad(e.to_string()))? {
+            // `<testcase/>` has no end: a test that passed.
+            Event::Empty(e) if e.name().as_ref() == b"testcase" => cases.push(new_case(&e)?),
+            Event::Start(e) if e.name().as_ref() == b"testcase" => open = Some(new_case(&e)?),
+            Event::Start(e) | Event::Empty(e) => {
+                let kind = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                if let Some(case) = open.as_mut().filter(|c| rank(&kind) > rank(&c.kind)) {
+                    case.message = attr(&e, b"message")?.chars().take(160).collect();
+                    case.kind = kind;
+                }
+            }
+            Event::End(e) if e.name().as_ref() == b"testcase" => cases.extend(open.take()),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(cases)
+}
+
+/// The tests whose outcome differs between two reports (a test only one
+/// report has shows as `absent` on the other side), sorted by id.
+pub fn differing<'a>(ur: &'a [Case], ours: &'a [Case]) -> Vec<(&'a str, Option<&'a Case>, Option<&'a Case>)> {
+    let mut by_id: std::collections::BTreeMap<&str, (Option<&Case>, Option<&Case>)> = Default::default();
+    for c in ur {
+        by_id.entry(&c.id).or_default().0 = Some(c);
+    }
+    for c in ours {
+        by_id.entry(&c.id).or_default().1 = Some(c);
+    }
+    by_id
+        .into_iter()
+        .filter(|(_, (u, o))| u.map(|c| &c.kind) != o.map(|c| &c.kind))
+        .map(|(id, (u, o))| (id, u, o))
+        .collect()
+}
+
+/// The differences as text, one test a line: `id: UR's outcome -> ours`.
+pub fn diff_text(diffs: &[(&str, Option<&Case>, Option<&Case>)]) -> String {
+    let show = |c: Option<&Case>| match c {
+        None => "absent".to_owned(),
+        Some(c) if c.message.is_empty() => c.kind.clone(),
+        Some(c) => format!("{} ({})", c.kind, c.message),
+    };
+    let mut out = String::new();
+    for (id, u, o) in diffs {
+        let _ = writeln!(out, "{id}: {} -> {}", show(*u), show(*o));
+    }
+    out
+}
+
 /// What the progress plugin recorded.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
@@ -251,6 +346,33 @@ mod tests {
         assert!((c.time_s - 1.5).abs() < 1e-9);
         assert!(parse_junit("<testsuites/>").is_err());
         assert!(parse_junit(r#"<testsuite tests="x"/>"#).is_err());
+    }
+
+    #[test]
+    fn cases_take_their_worst_outcome_and_differences_are_listed() {
+        let ur = parse_cases(JUNIT).unwrap();
+        assert_eq!(ur.len(), 2);
+        assert_eq!(
+            (ur[0].id.as_str(), ur[0].kind.as_str(), ur[0].message.as_str()),
+            ("a::b", "skipped", "no gpu")
+        );
+        assert_eq!((ur[1].kind.as_str(), ur[1].message.as_str()), ("passed", ""));
+        let ours = parse_cases(
+            r#"<testsuites><testsuite><testcase classname="a" name="b"><skipped message="x"/></testcase><testcase classname="a" name="c"><failure message="boom">t</failure><error message="teardown"/></testcase><testcase classname="a" name="d"/></testsuite></testsuites>"#,
+        )
+        .unwrap();
+        assert_eq!(ours[1].kind, "error");
+        let diffs = differing(&ur, &ours);
+        let ids: Vec<&str> = diffs.iter().map(|d| d.0).collect();
+        assert_eq!(
+            ids,
+            ["a::c", "a::d"],
+            "a skip on both sides is no difference, whatever the message"
+        );
+        assert_eq!(
+            diff_text(&diffs),
+            "a::c: passed -> error (teardown)\na::d: absent -> passed\n"
+        );
     }
 
     #[test]
