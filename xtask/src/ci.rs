@@ -23,8 +23,10 @@ pub const CLIENTS_STEP: bool = false;
 pub const CLIENTS_STEP_ENV: &str = "XTASK_CI_CLIENTS";
 
 /// The `clients` step's time limit per suite run, seconds. Measured here
-/// (2 shared cores) through UR's own adapter: dpctl 40-50 s, test_sum.py
-/// 75-80 s; the release build of ur-capi the step starts with comes first.
+/// (2 shared cores, loaded): the whole step took 1m50s through ur-capi as
+/// of 2026-11-26 (dpctl 24-35 s, test_sum.py 60-80 s; through UR's own
+/// adapter 31-48 s and 66-80 s), after `cargo build --release -p ur-capi`
+/// (7 s when only ur-capi changed, about 5 minutes from nothing).
 const CLIENTS_RUN_LIMIT_SECS: u64 = 600;
 
 /// The `clients` step's command: `cargo xtask clients` on our side only.
