@@ -39,7 +39,7 @@
 
 use crate::error::{Error, Result};
 use crate::types::{
-    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelInfo, MapFlags, MemoryConnection, NdRange,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags, MemoryConnection, NdRange,
     PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPtr,
 };
 
@@ -540,6 +540,12 @@ pub trait Adapter: Send + Sync + 'static {
         Ok(())
     }
 
+    /// A kernel's work-group and sub-group figures on `device`, a device of
+    /// the kernel's context. Default: nothing reported.
+    fn kernel_group_info(&self, kernel: &Self::Kernel, device: &Self::Device) -> Result<KernelGroupInfo> {
+        let _ = (kernel, device);
+        Ok(KernelGroupInfo::default())
+    }
     /// Launches a kernel ([`DeviceCaps::KERNELS`](crate::DeviceCaps::KERNELS)).
     ///
     /// # Safety

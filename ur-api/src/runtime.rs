@@ -266,6 +266,10 @@ impl Runtime {
         fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
         /// Releases a kernel.
         fn release_kernel(&self, kernel: KernelId) -> Result<()>;
+        /// A kernel's argument count and sizes.
+        fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo>;
+        /// A kernel's work-group and sub-group figures on a device.
+        fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo>;
         /// Reads a buffer into host memory (asynchronous; see [`HostPtr`]).
         fn enqueue_read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
         /// Writes host memory into a buffer (asynchronous; see [`HostPtr`]).

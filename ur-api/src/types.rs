@@ -6,6 +6,8 @@ use std::fmt;
 use bitflags::bitflags;
 use serde::Serialize;
 
+pub use crate::limits::{AtomicOrders, AtomicScopes, DeviceLimits, FpCaps, KernelGroupInfo, UsmAccess, VectorWidths};
+
 /// Which backend an adapter drives.
 ///
 /// Serialised as its [`name`](Backend::name).
@@ -228,6 +230,9 @@ pub struct DeviceInfo {
     pub driver_version: String,
     /// Backend API version the device supports.
     pub backend_version: String,
+    /// Limits and capabilities beyond these, as the backend reports them
+    /// (all "not reported" unless the adapter fills them).
+    pub limits: DeviceLimits,
 }
 
 impl DeviceInfo {
@@ -253,7 +258,13 @@ impl DeviceInfo {
             local_mem_size: 0,
             driver_version: String::new(),
             backend_version: String::new(),
+            limits: DeviceLimits::default(),
         }
+    }
+
+    /// Sets the limits and capabilities beyond the core fields.
+    pub fn limits(self, limits: DeviceLimits) -> Self {
+        DeviceInfo { limits, ..self }
     }
 
     /// Sets the vendor name.

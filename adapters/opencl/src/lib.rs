@@ -102,7 +102,7 @@ pub use queue::{Event, Queue};
 pub use usm::Usm;
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelGroupInfo, KernelInfo, Loc, MapFlags, MemArg,
     MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmDesc,
     UsmPtr, UsmRef,
 };
@@ -232,6 +232,10 @@ impl Adapter for OpenClAdapter {
 
     fn kernel_info(&self, kernel: &Kernel) -> KernelInfo {
         program::kernel_info(kernel)
+    }
+
+    fn kernel_group_info(&self, kernel: &Kernel, device: &Device) -> Result<KernelGroupInfo> {
+        program::kernel_group_info(kernel, device)
     }
 
     unsafe fn enqueue_read(

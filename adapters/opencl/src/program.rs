@@ -10,7 +10,7 @@ use opencl3::memory::ClMem;
 use opencl3::program::Program as ClProgram;
 use opencl3::types::{cl_mem, cl_uint};
 use parking_lot::Mutex;
-use ur_api::{Error, KernelArg, KernelInfo, NdRange, ProgramSource, Result};
+use ur_api::{Error, KernelArg, KernelGroupInfo, KernelInfo, NdRange, ProgramSource, Result};
 
 use crate::conv::{self, check, check3};
 use crate::device::{Context, Handle};
@@ -95,6 +95,40 @@ pub(crate) fn create_kernel(p: &Program, name: &str) -> Result<Kernel> {
 pub(crate) fn kernel_info(k: &Kernel) -> KernelInfo {
     KernelInfo::with_arg_count(k.num_args)
 }
+
+/// The kernel's work-group figures on `device` (`clGetKernelWorkGroupInfo`)
+/// and, on OpenCL 2.1 devices, its sub-group figures
+/// (`clGetKernelSubGroupInfo`); a figure the device does not answer is 0.
+pub(crate) fn kernel_group_info(k: &Kernel, device: &crate::Device) -> Result<KernelGroupInfo> {
+    let kernel = k.cl.lock();
+    let d = device.id.0;
+    let mut compile = [0usize; 3];
+    for (c, v) in compile.iter_mut().zip(kernel.get_compile_work_group_size(d).unwrap_or_default()) {
+        *c = v;
+    }
+    let sub = |param, input: usize| -> u32 {
+        if device.version < (2, 1) {
+            return 0;
+        }
+        clk::get_kernel_sub_group_info(kernel.get(), d, param, size_of::<usize>(), (&raw const input).cast())
+            .map_or(0, |v| usize::from(v) as u32)
+    };
+    let wg = check3(kernel.get_work_group_size(d))?;
+    Ok(KernelGroupInfo {
+        work_group_size: wg,
+        compile_work_group_size: compile,
+        local_mem_size: kernel.get_local_mem_size(d).unwrap_or(0),
+        preferred_work_group_size_multiple: kernel.get_work_group_size_multiple(d).unwrap_or(0),
+        private_mem_size: kernel.get_private_mem_size(d).unwrap_or(0),
+        max_sub_group_size: sub(clk::CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, wg),
+        max_num_sub_groups: sub(clk::CL_KERNEL_MAX_NUM_SUB_GROUPS, 0),
+        compile_num_sub_groups: sub(clk::CL_KERNEL_COMPILE_NUM_SUB_GROUPS, 0),
+        compile_sub_group_size: sub(CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL, 0),
+    })
+}
+
+/// `CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL` (`cl_intel_required_subgroup_size`).
+const CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL: u32 = 0x410A;
 
 /// Sets every argument and enqueues the launch, under the kernel's lock.
 ///

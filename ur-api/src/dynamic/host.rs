@@ -66,6 +66,8 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         fn release_program(&self, program: ProgramId) -> Result<()>;
         fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
         fn release_kernel(&self, kernel: KernelId) -> Result<()>;
+        fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo>;
+        fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo>;
         fn enqueue_read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
         fn enqueue_write(&self, queue: QueueId, buffer: BufferId, offset: usize, src: HostPtr, wait: &[EventId]) -> Result<EventId>;
         fn enqueue_copy(&self, queue: QueueId, src: BufferId, src_offset: usize, dst: BufferId, dst_offset: usize, size: usize, wait: &[EventId]) -> Result<EventId>;

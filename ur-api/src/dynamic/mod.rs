@@ -35,7 +35,7 @@ pub use tables::AdapterHost;
 use crate::error::Result;
 use crate::handles::{BufferId, ContextId, DeviceId, EventId, KernelId, Location, PlatformId, ProgramId, QueueId};
 use crate::types::{
-    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, MapFlags, MemFlags, MemRef, MemoryConnection,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags, MemFlags, MemRef, MemoryConnection,
     NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPointerInfo,
     UsmPtr,
 };
@@ -167,6 +167,11 @@ pub trait DynAdapter: Send + Sync {
     fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
     /// Releases a kernel.
     fn release_kernel(&self, kernel: KernelId) -> Result<()>;
+    /// A kernel's argument count and sizes, as its adapter reported them.
+    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo>;
+    /// A kernel's work-group and sub-group figures on a device of its
+    /// context.
+    fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo>;
 
     /// Reads from a buffer into host memory.
     fn enqueue_read(

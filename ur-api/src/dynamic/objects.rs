@@ -297,6 +297,22 @@ impl<A: Adapter> AdapterHost<A> {
         Ok(KernelId { host: self.id, key })
     }
 
+    pub(super) fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo> {
+        self.own(kernel)?;
+        let k = lookup(&self.tables.lock().kernels, kernel.key, HandleKind::Kernel)?;
+        Ok(k.info.clone())
+    }
+
+    pub(super) fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo> {
+        self.own(kernel)?;
+        let k = lookup(&self.tables.lock().kernels, kernel.key, HandleKind::Kernel)?;
+        let d = self.device(device)?;
+        if !k.program.context.devices.contains(&device.key) {
+            return Err(Error::DeviceNotInContext);
+        }
+        self.adapter.kernel_group_info(&k.obj, &d.obj)
+    }
+
     pub(super) fn release_kernel(&self, kernel: KernelId) -> Result<()> {
         self.own(kernel)?;
         self.tables

@@ -113,7 +113,8 @@ pub(super) enum Retired<A: Adapter> {
 pub(super) struct ProgramEntry<A: Adapter> {
     pub(super) obj: A::Program,
     pub(super) ctx: ContextKey,
-    #[allow(dead_code)] // reason: keeps the context alive while the program lives.
+    /// Keeps the context alive while the program lives; its device list
+    /// answers which devices a kernel may be asked about.
     pub(super) context: Arc<ContextEntry<A>>,
 }
 
@@ -122,7 +123,7 @@ pub(super) struct KernelEntry<A: Adapter> {
     pub(super) ctx: ContextKey,
     /// Argument count and sizes, as the adapter reported them.
     pub(super) info: KernelInfo,
-    #[allow(dead_code)] // reason: keeps the program alive while the kernel lives.
+    /// Keeps the program (and its context) alive while the kernel lives.
     pub(super) program: Arc<ProgramEntry<A>>,
 }
 
