@@ -39,8 +39,9 @@
 
 use crate::error::{Error, Result};
 use crate::types::{
-    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags, MemoryConnection, NdRange,
-    PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPtr,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags,
+    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc,
+    UsmPtr,
 };
 
 /// A resolved USM range as an adapter receives it: the allocation (the

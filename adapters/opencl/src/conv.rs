@@ -507,7 +507,10 @@ mod tests {
     fn atomic_capabilities_split_into_orders_and_scopes() {
         // Relaxed + acq_rel, work-group and device scope.
         let (o, sc) = atomic_caps(Some(0b011_0011));
-        assert_eq!(o, AtomicOrders::RELAXED | AtomicOrders::ACQUIRE | AtomicOrders::RELEASE | AtomicOrders::ACQ_REL);
+        assert_eq!(
+            o,
+            AtomicOrders::RELAXED | AtomicOrders::ACQUIRE | AtomicOrders::RELEASE | AtomicOrders::ACQ_REL
+        );
         assert_eq!(sc, AtomicScopes::WORK_GROUP | AtomicScopes::DEVICE);
         let (o, sc) = atomic_caps(Some(0x7f));
         assert!(o.contains(AtomicOrders::SEQ_CST) && sc.contains(AtomicScopes::SYSTEM | AtomicScopes::WORK_ITEM));
@@ -520,7 +523,10 @@ mod tests {
             usm_access(Some(0b1011), 0, UsmKind::Host),
             UsmAccess::ACCESS | UsmAccess::ATOMIC_ACCESS | UsmAccess::ATOMIC_CONCURRENT_ACCESS
         );
-        assert_eq!(usm_access(None, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, UsmKind::Shared), UsmAccess::empty());
+        assert_eq!(
+            usm_access(None, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, UsmKind::Shared),
+            UsmAccess::empty()
+        );
         assert!(usm_access(None, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, UsmKind::Device).contains(UsmAccess::ACCESS));
     }
 }

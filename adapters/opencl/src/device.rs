@@ -283,11 +283,24 @@ const SUB_GROUP_SIZES_INTEL: u32 = 0x4108;
 /// not answer (an older OpenCL version, a missing extension) is "not
 /// reported", never an error: these only inform the caller.
 fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: String) -> DeviceLimits {
-    let extensions = d.extensions().unwrap_or_default().trim_end_matches('\0').trim().to_owned();
+    let extensions = d
+        .extensions()
+        .unwrap_or_default()
+        .trim_end_matches('\0')
+        .trim()
+        .to_owned();
     let has = |e: &str| extensions.split_whitespace().any(|x| x == e);
     let fp = |r: opencl3::Result<u64>| FpCaps::from_bits_truncate(r.unwrap_or(0) as u32);
-    let fp16 = if has("cl_khr_fp16") { fp(d.half_fp_config()) } else { FpCaps::empty() };
-    let fp64 = if version >= (1, 2) || has("cl_khr_fp64") { fp(d.double_fp_config()) } else { FpCaps::empty() };
+    let fp16 = if has("cl_khr_fp16") {
+        fp(d.half_fp_config())
+    } else {
+        FpCaps::empty()
+    };
+    let fp64 = if version >= (1, 2) || has("cl_khr_fp64") {
+        fp(d.double_fp_config())
+    } else {
+        FpCaps::empty()
+    };
     let v3 = version >= (3, 0);
     let (atomic_orders, atomic_scopes) = conv::atomic_caps(v3.then(|| d.atomic_memory_capabilities().ok()).flatten());
     let (fence_orders, fence_scopes) = conv::atomic_caps(v3.then(|| d.atomic_fence_capabilities().ok()).flatten());
@@ -358,13 +371,21 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
             usm(ext::DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES, UsmKind::Shared),
         ],
         sub_group_sizes,
-        max_num_sub_groups: if version >= (2, 1) { d.max_num_sub_groups().unwrap_or(0) } else { 0 },
+        max_num_sub_groups: if version >= (2, 1) {
+            d.max_num_sub_groups().unwrap_or(0)
+        } else {
+            0
+        },
         sub_group_independent_forward_progress: version >= (2, 1)
             && d.sub_group_independent_forward_progress().unwrap_or(false),
         extensions,
         il_version,
         profiling_timer_resolution: d.profiling_timer_resolution().unwrap_or(0),
-        printf_buffer_size: if version >= (1, 2) { d.printf_buffer_size().unwrap_or(0) } else { 0 },
+        printf_buffer_size: if version >= (1, 2) {
+            d.printf_buffer_size().unwrap_or(0)
+        } else {
+            0
+        },
     }
 }
 

@@ -102,9 +102,9 @@ pub use queue::{Event, Queue};
 pub use usm::Usm;
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelGroupInfo, KernelInfo, Loc, MapFlags, MemArg,
-    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmDesc,
-    UsmPtr, UsmRef,
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelGroupInfo, KernelInfo, Loc,
+    MapFlags, MemArg, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy,
+    Result, UsmDesc, UsmPtr, UsmRef,
 };
 
 /// The OpenCL adapter. Holds no state: OpenCL objects carry their own.

@@ -3,6 +3,7 @@
 use std::ffi::c_void;
 use std::ptr;
 
+use cl3::info_type::InfoType;
 use opencl3::command_queue as cq;
 use opencl3::error_codes::{CL_BUILD_PROGRAM_FAILURE, CL_INVALID_KERNEL_NAME};
 use opencl3::kernel::{self as clk, Kernel as ClKernel, CL_KERNEL_NUM_ARGS};
@@ -103,15 +104,25 @@ pub(crate) fn kernel_group_info(k: &Kernel, device: &crate::Device) -> Result<Ke
     let kernel = k.cl.lock();
     let d = device.id.0;
     let mut compile = [0usize; 3];
-    for (c, v) in compile.iter_mut().zip(kernel.get_compile_work_group_size(d).unwrap_or_default()) {
+    for (c, v) in compile
+        .iter_mut()
+        .zip(kernel.get_compile_work_group_size(d).unwrap_or_default())
+    {
         *c = v;
     }
     let sub = |param, input: usize| -> u32 {
         if device.version < (2, 1) {
             return 0;
         }
-        clk::get_kernel_sub_group_info(kernel.get(), d, param, size_of::<usize>(), (&raw const input).cast())
-            .map_or(0, |v| usize::from(v) as u32)
+        // The standard queries answer a `size_t`; others (the Intel one)
+        // come back as raw bytes holding one.
+        match clk::get_kernel_sub_group_info(kernel.get(), d, param, size_of::<usize>(), (&raw const input).cast()) {
+            Ok(InfoType::Size(v)) => v as u32,
+            Ok(InfoType::VecUchar(b)) => b
+                .get(..size_of::<usize>())
+                .map_or(0, |b| usize::from_ne_bytes(b.try_into().unwrap_or_default()) as u32),
+            _ => 0,
+        }
     };
     let wg = check3(kernel.get_work_group_size(d))?;
     Ok(KernelGroupInfo {

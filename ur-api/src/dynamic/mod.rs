@@ -35,9 +35,9 @@ pub use tables::AdapterHost;
 use crate::error::Result;
 use crate::handles::{BufferId, ContextId, DeviceId, EventId, KernelId, Location, PlatformId, ProgramId, QueueId};
 use crate::types::{
-    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags, MemFlags, MemRef, MemoryConnection,
-    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPointerInfo,
-    UsmPtr,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags, MemFlags,
+    MemRef, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice,
+    UsmDesc, UsmPointerInfo, UsmPtr,
 };
 
 /// One kernel argument in the dyn layer.
