@@ -208,6 +208,77 @@ pub struct KernelGroupInfo {
     pub compile_sub_group_size: u32,
 }
 
+/// A backend object's own handle (an OpenCL `cl_context`, a CUDA
+/// `CUcontext`, ...), for interoperation with code that drives the backend
+/// directly: handed out by `Runtime::native_handle`, taken by
+/// `Runtime::create_program_from_native`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NativeHandle(u64);
+
+impl NativeHandle {
+    /// Wraps a backend handle.
+    ///
+    /// # Safety
+    ///
+    /// `raw` names a live object of the backend and kind it is passed as
+    /// (a program of the context it is given with), which stays live for
+    /// the call it is passed to.
+    pub unsafe fn new(raw: u64) -> Self {
+        NativeHandle(raw)
+    }
+
+    /// The raw value.
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+}
+
+/// Which object's native handle is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeOf {
+    /// A platform.
+    Platform(crate::PlatformId),
+    /// A device.
+    Device(crate::DeviceId),
+    /// A context.
+    Context(crate::ContextId),
+    /// A queue.
+    Queue(crate::QueueId),
+    /// A program.
+    Program(crate::ProgramId),
+    /// A kernel.
+    Kernel(crate::KernelId),
+}
+
+/// An adapter object whose native handle is asked for.
+pub enum NativeObj<'a, A: crate::Adapter + ?Sized> {
+    /// A platform.
+    Platform(&'a A::Platform),
+    /// A device.
+    Device(&'a A::Device),
+    /// A context.
+    Context(&'a A::Context),
+    /// A queue.
+    Queue(&'a A::Queue),
+    /// A program.
+    Program(&'a A::Program),
+    /// A kernel.
+    Kernel(&'a A::Kernel),
+}
+
+impl<A: crate::Adapter + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NativeObj::Platform(_) => "Platform",
+            NativeObj::Device(_) => "Device",
+            NativeObj::Context(_) => "Context",
+            NativeObj::Queue(_) => "Queue",
+            NativeObj::Program(_) => "Program",
+            NativeObj::Kernel(_) => "Kernel",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,10 @@ use std::fmt;
 use bitflags::bitflags;
 use serde::Serialize;
 
-pub use crate::limits::{AtomicOrders, AtomicScopes, DeviceLimits, FpCaps, KernelGroupInfo, UsmAccess, VectorWidths};
+pub use crate::limits::{
+    AtomicOrders, AtomicScopes, DeviceLimits, FpCaps, KernelGroupInfo, NativeHandle, NativeObj, NativeOf, UsmAccess,
+    VectorWidths,
+};
 
 /// Which backend an adapter drives.
 ///
@@ -352,14 +355,26 @@ pub struct KernelInfo {
     /// Each argument's size in bytes, when the backend knows them (buffers
     /// and USM pointers are 8 bytes). Implies `arg_count`.
     pub arg_sizes: Option<Vec<usize>>,
+    /// The kernel's name, where the backend reports it (a kernel made from
+    /// a native handle has no name of ours).
+    pub name: Option<String>,
 }
 
 impl KernelInfo {
+    /// Sets the kernel's name.
+    pub fn named(self, name: impl Into<String>) -> Self {
+        KernelInfo {
+            name: Some(name.into()),
+            ..self
+        }
+    }
+
     /// A kernel taking `n` arguments of sizes unknown.
     pub fn with_arg_count(n: usize) -> Self {
         KernelInfo {
             arg_count: Some(n),
             arg_sizes: None,
+            name: None,
         }
     }
 
@@ -368,6 +383,7 @@ impl KernelInfo {
         KernelInfo {
             arg_count: Some(sizes.len()),
             arg_sizes: Some(sizes),
+            name: None,
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use crate::sys::*;
-use crate::{context, device, enqueue, kernel, memory, platform, program, queue, usm};
+use crate::{context, device, enqueue, kernel, memory, native, platform, program, queue, usm};
 
 struct Ddi(ur_dditable_t);
 
@@ -135,6 +135,14 @@ fn build() -> ur_dditable_t {
     k.pfnGetSubGroupInfo = Some(kernel::urKernelGetSubGroupInfo);
     k.pfnSetExecInfo = Some(kernel::urKernelSetExecInfo);
     t.Device.pfnSelectBinary = Some(device::urDeviceSelectBinary);
+    t.Platform.pfnGetNativeHandle = Some(native::urPlatformGetNativeHandle);
+    t.Device.pfnGetNativeHandle = Some(native::urDeviceGetNativeHandle);
+    t.Context.pfnGetNativeHandle = Some(native::urContextGetNativeHandle);
+    t.Queue.pfnGetNativeHandle = Some(native::urQueueGetNativeHandle);
+    t.Program.pfnGetNativeHandle = Some(native::urProgramGetNativeHandle);
+    t.Kernel.pfnGetNativeHandle = Some(native::urKernelGetNativeHandle);
+    t.Program.pfnCreateWithNativeHandle = Some(native::urProgramCreateWithNativeHandle);
+    t.Kernel.pfnCreateWithNativeHandle = Some(native::urKernelCreateWithNativeHandle);
     t
 }
 

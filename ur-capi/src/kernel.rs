@@ -46,6 +46,9 @@ pub struct Kernel {
     pub name: String,
     /// Its argument count, as the backend reported it.
     pub num_args: u32,
+    /// For a kernel made from a native handle without a program of ours:
+    /// the program made for it (no handle), kept with the kernel.
+    pub _native_program: Option<Arc<Program>>,
 }
 
 // SAFETY: the raw program handle is an address used only as an answer;
@@ -95,6 +98,7 @@ pub unsafe extern "C" fn urKernelCreate(
             program: (p, prog),
             name: name.to_owned(),
             num_args,
+            _native_program: None,
         };
         let h = register(Object::Kernel(Arc::new(k)));
         // SAFETY: non-null and writable by the module contract.

@@ -110,6 +110,7 @@ pub mod ext;
 pub mod kernel;
 pub mod managed;
 pub mod memory;
+pub mod native;
 pub mod platform;
 pub mod program;
 pub mod queue;

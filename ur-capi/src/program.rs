@@ -506,6 +506,8 @@ pub unsafe extern "C" fn urProgramGetInfo(
             UR_PROGRAM_INFO_NUM_DEVICES => out.value(devices.len() as u32),
             UR_PROGRAM_INFO_DEVICES => out.array(devices),
             UR_PROGRAM_INFO_IL => out.bytes(&prog.il),
+            UR_PROGRAM_INFO_NUM_KERNELS => out.value(state().rt.kernel_names(prog.built()?)?.len()),
+            UR_PROGRAM_INFO_KERNEL_NAMES => out.string(&state().rt.kernel_names(prog.built()?)?.join(";")),
             _ => Err(CapiError::UnsupportedEnumeration),
         }
     })

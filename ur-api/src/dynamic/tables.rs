@@ -16,7 +16,8 @@ use crate::handles::*;
 use crate::types::*;
 
 pub(super) struct PlatformEntry<A: Adapter> {
-    #[allow(dead_code)] // reason: kept so the adapter's platform outlives its devices.
+    /// Kept so the adapter's platform outlives its devices; asked for its
+    /// native handle.
     pub(super) obj: A::Platform,
     pub(super) info: PlatformInfo,
     pub(super) devices: Vec<DeviceKey>,
