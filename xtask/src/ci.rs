@@ -70,6 +70,10 @@ fn steps() -> Result<Vec<(String, Command)>> {
     // The runtime-style example (documentation that must keep running).
     let mut example = cargo();
     with_backend_env(example.args(["run", "-p", "ur-examples", "--example", "pipeline"]));
+    // Real SYCL clients through the UR C ABI: dpctl's suite and dpnp's
+    // test_sum.py on our library (Intel's CPU OpenCL device).
+    let mut clients = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
+    clients.args(["clients", "--ci"]);
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", rustdocflags());
@@ -84,6 +88,7 @@ fn steps() -> Result<Vec<(String, Command)>> {
         ("mpi-dri", dri),
         ("mpi-prop", prop),
         ("example", example),
+        ("clients", clients),
         ("doc", doc),
         // Reliability (issue #16), on nightly: the host-side crates' tests
         // under AddressSanitizer, again with LeakSanitizer where no OpenCL
@@ -268,6 +273,7 @@ mod tests {
                 "mpi-dri",
                 "mpi-prop",
                 "example",
+                "clients",
                 "doc",
                 "asan",
                 "lsan",
@@ -299,16 +305,17 @@ mod tests {
         assert!(display(&steps[5].1).contains("-p ur-file-io --release"));
         assert!(display(&steps[7].1).contains("mpirun -n 10 --oversubscribe"));
         assert!(display(&steps[9].1).contains("--example pipeline"));
-        assert!(display(&steps[10].1).contains("RUSTDOCFLAGS="));
-        let asan = display(&steps[11].1);
+        assert!(display(&steps[10].1).ends_with("clients --ci"));
+        assert!(display(&steps[11].1).contains("RUSTDOCFLAGS="));
+        let asan = display(&steps[12].1);
         assert!(
             asan.contains("RUSTFLAGS=-Zsanitizer=address") && asan.contains("CARGO_TARGET_DIR=target/asan"),
             "{asan}"
         );
-        assert!(display(&steps[12].1).contains("detect_leaks=1"));
-        assert!(display(&steps[13].1).contains("cargo +nightly miri test"));
-        assert!(display(&steps[14].1).ends_with("fuzz build --fuzz-dir fuzz"));
-        assert!(display(&steps[15].1).contains("-max_total_time="));
+        assert!(display(&steps[13].1).contains("detect_leaks=1"));
+        assert!(display(&steps[14].1).contains("cargo +nightly miri test"));
+        assert!(display(&steps[15].1).ends_with("fuzz build --fuzz-dir fuzz"));
+        assert!(display(&steps[16].1).contains("-max_total_time="));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //!   and unpacks Intel's runtimes from their wheels (`wheels.rs`).
 //! - `cargo xtask ci`: the checks CI runs (fmt, clippy, tests, docs, then
 //!   AddressSanitizer, LeakSanitizer, Miri and bounded fuzzing on nightly).
+//! - `cargo xtask clients`: dpctl's and dpnp's own test suites through
+//!   UR's own OpenCL adapter and through ours, same device, as a table.
 //! - `cargo xtask codegen [--check]`: regenerates (or checks) the committed
 //!   Level Zero bindings of `level-zero-sys` with bindgen.
 //! - `cargo xtask bench [--filter NAME]`: runs the benchmarks and collects
@@ -12,6 +14,7 @@
 
 mod bench;
 mod ci;
+mod clients;
 mod cmd;
 mod codegen;
 mod icd;
@@ -48,6 +51,21 @@ enum Task {
         #[arg(long)]
         check: bool,
     },
+    /// Run dpctl's and dpnp's test suites through UR's own OpenCL adapter and through ours, same device; print the table.
+    Clients {
+        /// Suites to run (dpctl, sycl_queue, sum, linalg, arraycreation); default all.
+        #[arg(long, value_delimiter = ',')]
+        suites: Vec<String>,
+        /// Only through our library.
+        #[arg(long)]
+        ours_only: bool,
+        /// CI's check: dpctl and dpnp's test_sum.py through ours, failing on any failure not known.
+        #[arg(long)]
+        ci: bool,
+        /// Extra pytest arguments (after `--`).
+        #[arg(last = true)]
+        pytest: Vec<String>,
+    },
     /// Run `cargo bench --workspace` and write target/bench/report.json.
     Bench {
         /// Only keep rows (and run benchmarks) whose name contains this text.
@@ -70,6 +88,18 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Setup { dry_run } => setup::setup(dry_run),
         Task::Ci => ci::ci(),
+        Task::Clients {
+            suites,
+            ours_only,
+            ci,
+            pytest,
+        } => {
+            if ci {
+                clients::ci_step()
+            } else {
+                clients::clients(&suites, ours_only, &pytest)
+            }
+        }
         Task::Codegen { check } => codegen::codegen(check),
         Task::Bench { filter, package } => bench::bench(filter.as_deref(), &package),
     };

@@ -270,6 +270,7 @@ pub fn setup(dry_run: bool) -> Result<()> {
     }
     crate::wheels::ensure(dry_run)?;
     crate::wheels::ensure_h5py(dry_run)?;
+    crate::clients::ensure(dry_run)?;
     crate::icd::register(dry_run)?;
     // Nightly with Miri and rust-src, cargo-fuzz (issue #16's CI steps).
     crate::reliability::setup(dry_run)?;
