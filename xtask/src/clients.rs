@@ -20,12 +20,16 @@ use crate::cmd::{cargo, run, with_backend_env, Result, XtaskError};
 /// `setup` unpacks).
 pub const PACKAGES: &[&str] = &["dpctl==0.22.1", "dpnp==0.20.0", "pytest==9.2.0"];
 
-/// Tests that fail through our library, each with the reason. CI fails
+/// Tests that fail (or error) through our library, each with the reason. CI fails
 /// if any of them passes (so the list stays honest) or any other fails.
 pub const KNOWN_FAILING: &[(&str, &str)] = &[
     (
         "test_sycl_context.py::test_context_multi_device",
         "device partitioning (urDevicePartition) is not supported: the project's runtime has root devices only",
+    ),
+    (
+        "test_sycl_queue.py::test_cython_api",
+        "needs Cython, which is not a dependency of dpctl's wheel: an error through UR's own adapter too",
     ),
     (
         "test_sycl_usm.py::test_memory_copy_between_contexts",
@@ -332,8 +336,12 @@ pub fn check(suite: &str, o: &Outcome) -> Vec<String> {
         .filter(|f| !known(f))
         .map(|f| format!("{suite}: {f} failed"))
         .collect();
-    if o.errors > 0 {
-        problems.push(format!("{suite}: {} errors", o.errors));
+    if o.errors + o.failed > o.failures.len() as u64 {
+        problems.push(format!(
+            "{suite}: {} failures and errors, {} named in pytest's summary",
+            o.errors + o.failed,
+            o.failures.len()
+        ));
     }
     if suite == "dpctl" {
         for (k, why) in KNOWN_FAILING {
@@ -369,6 +377,7 @@ mod tests {
     fn known_failures_must_fail_and_others_must_not() {
         let o = Outcome {
             failures: KNOWN_FAILING.iter().map(|(k, _)| k.to_string()).collect(),
+            failed: KNOWN_FAILING.len() as u64,
             ..Outcome::default()
         };
         assert!(check("dpctl", &o).is_empty());
