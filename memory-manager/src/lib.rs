@@ -170,6 +170,7 @@ mod access;
 mod caller;
 mod error;
 mod exec;
+mod forced;
 mod interval;
 mod manager;
 mod mapped;
