@@ -123,7 +123,14 @@ impl MemoryManager {
     /// assert_eq!(mm.stats().staged_copies, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn copy_via(&self, buf: LogicalBuffer, from: Place, to: Place, range: Range<usize>, route: Route) -> Result<()> {
+    pub fn copy_via(
+        &self,
+        buf: LogicalBuffer,
+        from: Place,
+        to: Place,
+        range: Range<usize>,
+        route: Route,
+    ) -> Result<()> {
         let (a, b) = (self.index(from)?, self.index(to)?);
         if !self.routes(from, to)?.contains(&route) {
             return Err(MmError::RouteUnavailable {
@@ -205,7 +212,9 @@ mod tests {
         assert_eq!(routes[0], Route::AdapterCopy(MemoryConnection::Unified), "{routes:?}");
         assert!(routes.iter().any(|r| matches!(r, Route::Staged { .. })), "{routes:?}");
         assert!(
-            routes.iter().any(|r| matches!(r, Route::Mapped { end: MapEnd::Both, .. })),
+            routes
+                .iter()
+                .any(|r| matches!(r, Route::Mapped { end: MapEnd::Both, .. })),
             "the native device maps: {routes:?}"
         );
         assert!(mm.routes(a, a).unwrap().is_empty());

@@ -142,7 +142,8 @@ pub fn device_locations(rt: &Runtime, contexts: Contexts) -> Made {
                 let ctx = match rt.create_context(&ids) {
                     Ok(c) => c,
                     Err(e) => {
-                        made.errors.push(format!("{backend}:{pindex}: context over {what}: {e}"));
+                        made.errors
+                            .push(format!("{backend}:{pindex}: context over {what}: {e}"));
                         continue;
                     }
                 };

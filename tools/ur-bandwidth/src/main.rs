@@ -249,7 +249,9 @@ fn run(cli: &Cli) -> Result<Report, BwError> {
     let forced = Forced::parse(&cli.route)?;
     let selector = match cli.devices.as_deref().map(str::trim) {
         None | Some("") => DeviceSelector::all(),
-        Some(s) => s.parse::<DeviceSelector>().map_err(|e| BwError::Selector(e.to_string()))?,
+        Some(s) => s
+            .parse::<DeviceSelector>()
+            .map_err(|e| BwError::Selector(e.to_string()))?,
     };
     ur_adapters::check_selector(&selector).map_err(BwError::Selector)?;
     let (rt, reports) = discover_with(&selector, &DiscoverOptions::default());
@@ -280,7 +282,13 @@ fn run(cli: &Cli) -> Result<Report, BwError> {
 
     let reps = cli.reps as usize;
     let latency_reps = reps.max(10);
-    let max = cli.sizes.iter().copied().max().unwrap_or(LATENCY_BYTES).max(LATENCY_BYTES);
+    let max = cli
+        .sizes
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(LATENCY_BYTES)
+        .max(LATENCY_BYTES);
     let mut bench = Bench::new(&mm, max);
     let mut results = Vec::new();
     let todo = jobs(&bench, &locs, cli, &forced, &mut results);

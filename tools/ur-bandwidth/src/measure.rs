@@ -117,7 +117,9 @@ impl Code {
 
     /// The code of a letter (case-insensitive).
     pub fn parse(s: &str) -> Option<Code> {
-        Code::ALL.into_iter().find(|c| c.letter().eq_ignore_ascii_case(s.trim()))
+        Code::ALL
+            .into_iter()
+            .find(|c| c.letter().eq_ignore_ascii_case(s.trim()))
     }
 
     /// The code of a manager route.
@@ -127,7 +129,9 @@ impl Code {
             Route::HostRead => Code::HostRead,
             Route::AdapterCopy(_) => Code::Copy,
             Route::Staged { .. } => Code::Staged,
-            Route::Mapped { end: MapEnd::Source, .. } => Code::MapSource,
+            Route::Mapped {
+                end: MapEnd::Source, ..
+            } => Code::MapSource,
             Route::Mapped {
                 end: MapEnd::Destination,
                 ..
@@ -179,7 +183,9 @@ pub struct Bench<'a> {
 impl<'a> Bench<'a> {
     /// A bench whose caller memory holds up to `max_size` bytes.
     pub fn new(mm: &'a MemoryManager, max_size: usize) -> Self {
-        let src: Vec<u8> = (0..max_size).map(|i| (i as u8).wrapping_mul(31).wrapping_add(7)).collect();
+        let src: Vec<u8> = (0..max_size)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(7))
+            .collect();
         Bench {
             mm,
             src,
@@ -191,8 +197,10 @@ impl<'a> Bench<'a> {
     fn can_lock(&self, at: Location) -> bool {
         let rt = self.mm.runtime();
         rt.context_devices(at.context).is_ok_and(|ds| {
-            ds.iter()
-                .all(|d| rt.device_info(*d).is_ok_and(|i| i.caps.contains(DeviceCaps::HOST_REGISTER)))
+            ds.iter().all(|d| {
+                rt.device_info(*d)
+                    .is_ok_and(|i| i.caps.contains(DeviceCaps::HOST_REGISTER))
+            })
         })
     }
 
@@ -201,12 +209,14 @@ impl<'a> Bench<'a> {
     pub fn chosen(&self, src: Kind, dst: Kind, size: usize) -> Result<Code, BwError> {
         let mm = self.mm;
         Ok(match (src, dst) {
-            (Kind::Pageable, Kind::Device(d)) => {
-                Code::of_path(mm.host_transfer(Place::Device(d))?.choose(self.src.as_ptr() as usize, size))
-            }
-            (Kind::Device(s), Kind::Pageable) => {
-                Code::of_path(mm.host_transfer(Place::Device(s))?.choose(self.dst.as_ptr() as usize, size))
-            }
+            (Kind::Pageable, Kind::Device(d)) => Code::of_path(
+                mm.host_transfer(Place::Device(d))?
+                    .choose(self.src.as_ptr() as usize, size),
+            ),
+            (Kind::Device(s), Kind::Pageable) => Code::of_path(
+                mm.host_transfer(Place::Device(s))?
+                    .choose(self.dst.as_ptr() as usize, size),
+            ),
             (Kind::Pageable, _) | (_, Kind::Pageable) => Code::Memcpy,
             _ => {
                 let (a, b) = (src.place().expect("a place"), dst.place().expect("a place"));

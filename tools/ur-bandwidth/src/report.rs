@@ -141,7 +141,13 @@ impl Report {
         for l in &self.latency {
             if let Some(why) = &l.error {
                 out.push((
-                    format!("{} -> {} (latency, {}{})", l.src, l.dst, l.route, if l.forced { " forced" } else { "" }),
+                    format!(
+                        "{} -> {} (latency, {}{})",
+                        l.src,
+                        l.dst,
+                        l.route,
+                        if l.forced { " forced" } else { "" }
+                    ),
                     why.clone(),
                     lat_key(l),
                 ));

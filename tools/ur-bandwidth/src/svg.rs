@@ -79,10 +79,13 @@ fn ink(c: RGBColor) -> RGBColor {
 
 /// The decade bounds (log10 GiB/s) covering every figure of `panels`.
 fn scale(panels: &[Panel]) -> (f64, f64) {
-    let values = panels.iter().flat_map(|p| p.cells.iter().flatten()).filter_map(|c| match c {
-        Cell::Value { gib_s, .. } if *gib_s > 0.0 && gib_s.is_finite() => Some(gib_s.log10()),
-        _ => None,
-    });
+    let values = panels
+        .iter()
+        .flat_map(|p| p.cells.iter().flatten())
+        .filter_map(|c| match c {
+            Cell::Value { gib_s, .. } if *gib_s > 0.0 && gib_s.is_finite() => Some(gib_s.log10()),
+            _ => None,
+        });
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo.is_finite() {
         (lo.floor(), hi.ceil().max(lo.floor() + 1.0))
@@ -179,7 +182,11 @@ pub fn draw(path: &Path, pic: &Picture<'_>) -> Result<(), BwError> {
                     .into_font()
                     .color(&fg)
                     .pos(Pos::new(HPos::Center, VPos::Center));
-                texts.push(Text::new(text, (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)), style));
+                texts.push(Text::new(
+                    text,
+                    (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)),
+                    style,
+                ));
             }
         }
         chart.draw_series(rects).map_err(&err)?;
@@ -216,8 +223,12 @@ pub fn draw(path: &Path, pic: &Picture<'_>) -> Result<(), BwError> {
         .map_err(&err)?;
 
     for (k, line) in pic.notes.iter().enumerate() {
-        foot.draw_text(line, &(FONT, 13).into_font().color(&BLACK), (16, 10 + NOTE_H as i32 * k as i32))
-            .map_err(&err)?;
+        foot.draw_text(
+            line,
+            &(FONT, 13).into_font().color(&BLACK),
+            (16, 10 + NOTE_H as i32 * k as i32),
+        )
+        .map_err(&err)?;
     }
     root.present().map_err(&err)?;
     Ok(())
@@ -260,7 +271,15 @@ mod tests {
         draw(&path, &pic).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
-        for text in ["pageable", "opencl:0", "8.50 H", "9000 I", "error [1]", "GiB/s", "it broke"] {
+        for text in [
+            "pageable",
+            "opencl:0",
+            "8.50 H",
+            "9000 I",
+            "error [1]",
+            "GiB/s",
+            "it broke",
+        ] {
             assert!(svg.contains(text), "{text} missing");
         }
     }
