@@ -423,7 +423,12 @@ fn write_outputs(cli: &Cli, report: &Report) -> Result<(), BwError> {
             ),
             labels: &shorts,
             panels: report.panels(),
-            notes: report.notes(),
+            notes: std::iter::once(
+                "Cells: coloured by GiB/s; grey: in place (I), off the scale; red: failed (reason below); ·: the pair does not offer the route"
+                    .to_owned(),
+            )
+            .chain(report.notes())
+            .collect(),
         };
         svg::draw(path, &pic)?;
     }

@@ -173,15 +173,17 @@ impl Report {
                 (Some(v), None) => Cell::Value {
                     gib_s: v,
                     text: format!("{}{star}", figure(v)),
+                    scaled: e.route != Code::InPlace.letter(),
                 },
                 _ => Cell::Failed(self.footnote(&key(e))),
             };
             match forced {
                 None if !e.forced => {
                     m[i][j] = match cell("") {
-                        Cell::Value { gib_s, text } => Cell::Value {
+                        Cell::Value { gib_s, text, scaled } => Cell::Value {
                             gib_s,
                             text: format!("{text} {}", e.route),
+                            scaled,
                         },
                         c => c,
                     }
@@ -441,7 +443,8 @@ mod tests {
             m[0][1],
             Cell::Value {
                 gib_s: 1.5,
-                text: "1.50*".into()
+                text: "1.50*".into(),
+                scaled: true,
             }
         );
         assert_eq!(m[0][0], Cell::Absent);

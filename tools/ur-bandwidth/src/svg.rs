@@ -1,10 +1,16 @@
 //! The heatmap (`--svg FILE`), drawn with plotters' SVG backend: one
 //! panel per matrix (each size of the chosen routes, then each forced
 //! route), sources as rows and destinations as columns, every cell
-//! coloured by GiB/s on one logarithmic viridis scale shared by all panels
-//! (in-place cells are orders of magnitude above copies) with its value
-//! and route letter written in it; a colour bar with its GiB/s axis; below,
-//! the route letters, the locations and each failed cell's reason.
+//! coloured by GiB/s on one viridis scale shared by all panels, with its
+//! value and route letter written in it; a colour bar with its GiB/s axis;
+//! below, the route letters, the locations and each failed cell's reason.
+//!
+//! The scale spans the figures of the cells that move bytes, from the
+//! lowest to the highest (logarithmic when they span more than a factor of
+//! ten, linear otherwise), so the copies' differences show. In-place cells
+//! (nothing moves; their figure is bookkeeping time, thousands of GiB/s)
+//! are drawn light grey off the scale, failures light red, routes a pair
+//! does not offer near white.
 
 use std::path::Path;
 
@@ -22,6 +28,9 @@ pub enum Cell {
         gib_s: f64,
         /// What the cell shows (`12.3 C`).
         text: String,
+        /// Coloured by the scale; `false` for in-place cells, whose figure
+        /// is not a bandwidth.
+        scaled: bool,
     },
     /// The measurement failed: the footnote's number.
     Failed(usize),
@@ -61,10 +70,64 @@ const TITLE_H: u32 = 46;
 const NOTE_H: u32 = 17;
 const FONT: &str = "sans-serif";
 
-/// The colour of `gib_s` on the shared log scale `lo..hi` (log10 GiB/s).
-fn colour(gib_s: f64, lo: f64, hi: f64) -> RGBColor {
-    let h = if hi > lo { (gib_s.log10() - lo) / (hi - lo) } else { 0.5 };
-    ViridisRGB::get_color(h.clamp(0.0, 1.0))
+/// The colour scale: GiB/s to 0..1 and back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl Scale {
+    /// Over the scaled figures of `panels` (a default range without any).
+    fn of(panels: &[Panel]) -> Scale {
+        let (lo, hi) = panels
+            .iter()
+            .flat_map(|p| p.cells.iter().flatten())
+            .filter_map(|c| match c {
+                Cell::Value {
+                    gib_s, scaled: true, ..
+                } if *gib_s > 0.0 && gib_s.is_finite() => Some(*gib_s),
+                _ => None,
+            })
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        if !lo.is_finite() {
+            return Scale {
+                lo: 0.1,
+                hi: 10.0,
+                log: true,
+            };
+        }
+        let (lo, hi) = if hi > lo * 1.01 { (lo, hi) } else { (lo * 0.9, hi * 1.1) };
+        Scale {
+            lo,
+            hi,
+            log: hi / lo > 10.0,
+        }
+    }
+
+    /// Where `v` GiB/s sits, 0 (lowest) to 1 (highest).
+    fn t(&self, v: f64) -> f64 {
+        let t = if self.log {
+            (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
+        t.clamp(0.0, 1.0)
+    }
+
+    /// The GiB/s at `t`.
+    fn value(&self, t: f64) -> f64 {
+        if self.log {
+            (self.lo.ln() + t * (self.hi.ln() - self.lo.ln())).exp()
+        } else {
+            self.lo + t * (self.hi - self.lo)
+        }
+    }
+
+    fn colour(&self, v: f64) -> RGBColor {
+        ViridisRGB::get_color(self.t(v))
+    }
 }
 
 /// Black or white, whichever reads on `c`.
@@ -74,23 +137,6 @@ fn ink(c: RGBColor) -> RGBColor {
         BLACK
     } else {
         WHITE
-    }
-}
-
-/// The decade bounds (log10 GiB/s) covering every figure of `panels`.
-fn scale(panels: &[Panel]) -> (f64, f64) {
-    let values = panels
-        .iter()
-        .flat_map(|p| p.cells.iter().flatten())
-        .filter_map(|c| match c {
-            Cell::Value { gib_s, .. } if *gib_s > 0.0 && gib_s.is_finite() => Some(gib_s.log10()),
-            _ => None,
-        });
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    if lo.is_finite() {
-        (lo.floor(), hi.ceil().max(lo.floor() + 1.0))
-    } else {
-        (-1.0, 1.0)
     }
 }
 
@@ -111,7 +157,7 @@ pub fn draw(path: &Path, pic: &Picture<'_>) -> Result<(), BwError> {
     let panels_h = panel_h * pic.panels.len().max(1) as u32;
     let notes_h = NOTE_H * pic.notes.len() as u32 + 20;
     let height = TITLE_H + panels_h + notes_h;
-    let (lo, hi) = scale(&pic.panels);
+    let scale = Scale::of(&pic.panels);
 
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
@@ -168,10 +214,15 @@ pub fn draw(path: &Path, pic: &Picture<'_>) -> Result<(), BwError> {
             for (j, cell) in row.iter().enumerate() {
                 let (x, y) = (j as i32, last - i as i32);
                 let (fill, text, fg) = match cell {
-                    Cell::Value { gib_s, text } => {
-                        let c = colour(*gib_s, lo, hi);
+                    Cell::Value {
+                        gib_s,
+                        text,
+                        scaled: true,
+                    } => {
+                        let c = scale.colour(*gib_s);
                         (c, text.clone(), ink(c))
                     }
+                    Cell::Value { text, .. } => (RGBColor(222, 222, 222), text.clone(), BLACK),
                     Cell::Failed(k) => (RGBColor(235, 200, 200), format!("error [{k}]"), RGBColor(140, 0, 0)),
                     Cell::Absent => (RGBColor(245, 245, 245), "·".to_owned(), RGBColor(150, 150, 150)),
                 };
@@ -193,32 +244,26 @@ pub fn draw(path: &Path, pic: &Picture<'_>) -> Result<(), BwError> {
         chart.draw_series(texts).map_err(&err)?;
     }
 
-    // The colour bar: GiB/s on a log axis, one band per 1/40 of the range.
+    // The colour bar: its axis runs over 0..1 of the scale, labelled in GiB/s.
     let mut bar_chart = ChartBuilder::on(&bar.margin(CAPTION + 10, COL_LABELS + 30, 10, 40))
-        .caption("GiB/s", (FONT, 15))
+        .caption(if scale.log { "GiB/s (log)" } else { "GiB/s" }, (FONT, 15))
         .y_label_area_size(70)
-        .build_cartesian_2d(0f64..1f64, (10f64.powf(lo)..10f64.powf(hi)).log_scale())
+        .build_cartesian_2d(0f64..1f64, 0f64..1f64)
         .map_err(&err)?;
     bar_chart
         .configure_mesh()
         .disable_mesh()
         .disable_x_axis()
-        .y_label_formatter(&|v| {
-            if *v >= 1.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{v}")
-            }
-        })
+        .y_labels(6)
+        .y_label_formatter(&|t| crate::report::figure(scale.value(*t)))
         .label_style((FONT, 12))
         .draw()
         .map_err(&err)?;
-    const BANDS: usize = 40;
+    const BANDS: usize = 50;
     bar_chart
         .draw_series((0..BANDS).map(|k| {
             let (a, b) = (k as f64 / BANDS as f64, (k + 1) as f64 / BANDS as f64);
-            let (va, vb) = (10f64.powf(lo + a * (hi - lo)), 10f64.powf(lo + b * (hi - lo)));
-            Rectangle::new([(0.0, va), (1.0, vb)], colour((va * vb).sqrt(), lo, hi).filled())
+            Rectangle::new([(0.0, a), (1.0, b)], ViridisRGB::get_color((a + b) / 2.0).filled())
         }))
         .map_err(&err)?;
 
@@ -248,6 +293,7 @@ mod tests {
                 Cell::Value {
                     gib_s: 8.5,
                     text: "8.50 H".into(),
+                    scaled: true,
                 },
                 Cell::Failed(1),
             ],
@@ -256,6 +302,7 @@ mod tests {
                 Cell::Value {
                     gib_s: 9000.0,
                     text: "9000 I".into(),
+                    scaled: false,
                 },
             ],
         ];
@@ -284,22 +331,30 @@ mod tests {
         }
     }
 
+    fn value(gib_s: f64, scaled: bool) -> Cell {
+        Cell::Value {
+            gib_s,
+            text: String::new(),
+            scaled,
+        }
+    }
+
     #[test]
-    fn the_scale_spans_whole_decades() {
-        let p = Panel {
+    fn the_scale_spans_the_copies_not_the_in_place_cells() {
+        let panel = |cells| Panel {
             title: String::new(),
-            cells: vec![vec![
-                Cell::Value {
-                    gib_s: 0.3,
-                    text: String::new(),
-                },
-                Cell::Value {
-                    gib_s: 2500.0,
-                    text: String::new(),
-                },
-            ]],
+            cells: vec![cells],
         };
-        assert_eq!(scale(&[p]), (-1.0, 4.0));
-        assert_eq!(scale(&[]), (-1.0, 1.0));
+        let s = Scale::of(&[panel(vec![value(2.0, true), value(6.0, true), value(9000.0, false)])]);
+        assert_eq!((s.lo, s.hi, s.log), (2.0, 6.0, false));
+        assert_eq!(s.t(4.0), 0.5);
+        assert_eq!(s.value(0.5), 4.0);
+        assert_eq!(s.t(9000.0), 1.0, "clamped");
+        let s = Scale::of(&[panel(vec![value(0.01, true), value(10.0, true)])]);
+        assert!(s.log);
+        assert!((s.t(0.316_227_766) - 0.5).abs() < 1e-6);
+        assert!((s.value(1.0) - 10.0).abs() < 1e-9);
+        let s = Scale::of(&[]);
+        assert!(s.lo < s.hi);
     }
 }
