@@ -17,7 +17,9 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn ur_bandwidth(args: &[&str]) -> Output {
+    // Every device, whatever selector the environment holds.
     let out = Command::new(env!("CARGO_BIN_EXE_ur-bandwidth"))
+        .env_remove("UR_DEVICE_SELECTOR")
         .args(args)
         .output()
         .expect("ur-bandwidth runs");
@@ -229,6 +231,7 @@ fn a_failing_pair_shows_its_reason_and_the_run_goes_on() {
     let json = dir.path().join("out.json");
     let out = Command::new(env!("CARGO_BIN_EXE_ur-bandwidth"))
         .env("UR_SIM_TOPOLOGY", "platform small: tiny mem=8KiB")
+        .env_remove("UR_DEVICE_SELECTOR")
         .args([
             "--devices",
             "native:*;sim:*",
