@@ -1,7 +1,9 @@
 //! `ur-bandwidth` run as a user runs it, on small sizes: the JSON has its
 //! shape (every ordered pair of locations once per size, each cell a
 //! positive figure or a reason), the SVG is drawn, `--route all` adds the
-//! other routes, bad arguments are refused.
+//! other routes, a pair that fails (a simulated device too small for the
+//! buffer) shows its reason while the run goes on, bad arguments are
+//! refused.
 //!
 //! The binary applies the tests' OpenCL settings itself (two PoCL devices,
 //! rusticl's, Intel's CPU runtime where `cargo xtask setup` registered it).
@@ -15,7 +17,9 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn ur_bandwidth(args: &[&str]) -> Output {
+    // Every device, whatever selector the environment holds.
     let out = Command::new(env!("CARGO_BIN_EXE_ur-bandwidth"))
+        .env_remove("UR_DEVICE_SELECTOR")
         .args(args)
         .output()
         .expect("ur-bandwidth runs");
@@ -215,5 +219,59 @@ fn bad_arguments_are_refused() {
     ] {
         let out = ur_bandwidth(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn a_failing_pair_shows_its_reason_and_the_run_goes_on() {
+    // A simulated device with 8 KiB of memory cannot hold a 64 KiB buffer:
+    // every cell into or out of it fails with the reason, the others are
+    // measured, and the 4-byte moves to and from it work.
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let json = dir.path().join("out.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_ur-bandwidth"))
+        .env("UR_SIM_TOPOLOGY", "platform small: tiny mem=8KiB")
+        .env_remove("UR_DEVICE_SELECTOR")
+        .args([
+            "--devices",
+            "native:*;sim:*",
+            "--size",
+            "64KiB",
+            "--reps",
+            "1",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("ur-bandwidth runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "exit status {:?}", out.status);
+    assert!(
+        stdout.contains("error [1]") && stdout.contains("Failed cells:"),
+        "{stdout}"
+    );
+    let v = read_json(&json);
+    let locs = labels(&v);
+    let sim = locs.iter().find(|l| l.starts_with("sim:")).expect("the sim location");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), locs.len() * locs.len());
+    for e in results {
+        check_cell(e, ["gib_s_median", "gib_s_min", "gib_s_max"]);
+        let touches_sim = e["src"] == sim.as_str() || e["dst"] == sim.as_str();
+        match e.get("error").and_then(Value::as_str) {
+            Some(why) => {
+                assert!(touches_sim, "only the sim's cells fail: {e}");
+                assert!(
+                    why.contains("larger than the device"),
+                    "the reason names the cause: {why}"
+                );
+            }
+            None => assert!(!touches_sim, "a 64 KiB buffer on an 8 KiB device: {e}"),
+        }
+    }
+    for l in v["latency"].as_array().unwrap() {
+        assert!(l.get("error").is_none(), "4 bytes fit: {l}");
     }
 }
