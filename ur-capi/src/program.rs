@@ -172,6 +172,7 @@ pub unsafe extern "C" fn urProgramCreateWithIL(
     out: *mut ur_program_handle_t,
 ) -> ur_result_t {
     entry(|| {
+        get::<Arc<Context>, _>(ctx)?;
         if il.is_null() {
             return Err(CapiError::NullPointer);
         }
@@ -201,6 +202,7 @@ pub unsafe extern "C" fn urProgramCreateWithBinary(
     out: *mut ur_program_handle_t,
 ) -> ur_result_t {
     entry(|| {
+        get::<Arc<Context>, _>(ctx)?;
         if devices.is_null() || sizes.is_null() || binaries.is_null() {
             return Err(CapiError::NullPointer);
         }
