@@ -106,6 +106,28 @@ pub enum MmError {
         /// Bytes of initial data.
         len: usize,
     },
+    /// [`crate::MemoryManager::copy_via`] with a route that is not one of
+    /// [`crate::MemoryManager::routes`] between the two places.
+    #[error("the manager cannot copy from {from} to {to} by {route}")]
+    RouteUnavailable {
+        /// The route asked for.
+        route: String,
+        /// Source place.
+        from: String,
+        /// Destination place.
+        to: String,
+    },
+    /// [`crate::MemoryManager::copy_via`] from a place where part of the
+    /// range is not current.
+    #[error("[{}, {}) of {buffer} is not current at {place}", range.start, range.end)]
+    NotCurrent {
+        /// The logical buffer.
+        buffer: String,
+        /// The place asked to be the source.
+        place: String,
+        /// The range asked for.
+        range: Range<usize>,
+    },
     /// Any other failure of the runtime below.
     #[error(transparent)]
     Runtime(#[from] ur_api::Error),

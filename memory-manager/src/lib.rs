@@ -56,6 +56,14 @@
 //!   with measurement off, class estimates keep plans deterministic.
 //!   [`MemoryManager::plan`] has no side effects: it uses cached costs or
 //!   estimates and never measures.
+//! - **Routes can be named, for measurements**: [`MemoryManager::routes`]
+//!   lists every route between two places (the planner's choice first:
+//!   adapter copy where the connection allows, the pinned ring, zero-copy
+//!   mapping either or both ends where the devices map), and
+//!   [`MemoryManager::copy_via`] runs one copy by the route named, through
+//!   the same execution path, into the destination's own allocation. No
+//!   access takes a named route; `ur-bandwidth --route` uses them to show
+//!   what the planner's choice gains.
 //! - **Plans are data** ([`Plan`], [`Step`], [`Route`]); [`Plan::explain`]
 //!   prints one without addresses or timings (snapshot-tested on seven sim
 //!   topologies). [`MemoryManager::plan`] shows what an access would do.
@@ -170,6 +178,7 @@ mod access;
 mod caller;
 mod error;
 mod exec;
+mod forced;
 mod interval;
 mod manager;
 mod mapped;

@@ -39,8 +39,9 @@
 
 use crate::error::{Error, Result};
 use crate::types::{
-    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelInfo, MapFlags, MemoryConnection, NdRange,
-    PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPtr,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags,
+    MemoryConnection, NativeHandle, NativeObj, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps,
+    RectCopy, UsmAdvice, UsmDesc, UsmPtr,
 };
 
 /// A resolved USM range as an adapter receives it: the allocation (the
@@ -540,6 +541,42 @@ pub trait Adapter: Send + Sync + 'static {
         Ok(())
     }
 
+    /// The backend's own handle of an object, for interoperation. Default:
+    /// the backend's objects are not handed out.
+    fn native_handle(&self, obj: NativeObj<'_, Self>) -> Result<NativeHandle> {
+        let _ = obj;
+        Err(Error::unsupported("native handles"))
+    }
+    /// A program of `ctx` over a program the caller built with the backend
+    /// itself (`handle`); the adapter takes a reference of its own unless
+    /// `owned` (the caller's reference passes to the program).
+    fn program_from_native(&self, ctx: &Self::Context, handle: NativeHandle, owned: bool) -> Result<Self::Program> {
+        let _ = (ctx, handle, owned);
+        Err(Error::unsupported("programs from native handles"))
+    }
+    /// A kernel of `ctx` over a kernel the caller made with the backend
+    /// itself (`handle`), with its program; references taken as in
+    /// [`Adapter::program_from_native`].
+    fn kernel_from_native(
+        &self,
+        ctx: &Self::Context,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<(Self::Program, Self::Kernel)> {
+        let _ = (ctx, handle, owned);
+        Err(Error::unsupported("kernels from native handles"))
+    }
+    /// The names of a built program's kernels. Default: not known.
+    fn kernel_names(&self, program: &Self::Program) -> Result<Vec<String>> {
+        let _ = program;
+        Err(Error::unsupported("listing a program's kernels"))
+    }
+    /// A kernel's work-group and sub-group figures on `device`, a device of
+    /// the kernel's context. Default: nothing reported.
+    fn kernel_group_info(&self, kernel: &Self::Kernel, device: &Self::Device) -> Result<KernelGroupInfo> {
+        let _ = (kernel, device);
+        Ok(KernelGroupInfo::default())
+    }
     /// Launches a kernel ([`DeviceCaps::KERNELS`](crate::DeviceCaps::KERNELS)).
     ///
     /// # Safety

@@ -39,6 +39,7 @@ pub mod dynamic;
 pub mod error;
 pub mod handles;
 pub mod host_kernel;
+pub mod limits;
 pub mod runtime;
 pub mod selector;
 pub mod types;

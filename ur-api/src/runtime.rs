@@ -116,6 +116,20 @@ impl Runtime {
         }
     }
 
+    /// The backend's own handle of an object (interoperation; adapters that
+    /// hand none out answer [`Error::Unsupported`]).
+    pub fn native_handle(&self, of: NativeOf) -> Result<NativeHandle> {
+        let adapter = match of {
+            NativeOf::Platform(h) => self.adapter_of(h)?,
+            NativeOf::Device(h) => self.adapter_of(h)?,
+            NativeOf::Context(h) => self.adapter_of(h)?,
+            NativeOf::Queue(h) => self.adapter_of(h)?,
+            NativeOf::Program(h) => self.adapter_of(h)?,
+            NativeOf::Kernel(h) => self.adapter_of(h)?,
+        };
+        adapter.native_handle(of)
+    }
+
     /// The backend of the adapter owning a handle.
     pub fn backend_of<H: Handle>(&self, handle: H) -> Result<Backend> {
         Ok(self.adapter_of(handle)?.backend())
@@ -266,6 +280,16 @@ impl Runtime {
         fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
         /// Releases a kernel.
         fn release_kernel(&self, kernel: KernelId) -> Result<()>;
+        /// A program of a context over a program built with the backend itself.
+        fn create_program_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<ProgramId>;
+        /// A kernel (and its program) of a context over a kernel made with the backend itself.
+        fn create_kernel_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<(ProgramId, KernelId)>;
+        /// The names of a program's kernels.
+        fn kernel_names(&self, program: ProgramId) -> Result<Vec<String>>;
+        /// A kernel's argument count and sizes.
+        fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo>;
+        /// A kernel's work-group and sub-group figures on a device.
+        fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo>;
         /// Reads a buffer into host memory (asynchronous; see [`HostPtr`]).
         fn enqueue_read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
         /// Writes host memory into a buffer (asynchronous; see [`HostPtr`]).

@@ -6,6 +6,11 @@ use std::fmt;
 use bitflags::bitflags;
 use serde::Serialize;
 
+pub use crate::limits::{
+    AtomicOrders, AtomicScopes, DeviceLimits, FpCaps, KernelGroupInfo, NativeHandle, NativeObj, NativeOf, UsmAccess,
+    VectorWidths,
+};
+
 /// Which backend an adapter drives.
 ///
 /// Serialised as its [`name`](Backend::name).
@@ -228,6 +233,9 @@ pub struct DeviceInfo {
     pub driver_version: String,
     /// Backend API version the device supports.
     pub backend_version: String,
+    /// Limits and capabilities beyond these, as the backend reports them
+    /// (all "not reported" unless the adapter fills them).
+    pub limits: DeviceLimits,
 }
 
 impl DeviceInfo {
@@ -253,7 +261,13 @@ impl DeviceInfo {
             local_mem_size: 0,
             driver_version: String::new(),
             backend_version: String::new(),
+            limits: DeviceLimits::default(),
         }
+    }
+
+    /// Sets the limits and capabilities beyond the core fields.
+    pub fn limits(self, limits: DeviceLimits) -> Self {
+        DeviceInfo { limits, ..self }
     }
 
     /// Sets the vendor name.
@@ -341,14 +355,26 @@ pub struct KernelInfo {
     /// Each argument's size in bytes, when the backend knows them (buffers
     /// and USM pointers are 8 bytes). Implies `arg_count`.
     pub arg_sizes: Option<Vec<usize>>,
+    /// The kernel's name, where the backend reports it (a kernel made from
+    /// a native handle has no name of ours).
+    pub name: Option<String>,
 }
 
 impl KernelInfo {
+    /// Sets the kernel's name.
+    pub fn named(self, name: impl Into<String>) -> Self {
+        KernelInfo {
+            name: Some(name.into()),
+            ..self
+        }
+    }
+
     /// A kernel taking `n` arguments of sizes unknown.
     pub fn with_arg_count(n: usize) -> Self {
         KernelInfo {
             arg_count: Some(n),
             arg_sizes: None,
+            name: None,
         }
     }
 
@@ -357,6 +383,7 @@ impl KernelInfo {
         KernelInfo {
             arg_count: Some(sizes.len()),
             arg_sizes: Some(sizes),
+            name: None,
         }
     }
 }

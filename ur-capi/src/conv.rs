@@ -25,6 +25,20 @@ pub enum CapiError {
     UnsupportedEnumeration,
     /// An entry point or option the project cannot support.
     Unsupported,
+    /// A program is not built (kernels need a built program).
+    NotBuilt,
+    /// A program's module is not SPIR-V, or no binary fits the device.
+    InvalidBinary,
+    /// A program build failed (its log is kept for the caller).
+    BuildFailed,
+    /// A launch's dimension count is not 1, 2 or 3.
+    WorkDimension,
+    /// A launch's global size is zero in some dimension.
+    WorkGroupSize,
+    /// A kernel argument index past the kernel's arguments.
+    ArgIndex,
+    /// A by-value kernel argument without bytes.
+    ArgSize,
     /// An error of the project's runtime.
     Api(Error),
 }
@@ -87,8 +101,43 @@ impl CapiError {
             CapiError::InvalidWaitList => UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST,
             CapiError::UnsupportedEnumeration => UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
             CapiError::Unsupported => UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
+            CapiError::NotBuilt => UR_RESULT_ERROR_INVALID_PROGRAM_EXECUTABLE,
+            CapiError::InvalidBinary => UR_RESULT_ERROR_INVALID_BINARY,
+            CapiError::BuildFailed => UR_RESULT_ERROR_PROGRAM_BUILD_FAILURE,
+            CapiError::WorkDimension => UR_RESULT_ERROR_INVALID_WORK_DIMENSION,
+            CapiError::WorkGroupSize => UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE,
+            CapiError::ArgIndex => UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX,
+            CapiError::ArgSize => UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE,
             CapiError::Api(e) => api_result(e),
         }
+    }
+}
+
+/// The `ur_backend_t` a platform of a project backend reports: the UR
+/// backend whose device images and semantics match it. libsycl picks
+/// device images by this value (`spir64` for OpenCL and Level Zero, PTX
+/// for CUDA), and SYCL tools name devices by it (`opencl:cpu:0`). The
+/// project's own backends (native host kernels, the simulator, out-of-tree
+/// adapters) run no SYCL device image: "native CPU", the host-only UR
+/// backend.
+pub fn ur_backend(b: ur_api::Backend) -> ur_backend_t {
+    match b {
+        ur_api::Backend::OpenCl => UR_BACKEND_OPENCL,
+        ur_api::Backend::LevelZero => UR_BACKEND_LEVEL_ZERO,
+        ur_api::Backend::Cuda => UR_BACKEND_CUDA,
+        ur_api::Backend::Native | ur_api::Backend::Sim | ur_api::Backend::Other(_) => UR_BACKEND_NATIVE_CPU,
+    }
+}
+
+/// The device-image targets (`ur_device_binary_t::pDeviceTargetSpec`, as
+/// libsycl names them) a device of `backend` that accepts `formats` runs,
+/// best first.
+pub fn binary_targets(backend: ur_backend_t, formats: ur_api::ProgramFormats) -> &'static [&'static [u8]] {
+    use ur_api::ProgramFormats;
+    match backend {
+        UR_BACKEND_OPENCL | UR_BACKEND_LEVEL_ZERO if formats.contains(ProgramFormats::SPIRV) => &[b"spir64"],
+        UR_BACKEND_CUDA if formats.contains(ProgramFormats::PTX) => &[b"nvptx64"],
+        _ => &[],
     }
 }
 
@@ -125,6 +174,20 @@ mod tests {
             UR_RESULT_ERROR_INVALID_EVENT
         );
         assert_eq!(CapiError::Unsupported.code(), UR_RESULT_ERROR_UNSUPPORTED_FEATURE);
+    }
+
+    #[test]
+    fn backends_and_image_targets() {
+        use ur_api::{Backend, ProgramFormats};
+        assert_eq!(ur_backend(Backend::OpenCl), UR_BACKEND_OPENCL);
+        assert_eq!(ur_backend(Backend::Native), UR_BACKEND_NATIVE_CPU);
+        assert_eq!(
+            binary_targets(UR_BACKEND_OPENCL, ProgramFormats::SPIRV),
+            &[b"spir64" as &[u8]]
+        );
+        // PoCL and rusticl here take OpenCL C but no SPIR-V: no image fits.
+        assert!(binary_targets(UR_BACKEND_OPENCL, ProgramFormats::OPENCL_C).is_empty());
+        assert!(binary_targets(UR_BACKEND_NATIVE_CPU, ProgramFormats::HOST).is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use crate::sys::*;
-use crate::{context, device, enqueue, memory, platform, queue, usm};
+use crate::{context, device, enqueue, kernel, memory, native, platform, program, queue, usm};
 
 struct Ddi(ur_dditable_t);
 
@@ -108,6 +108,41 @@ fn build() -> ur_dditable_t {
     n.pfnEventsWait = Some(enqueue::urEnqueueEventsWait);
     n.pfnEventsWaitWithBarrier = Some(enqueue::urEnqueueEventsWaitWithBarrier);
     n.pfnEventsWaitWithBarrierExt = Some(enqueue::urEnqueueEventsWaitWithBarrierExt);
+    t.EnqueueExp.pfnKernelLaunchWithArgsExp = Some(kernel::urEnqueueKernelLaunchWithArgsExp);
+    t.QueueExp.pfnIsGraphCaptureEnabledExp = Some(queue::urQueueIsGraphCaptureEnabledExp);
+    let pr = &mut t.Program;
+    pr.pfnCreateWithIL = Some(program::urProgramCreateWithIL);
+    pr.pfnCreateWithBinary = Some(program::urProgramCreateWithBinary);
+    pr.pfnBuild = Some(program::urProgramBuild);
+    pr.pfnCompile = Some(program::urProgramCompile);
+    pr.pfnLink = Some(program::urProgramLink);
+    pr.pfnRetain = Some(program::urProgramRetain);
+    pr.pfnRelease = Some(program::urProgramRelease);
+    pr.pfnGetInfo = Some(program::urProgramGetInfo);
+    pr.pfnGetBuildInfo = Some(program::urProgramGetBuildInfo);
+    pr.pfnSetSpecializationConstants = Some(program::urProgramSetSpecializationConstants);
+    pr.pfnGetFunctionPointer = Some(program::urProgramGetFunctionPointer);
+    let px = &mut t.ProgramExp;
+    px.pfnBuildExp = Some(program::urProgramBuildExp);
+    px.pfnCompileExp = Some(program::urProgramCompileExp);
+    px.pfnLinkExp = Some(program::urProgramLinkExp);
+    let k = &mut t.Kernel;
+    k.pfnCreate = Some(kernel::urKernelCreate);
+    k.pfnRetain = Some(kernel::urKernelRetain);
+    k.pfnRelease = Some(kernel::urKernelRelease);
+    k.pfnGetInfo = Some(kernel::urKernelGetInfo);
+    k.pfnGetGroupInfo = Some(kernel::urKernelGetGroupInfo);
+    k.pfnGetSubGroupInfo = Some(kernel::urKernelGetSubGroupInfo);
+    k.pfnSetExecInfo = Some(kernel::urKernelSetExecInfo);
+    t.Device.pfnSelectBinary = Some(device::urDeviceSelectBinary);
+    t.Platform.pfnGetNativeHandle = Some(native::urPlatformGetNativeHandle);
+    t.Device.pfnGetNativeHandle = Some(native::urDeviceGetNativeHandle);
+    t.Context.pfnGetNativeHandle = Some(native::urContextGetNativeHandle);
+    t.Queue.pfnGetNativeHandle = Some(native::urQueueGetNativeHandle);
+    t.Program.pfnGetNativeHandle = Some(native::urProgramGetNativeHandle);
+    t.Kernel.pfnGetNativeHandle = Some(native::urKernelGetNativeHandle);
+    t.Program.pfnCreateWithNativeHandle = Some(native::urProgramCreateWithNativeHandle);
+    t.Kernel.pfnCreateWithNativeHandle = Some(native::urKernelCreateWithNativeHandle);
     t
 }
 

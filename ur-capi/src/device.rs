@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use ur_api::{DeviceCaps, DeviceId, DeviceInfo, UsmCaps};
 
-use crate::conv::{device_type, type_selects, CapiError};
+use crate::conv::{binary_targets, device_type, type_selects, CapiError};
 use crate::handles::{self, ref_count};
 use crate::info::{entry, put, Out};
 use crate::objects::{get, Kind};
@@ -79,11 +79,24 @@ pub unsafe extern "C" fn urDeviceRelease(d: ur_device_handle_t) -> ur_result_t {
     entry(|| handles::release(d, Kind::Device).map(drop))
 }
 
-fn usm_access(info: &DeviceInfo, kind: UsmCaps) -> ur_device_usm_access_capability_flags_t {
-    if info.usm.contains(kind) {
-        UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_ACCESS | UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_CONCURRENT_ACCESS
+/// How the device accesses one USM kind: the backend's answer where it
+/// gave one, else plain and concurrent access to the kinds it offers.
+fn usm_access(info: &DeviceInfo, kind: UsmCaps, i: usize) -> ur_device_usm_access_capability_flags_t {
+    if !info.usm.contains(kind) {
+        return 0;
+    }
+    match info.limits.usm_access[i].bits() {
+        0 => UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_ACCESS | UR_DEVICE_USM_ACCESS_CAPABILITY_FLAG_CONCURRENT_ACCESS,
+        bits => bits,
+    }
+}
+
+/// A reported figure, or `fallback` where the backend reported none (0).
+fn or<T: PartialEq + Default>(v: T, fallback: T) -> T {
+    if v == T::default() {
+        fallback
     } else {
-        0
+        v
     }
 }
 
@@ -103,24 +116,41 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
     let info = st.rt.device_info(id)?;
     let wg = info.max_work_group_size;
     let kernels = info.caps.contains(DeviceCaps::KERNELS);
+    let l = &info.limits;
+    let pv = &l.preferred_vector_width;
+    let nv = &l.native_vector_width;
     match prop {
         UR_DEVICE_INFO_TYPE => out.value(device_type(info.device_type)),
-        UR_DEVICE_INFO_VENDOR_ID | UR_DEVICE_INFO_DEVICE_ID => out.value(0u32),
+        UR_DEVICE_INFO_VENDOR_ID => out.value(l.vendor_id),
+        UR_DEVICE_INFO_DEVICE_ID => out.value(0u32),
         UR_DEVICE_INFO_MAX_COMPUTE_UNITS | UR_DEVICE_INFO_NUM_COMPUTE_UNITS => out.value(info.max_compute_units),
         UR_DEVICE_INFO_MAX_WORK_ITEM_DIMENSIONS => out.value(3u32),
-        UR_DEVICE_INFO_MAX_WORK_ITEM_SIZES | UR_DEVICE_INFO_MAX_WORK_GROUPS_3D => out.array(&[wg, wg, wg]),
+        UR_DEVICE_INFO_MAX_WORK_ITEM_SIZES => out.array(&or(l.max_work_item_sizes, [wg, wg, wg])),
+        UR_DEVICE_INFO_MAX_WORK_GROUPS_3D => out.array(&[usize::MAX >> 1; 3]),
         UR_DEVICE_INFO_MAX_WORK_GROUP_SIZE => out.value(wg),
-        UR_DEVICE_INFO_SINGLE_FP_CONFIG | UR_DEVICE_INFO_HALF_FP_CONFIG | UR_DEVICE_INFO_DOUBLE_FP_CONFIG => {
-            out.value::<u32>(0)
-        }
+        UR_DEVICE_INFO_SINGLE_FP_CONFIG => out.value(l.fp32.bits()),
+        UR_DEVICE_INFO_HALF_FP_CONFIG => out.value(l.fp16.bits()),
+        UR_DEVICE_INFO_DOUBLE_FP_CONFIG => out.value(l.fp64.bits()),
         UR_DEVICE_INFO_QUEUE_PROPERTIES | UR_DEVICE_INFO_QUEUE_ON_HOST_PROPERTIES => out.value(queue_flags(&info)),
         UR_DEVICE_INFO_QUEUE_ON_DEVICE_PROPERTIES => out.value::<ur_queue_flags_t>(0),
-        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_CHAR..=UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF => out.value(1u32),
-        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_LONG_LONG | UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG_LONG => {
-            out.value(1u32)
-        }
-        UR_DEVICE_INFO_MAX_CLOCK_FREQUENCY => out.value(0u32),
-        UR_DEVICE_INFO_ADDRESS_BITS => out.value(64u32),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_CHAR => out.value(or(pv.char, 1)),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_SHORT => out.value(or(pv.short, 1)),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_INT => out.value(or(pv.int, 1)),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_LONG => out.value(or(pv.long, 1)),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_FLOAT => out.value(or(pv.float, 1)),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_DOUBLE => out.value(pv.double),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_HALF => out.value(pv.half),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR => out.value(or(nv.char, 1)),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_SHORT => out.value(or(nv.short, 1)),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_INT => out.value(or(nv.int, 1)),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG => out.value(or(nv.long, 1)),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT => out.value(or(nv.float, 1)),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE => out.value(nv.double),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF => out.value(nv.half),
+        UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_LONG_LONG => out.value(or(pv.long, 1)),
+        UR_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG_LONG => out.value(or(nv.long, 1)),
+        UR_DEVICE_INFO_MAX_CLOCK_FREQUENCY => out.value(l.max_clock_frequency),
+        UR_DEVICE_INFO_ADDRESS_BITS => out.value(or(l.address_bits, 64)),
         UR_DEVICE_INFO_MAX_MEM_ALLOC_SIZE => out.value(info.max_alloc_size),
         UR_DEVICE_INFO_GLOBAL_MEM_SIZE => out.value(info.global_mem_size),
         UR_DEVICE_INFO_IMAGE_SUPPORT => out.boolean(false),
@@ -129,32 +159,40 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         | UR_DEVICE_INFO_MAX_READ_WRITE_IMAGE_ARGS
         | UR_DEVICE_INFO_MAX_SAMPLERS => out.value(0u32),
         UR_DEVICE_INFO_IMAGE2D_MAX_WIDTH..=UR_DEVICE_INFO_IMAGE_MAX_ARRAY_SIZE => out.value(0usize),
-        UR_DEVICE_INFO_MAX_PARAMETER_SIZE => out.value(1024usize),
+        UR_DEVICE_INFO_MAX_PARAMETER_SIZE => out.value(or(l.max_parameter_size, 1024)),
         UR_DEVICE_INFO_MEM_BASE_ADDR_ALIGN => out.value((info.sub_buffer_align.max(1) * 8) as u32),
-        UR_DEVICE_INFO_GLOBAL_MEM_CACHE_TYPE => out.value(UR_DEVICE_MEM_CACHE_TYPE_NONE),
-        UR_DEVICE_INFO_GLOBAL_MEM_CACHELINE_SIZE => out.value(0u32),
-        UR_DEVICE_INFO_GLOBAL_MEM_CACHE_SIZE => out.value(0u64),
-        UR_DEVICE_INFO_MAX_CONSTANT_BUFFER_SIZE => out.value(0u64),
-        UR_DEVICE_INFO_MAX_CONSTANT_ARGS => out.value(0u32),
+        UR_DEVICE_INFO_GLOBAL_MEM_CACHE_TYPE => out.value(if l.global_mem_cache_size > 0 {
+            UR_DEVICE_MEM_CACHE_TYPE_READ_WRITE_CACHE
+        } else {
+            UR_DEVICE_MEM_CACHE_TYPE_NONE
+        }),
+        UR_DEVICE_INFO_GLOBAL_MEM_CACHELINE_SIZE => out.value(l.global_mem_cacheline_size),
+        UR_DEVICE_INFO_GLOBAL_MEM_CACHE_SIZE => out.value(l.global_mem_cache_size),
+        UR_DEVICE_INFO_MAX_CONSTANT_BUFFER_SIZE => out.value(l.max_constant_buffer_size),
+        UR_DEVICE_INFO_MAX_CONSTANT_ARGS => out.value(l.max_constant_args),
         UR_DEVICE_INFO_LOCAL_MEM_TYPE => out.value(if info.caps.contains(DeviceCaps::LOCAL_MEMORY_ARGS) {
             UR_DEVICE_LOCAL_MEM_TYPE_LOCAL
         } else {
             UR_DEVICE_LOCAL_MEM_TYPE_NONE
         }),
-        UR_DEVICE_INFO_LOCAL_MEM_SIZE => out.value(0u64),
+        UR_DEVICE_INFO_LOCAL_MEM_SIZE => out.value(info.local_mem_size),
         UR_DEVICE_INFO_HOST_UNIFIED_MEMORY => out.boolean(info.host_unified_memory),
-        UR_DEVICE_INFO_PROFILING_TIMER_RESOLUTION => out.value(1usize),
+        UR_DEVICE_INFO_PROFILING_TIMER_RESOLUTION => out.value(or(l.profiling_timer_resolution, 1)),
         UR_DEVICE_INFO_ENDIAN_LITTLE | UR_DEVICE_INFO_AVAILABLE | UR_DEVICE_INFO_PREFERRED_INTEROP_USER_SYNC => {
             out.boolean(true)
         }
-        // No device compiler is exposed through this library (see the crate docs).
-        UR_DEVICE_INFO_COMPILER_AVAILABLE | UR_DEVICE_INFO_LINKER_AVAILABLE => out.boolean(false),
+        // Programs build here from SPIR-V: a compiler where a device image fits.
+        UR_DEVICE_INFO_COMPILER_AVAILABLE | UR_DEVICE_INFO_LINKER_AVAILABLE => {
+            out.boolean(!binary_targets(backend_of_device(id), info.program_formats).is_empty())
+        }
         UR_DEVICE_INFO_EXECUTION_CAPABILITIES => out.value::<u32>(if kernels {
             UR_DEVICE_EXEC_CAPABILITY_FLAG_KERNEL
         } else {
             0
         }),
-        UR_DEVICE_INFO_BUILT_IN_KERNELS | UR_DEVICE_INFO_IL_VERSION | UR_DEVICE_INFO_EXTENSIONS => out.string(""),
+        UR_DEVICE_INFO_BUILT_IN_KERNELS => out.string(""),
+        UR_DEVICE_INFO_IL_VERSION => out.string(&l.il_version),
+        UR_DEVICE_INFO_EXTENSIONS => out.string(&l.extensions),
         UR_DEVICE_INFO_PLATFORM => {
             let p = st.rt.device_platform(id)?;
             out.value(platform_of(p).map_or(0, |p| p.handle) as ur_platform_handle_t)
@@ -165,36 +203,44 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_DRIVER_VERSION => out.string(&info.driver_version),
         UR_DEVICE_INFO_PROFILE => out.string("FULL_PROFILE"),
         UR_DEVICE_INFO_VERSION | UR_DEVICE_INFO_BACKEND_RUNTIME_VERSION => out.string(&info.backend_version),
-        UR_DEVICE_INFO_PRINTF_BUFFER_SIZE => out.value(0usize),
+        UR_DEVICE_INFO_PRINTF_BUFFER_SIZE => out.value(l.printf_buffer_size),
         UR_DEVICE_INFO_PARENT_DEVICE | UR_DEVICE_INFO_COMPOSITE_DEVICE => {
             out.value::<ur_device_handle_t>(std::ptr::null_mut())
         }
         UR_DEVICE_INFO_SUPPORTED_PARTITIONS | UR_DEVICE_INFO_PARTITION_TYPE | UR_DEVICE_INFO_COMPONENT_DEVICES => {
             out.bytes(&[])
         }
-        UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES | UR_DEVICE_INFO_MAX_NUM_SUB_GROUPS => out.value(0u32),
+        UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(0u32),
+        UR_DEVICE_INFO_MAX_NUM_SUB_GROUPS => out.value(l.max_num_sub_groups),
         UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value::<ur_device_affinity_domain_flags_t>(0),
-        UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL => out.array(&[1u32]),
-        UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(&info, UsmCaps::HOST)),
-        UR_DEVICE_INFO_USM_DEVICE_SUPPORT => out.value(usm_access(&info, UsmCaps::DEVICE)),
-        UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => out.value(usm_access(&info, UsmCaps::SHARED)),
+        UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL if l.sub_group_sizes.is_empty() => out.array(&[1u32]),
+        UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL => out.array(&l.sub_group_sizes),
+        UR_DEVICE_INFO_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => out.boolean(l.sub_group_independent_forward_progress),
+        UR_DEVICE_INFO_ATOMIC_64 => out.boolean(l.atomic64),
+        UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(&info, UsmCaps::HOST, 0)),
+        UR_DEVICE_INFO_USM_DEVICE_SUPPORT => out.value(usm_access(&info, UsmCaps::DEVICE, 1)),
+        UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => out.value(usm_access(&info, UsmCaps::SHARED, 2)),
         UR_DEVICE_INFO_USM_CROSS_SHARED_SUPPORT | UR_DEVICE_INFO_USM_SYSTEM_SHARED_SUPPORT => {
             out.value::<ur_device_usm_access_capability_flags_t>(0)
         }
-        UR_DEVICE_INFO_ATOMIC_MEMORY_ORDER_CAPABILITIES | UR_DEVICE_INFO_ATOMIC_FENCE_ORDER_CAPABILITIES => {
-            out.value::<u32>(UR_MEMORY_ORDER_CAPABILITY_FLAG_RELAXED)
+        UR_DEVICE_INFO_ATOMIC_MEMORY_ORDER_CAPABILITIES => {
+            out.value(or(l.atomic_orders.bits(), UR_MEMORY_ORDER_CAPABILITY_FLAG_RELAXED))
         }
-        UR_DEVICE_INFO_ATOMIC_MEMORY_SCOPE_CAPABILITIES | UR_DEVICE_INFO_ATOMIC_FENCE_SCOPE_CAPABILITIES => {
-            out.value::<u32>(UR_MEMORY_SCOPE_CAPABILITY_FLAG_WORK_ITEM)
+        UR_DEVICE_INFO_ATOMIC_FENCE_ORDER_CAPABILITIES => {
+            out.value(or(l.fence_orders.bits(), UR_MEMORY_ORDER_CAPABILITY_FLAG_RELAXED))
+        }
+        UR_DEVICE_INFO_ATOMIC_MEMORY_SCOPE_CAPABILITIES => {
+            out.value(or(l.atomic_scopes.bits(), UR_MEMORY_SCOPE_CAPABILITY_FLAG_WORK_ITEM))
+        }
+        UR_DEVICE_INFO_ATOMIC_FENCE_SCOPE_CAPABILITIES => {
+            out.value(or(l.fence_scopes.bits(), UR_MEMORY_SCOPE_CAPABILITY_FLAG_WORK_ITEM))
         }
         UR_DEVICE_INFO_MAX_COMPUTE_QUEUE_INDICES => out.value(1u32),
         UR_DEVICE_INFO_USM_POOL_SUPPORT => out.boolean(!info.usm.is_empty()),
         // Features this library does not offer: a truthful "no".
         UR_DEVICE_INFO_ERROR_CORRECTION_SUPPORT
-        | UR_DEVICE_INFO_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS
         | UR_DEVICE_INFO_IMAGE_SRGB
         | UR_DEVICE_INFO_BUILD_ON_SUBDEVICE
-        | UR_DEVICE_INFO_ATOMIC_64
         | UR_DEVICE_INFO_BFLOAT16
         | UR_DEVICE_INFO_BFLOAT16_CONVERSIONS_NATIVE
         | UR_DEVICE_INFO_KERNEL_SET_SPECIALIZATION_CONSTANTS
@@ -233,6 +279,60 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_PER_EVENT_PROFILING_SUPPORT_EXP => out.boolean(info.caps.contains(DeviceCaps::PROFILING)),
         _ => Err(CapiError::UnsupportedEnumeration),
     }
+}
+
+/// The `ur_backend_t` of the platform of a device.
+fn backend_of_device(id: DeviceId) -> ur_backend_t {
+    state()
+        .rt
+        .device_platform(id)
+        .ok()
+        .and_then(platform_of)
+        .map_or(UR_BACKEND_NATIVE_CPU, |p| p.backend)
+}
+
+/// `urDeviceSelectBinary`: the first device image whose target the device
+/// runs ([`binary_targets`]: `spir64` where the device takes SPIR-V), or
+/// `INVALID_BINARY` when none does. libsycl calls this once per registered
+/// image when it selects a device (tens of thousands of calls with dpnp and
+/// oneMKL loaded), so it is a lookup and a few string compares.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceSelectBinary(
+    d: ur_device_handle_t,
+    binaries: *const ur_device_binary_t,
+    n: u32,
+    selected: *mut u32,
+) -> ur_result_t {
+    entry(|| {
+        let id = get::<DeviceId, _>(d)?;
+        if binaries.is_null() || selected.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if n == 0 {
+            return Err(CapiError::InvalidSize);
+        }
+        let info = state().rt.device_info(id)?;
+        let targets = binary_targets(backend_of_device(id), info.program_formats);
+        // SAFETY: `n` entries (module contract).
+        let bins = unsafe { std::slice::from_raw_parts(binaries, n as usize) };
+        for t in targets {
+            for (i, b) in bins.iter().enumerate() {
+                if b.pDeviceTargetSpec.is_null() {
+                    continue;
+                }
+                // SAFETY: a NUL-terminated target name (module contract).
+                if unsafe { std::ffi::CStr::from_ptr(b.pDeviceTargetSpec) }.to_bytes() == *t {
+                    // SAFETY: non-null and writable (module contract).
+                    unsafe { selected.write(i as u32) };
+                    return Ok(());
+                }
+            }
+        }
+        Err(CapiError::InvalidBinary)
+    })
 }
 
 /// `urDeviceGetInfo`.

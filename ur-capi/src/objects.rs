@@ -26,6 +26,10 @@ pub enum Kind {
     Event,
     /// `ur_usm_pool_handle_t`.
     Pool,
+    /// `ur_program_handle_t`.
+    Program,
+    /// `ur_kernel_handle_t`.
+    Kernel,
 }
 
 impl Kind {
@@ -39,6 +43,8 @@ impl Kind {
             Kind::Mem => HandleKind::Buffer,
             Kind::Queue => HandleKind::Queue,
             Kind::Event => HandleKind::Event,
+            Kind::Program => HandleKind::Program,
+            Kind::Kernel => HandleKind::Kernel,
         };
         crate::conv::invalid_handle(kind)
     }
@@ -140,6 +146,10 @@ pub enum Object {
     Event(Event),
     /// A USM pool.
     Pool(Arc<Pool>),
+    /// A program.
+    Program(Arc<crate::program::Program>),
+    /// A kernel.
+    Kernel(Arc<crate::kernel::Kernel>),
 }
 
 macro_rules! addresses_only {
@@ -166,6 +176,8 @@ impl Object {
             Object::Queue(_) => Kind::Queue,
             Object::Event(_) => Kind::Event,
             Object::Pool(_) => Kind::Pool,
+            Object::Program(_) => Kind::Program,
+            Object::Kernel(_) => Kind::Kernel,
         }
     }
 
@@ -206,6 +218,8 @@ from_object! {
     Queue => Queue,
     Event => Event,
     Arc<Pool> => Pool,
+    Arc<crate::program::Program> => Program,
+    Arc<crate::kernel::Kernel> => Kernel,
 }
 
 /// The objects of handles `a` and `b` as an `A` and a `B` (one table

@@ -20,12 +20,6 @@ use crate::objects::{get, Kind};
 use crate::state::{platform_of, state};
 use crate::sys::*;
 
-/// The `ur_backend_t` our platforms report: libsycl only drives backends it
-/// knows, and "native CPU" is the one whose semantics (a host-only runtime,
-/// no native handles) match an adapter that is not OpenCL, CUDA or Level
-/// Zero itself, whichever of the project's backends serves the device.
-pub const BACKEND: ur_backend_t = UR_BACKEND_NATIVE_CPU;
-
 /// `urAdapterGet`: our one adapter.
 ///
 /// # Safety
@@ -103,7 +97,7 @@ pub unsafe extern "C" fn urAdapterGetInfo(
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         match prop {
-            UR_ADAPTER_INFO_BACKEND => out.value(BACKEND),
+            UR_ADAPTER_INFO_BACKEND => out.value(state().backend),
             UR_ADAPTER_INFO_REFERENCE_COUNT => out.value(ref_count(a, Kind::Adapter)?),
             UR_ADAPTER_INFO_VERSION => out.value(1u32),
             _ => Err(CapiError::UnsupportedEnumeration),
@@ -181,6 +175,7 @@ pub unsafe extern "C" fn urPlatformGetInfo(
     entry(|| {
         let id = get::<ur_api::PlatformId, _>(p)?;
         let info = state().rt.platform_info(id)?;
+        let backend = platform_of(id).map_or(UR_BACKEND_NATIVE_CPU, |p| p.backend);
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         match prop {
@@ -189,7 +184,7 @@ pub unsafe extern "C" fn urPlatformGetInfo(
             UR_PLATFORM_INFO_VERSION => out.string(&info.version),
             UR_PLATFORM_INFO_EXTENSIONS => out.string(""),
             UR_PLATFORM_INFO_PROFILE => out.string("FULL_PROFILE"),
-            UR_PLATFORM_INFO_BACKEND => out.value(BACKEND),
+            UR_PLATFORM_INFO_BACKEND => out.value(backend),
             UR_PLATFORM_INFO_ADAPTER => out.value(state().adapter as ur_adapter_handle_t),
             _ => Err(CapiError::UnsupportedEnumeration),
         }
@@ -212,8 +207,11 @@ pub unsafe extern "C" fn urPlatformGetApiVersion(
     })
 }
 
-/// `urPlatformGetBackendOption`: no backend options are meaningful for a
-/// host-only runtime; every frontend option maps to the empty string.
+/// `urPlatformGetBackendOption`: the backend spelling of a SYCL frontend
+/// option (libsycl asks for `-O0`..`-O3` before every build). The programs
+/// built here are OpenCL's (SPIR-V through `clBuildProgram`), so the answers
+/// are OpenCL build options: `-O0` disables optimisation, the others are
+/// the backend's default; an option with no meaning is `INVALID_VALUE`.
 ///
 /// # Safety
 ///
@@ -228,9 +226,27 @@ pub unsafe extern "C" fn urPlatformGetBackendOption(
         if frontend.is_null() {
             return Err(CapiError::NullPointer);
         }
+        // SAFETY: NUL-terminated by the module contract.
+        let option = unsafe { std::ffi::CStr::from_ptr(frontend) };
+        let answer = backend_option(option.to_bytes()).ok_or(CapiError::InvalidValue)?;
         // SAFETY: as the module contract says.
-        unsafe { crate::info::put_required(backend, c"".as_ptr()) }
+        unsafe { crate::info::put_required(backend, answer.as_ptr()) }
     })
+}
+
+/// The backend option for a frontend option, or `None` for one with no
+/// meaning here.
+pub fn backend_option(frontend: &[u8]) -> Option<&'static std::ffi::CStr> {
+    match frontend {
+        b"-O0" => Some(c"-cl-opt-disable"),
+        b"-O1"
+        | b"-O2"
+        | b"-O3"
+        | b"-ftarget-compile-fast"
+        | b"-foffload-fp32-prec-div"
+        | b"-foffload-fp32-prec-sqrt" => Some(c""),
+        _ => None,
+    }
 }
 
 /// The project backend serving a platform, for messages.

@@ -323,6 +323,20 @@ pub fn queue_device(q: &Queue) -> Result<DeviceId, CapiError> {
     get::<DeviceId, _>(q.device)
 }
 
+/// `urQueueIsGraphCaptureEnabledExp`: graphs are not supported, so no
+/// queue is ever capturing.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueIsGraphCaptureEnabledExp(q: ur_queue_handle_t, out: *mut bool) -> ur_result_t {
+    entry(|| {
+        get::<Queue, _>(q)?;
+        // SAFETY: module contract.
+        unsafe { crate::info::put_required(out, false) }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,16 +34,39 @@ fn answer(name: &str) -> ur_result_t {
 /// must match one (test `every_unsupported_entry_point_has_a_reason`).
 pub const REASONS: &[(&str, &str)] = &[
     (
+        "urProgramCreateWithNativeHandle",
+        "programs from native handles: see the native-handle entry points",
+    ),
+    (
+        "urProgramDynamicLink",
+        "dynamic linking of device images: the project's programs are single SPIR-V modules",
+    ),
+    (
+        "urProgramGetGlobalVariablePointer",
+        "device globals: the project's programs expose kernels only",
+    ),
+    (
         "urProgram",
-        "SYCL device images need an offload compiler this machine lacks, and the project's programs \
-         (Rust host kernels, OpenCL C, SPIR-V, CUDA) have no UR program binary form",
+        "the project's programs are SPIR-V modules built for every device of their context; this query \
+         or operation on them has no project API",
+    ),
+    (
+        "urKernelSetSpecializationConstants",
+        "specialization constants: the project's program formats carry none",
     ),
     (
         "urKernel",
-        "launching SYCL kernels needs the SYCL kernel ABI, which `ur-api` does not model",
+        "kernels take their arguments at launch (`urEnqueueKernelLaunchWithArgsExp`); this query has no \
+         backend answer in the project's adapters",
     ),
-    ("urEnqueueKernel", "as `urKernel*`: no SYCL kernel ABI"),
-    ("urEnqueueCooperativeKernel", "as `urKernel*`: no SYCL kernel ABI"),
+    (
+        "urEnqueueKernel",
+        "UR 0.12 launches through `urEnqueueKernelLaunchWithArgsExp`; this form has no project API",
+    ),
+    (
+        "urEnqueueCooperativeKernel",
+        "cooperative launches: the project's adapters launch independent work groups only",
+    ),
     (
         "urEnqueueDeviceGlobal",
         "device globals live in device images (see `urProgram*`)",
@@ -290,9 +313,9 @@ mod tests {
     fn stubs_answer_unsupported_feature() {
         let t = crate::ddi::table();
         // SAFETY: the table is a 'static value of this crate.
-        let f = unsafe { (*t).Program.pfnBuild }.expect("filled");
+        let f = unsafe { (*t).Sampler.pfnRetain }.expect("filled");
         // SAFETY: the stub reads none of its arguments.
-        let r = unsafe { f(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null()) };
+        let r = unsafe { f(std::ptr::null_mut()) };
         assert_eq!(r, UR_RESULT_ERROR_UNSUPPORTED_FEATURE);
     }
 

@@ -72,6 +72,7 @@ fn calls_through_the_ur_loader() {
     let event_wait = sym!(lib, "urEventWait", ur_pfnEventWait_t);
     let event_release = sym!(lib, "urEventRelease", ur_pfnEventRelease_t);
     let program_il = sym!(lib, "urProgramCreateWithIL", ur_pfnProgramCreateWithIL_t);
+    let sampler_create = sym!(lib, "urSamplerCreate", ur_pfnSamplerCreate_t);
 
     // SAFETY: every call below passes arguments as the UR specification
     // asks: live out-pointers of the right types and counts.
@@ -84,7 +85,10 @@ fn calls_through_the_ur_loader() {
         assert_eq!(adapter_get(1, &mut adapter, null_mut()), UR_RESULT_SUCCESS);
         let mut np = 0u32;
         assert_eq!(platform_get(adapter, 0, null_mut(), &mut np), UR_RESULT_SUCCESS);
-        assert!(np >= 1, "the native platform is always there");
+        assert!(
+            np >= 1,
+            "a platform is always there (the native one where nothing else is)"
+        );
         let mut platforms = vec![null_mut(); np as usize];
         assert_eq!(
             platform_get(adapter, np, platforms.as_mut_ptr(), null_mut()),
@@ -115,12 +119,19 @@ fn calls_through_the_ur_loader() {
             (rc, r)
         };
         assert_eq!(refs(ctx), (UR_RESULT_SUCCESS, 1));
-        // An entry point the project cannot support: a generated stub
-        // answers UNSUPPORTED_FEATURE (a null slot would be UNINITIALIZED).
+        // A module that is not SPIR-V is refused when the program is made.
         let il = [0u8; 16];
         let mut program = null_mut();
         assert_eq!(
             program_il(ctx, il.as_ptr().cast(), il.len(), std::ptr::null(), &mut program),
+            UR_RESULT_ERROR_INVALID_BINARY
+        );
+        // An entry point the project cannot support: a generated stub
+        // answers UNSUPPORTED_FEATURE (a null slot would be UNINITIALIZED).
+        let desc = ur_sampler_desc_t::default();
+        let mut sampler = null_mut();
+        assert_eq!(
+            sampler_create(ctx, &desc, &mut sampler),
             UR_RESULT_ERROR_UNSUPPORTED_FEATURE
         );
         assert_eq!(context_retain(ctx), UR_RESULT_SUCCESS);

@@ -16,7 +16,8 @@ use opencl3::memory::{
 };
 use opencl3::types::{cl_device_svm_capabilities, cl_device_type, cl_int, cl_map_flags, cl_mem_flags};
 use ur_api::{
-    Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, RectCopy, RectSide, UsmAdvice, UsmCaps, UsmKind,
+    AtomicOrders, AtomicScopes, Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, RectCopy, RectSide,
+    UsmAccess, UsmAdvice, UsmCaps, UsmKind,
 };
 
 /// Error codes of the run-time loader (cl3's `dynamic` feature), not of OpenCL.
@@ -199,6 +200,65 @@ pub fn usm_caps_from_intel(host: u64, device: u64, shared: u64) -> UsmCaps {
         caps |= UsmCaps::SHARED;
     }
     caps
+}
+
+/// OpenCL 3.0's `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES` (and fence
+/// capabilities) as UR's separate orders and scopes. `None` (a device
+/// before 3.0, which cannot answer): what OpenCL 1.2 atomics give, relaxed
+/// order at work-group and device scope.
+pub fn atomic_caps(cl: Option<u64>) -> (AtomicOrders, AtomicScopes) {
+    // CL_DEVICE_ATOMIC_ORDER_* and CL_DEVICE_ATOMIC_SCOPE_* bits.
+    const RELAXED: u64 = 1 << 0;
+    const ACQ_REL: u64 = 1 << 1;
+    const SEQ_CST: u64 = 1 << 2;
+    const WORK_ITEM: u64 = 1 << 3;
+    const WORK_GROUP: u64 = 1 << 4;
+    const DEVICE: u64 = 1 << 5;
+    const ALL_DEVICES: u64 = 1 << 6;
+    let Some(cl) = cl else {
+        return (AtomicOrders::RELAXED, AtomicScopes::WORK_GROUP | AtomicScopes::DEVICE);
+    };
+    let mut orders = AtomicOrders::empty();
+    if cl & RELAXED != 0 {
+        orders |= AtomicOrders::RELAXED;
+    }
+    if cl & ACQ_REL != 0 {
+        orders |= AtomicOrders::ACQUIRE | AtomicOrders::RELEASE | AtomicOrders::ACQ_REL;
+    }
+    if cl & SEQ_CST != 0 {
+        orders |= AtomicOrders::SEQ_CST;
+    }
+    let mut scopes = AtomicScopes::empty();
+    for (bit, scope) in [
+        (WORK_ITEM, AtomicScopes::WORK_ITEM),
+        (WORK_GROUP, AtomicScopes::WORK_GROUP),
+        (DEVICE, AtomicScopes::DEVICE),
+        (ALL_DEVICES, AtomicScopes::SYSTEM),
+    ] {
+        if cl & bit != 0 {
+            scopes |= scope;
+        }
+    }
+    (orders, scopes)
+}
+
+/// How a device accesses one USM kind: the Intel extension's capability
+/// bits (`CL_UNIFIED_SHARED_MEMORY_*_ACCESS_INTEL`) have UR's layout; with
+/// SVM instead, coarse-grain buffers are device memory and fine-grain ones
+/// host and shared memory, both accessed concurrently by the host.
+pub fn usm_access(intel: Option<u64>, svm: cl_device_svm_capabilities, kind: UsmKind) -> UsmAccess {
+    if let Some(bits) = intel {
+        return UsmAccess::from_bits_truncate(bits as u32);
+    }
+    let grain = match kind {
+        UsmKind::Device => CL_DEVICE_SVM_COARSE_GRAIN_BUFFER,
+        UsmKind::Host | UsmKind::Shared => CL_DEVICE_SVM_FINE_GRAIN_BUFFER,
+    };
+    if svm & grain == 0 {
+        UsmAccess::empty()
+    } else {
+        UsmAccess::ACCESS | UsmAccess::CONCURRENT_ACCESS
+    }
 }
 
 /// `CL_MEM_ALLOC_FLAGS_INTEL` for an allocation: only shared memory has a
@@ -441,5 +501,32 @@ mod tests {
         assert_eq!(cl_version("OpenCL 1.2 "), Some((1, 2)));
         assert_eq!(cl_version("OpenCL 2.1"), Some((2, 1)));
         assert_eq!(cl_version("CUDA 12"), None);
+    }
+
+    #[test]
+    fn atomic_capabilities_split_into_orders_and_scopes() {
+        // Relaxed + acq_rel, work-group and device scope.
+        let (o, sc) = atomic_caps(Some(0b011_0011));
+        assert_eq!(
+            o,
+            AtomicOrders::RELAXED | AtomicOrders::ACQUIRE | AtomicOrders::RELEASE | AtomicOrders::ACQ_REL
+        );
+        assert_eq!(sc, AtomicScopes::WORK_GROUP | AtomicScopes::DEVICE);
+        let (o, sc) = atomic_caps(Some(0x7f));
+        assert!(o.contains(AtomicOrders::SEQ_CST) && sc.contains(AtomicScopes::SYSTEM | AtomicScopes::WORK_ITEM));
+        assert_eq!(atomic_caps(None).0, AtomicOrders::RELAXED);
+    }
+
+    #[test]
+    fn usm_access_from_intel_bits_or_svm() {
+        assert_eq!(
+            usm_access(Some(0b1011), 0, UsmKind::Host),
+            UsmAccess::ACCESS | UsmAccess::ATOMIC_ACCESS | UsmAccess::ATOMIC_CONCURRENT_ACCESS
+        );
+        assert_eq!(
+            usm_access(None, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, UsmKind::Shared),
+            UsmAccess::empty()
+        );
+        assert!(usm_access(None, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, UsmKind::Device).contains(UsmAccess::ACCESS));
     }
 }

@@ -8,7 +8,10 @@ use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL};
 use opencl3::platform::Platform as ClPlatform;
 use opencl3::types::{cl_context, cl_device_id};
 use parking_lot::Mutex;
-use ur_api::{Backend, DeviceCaps, DeviceInfo, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps};
+use ur_api::{
+    Backend, DeviceCaps, DeviceInfo, DeviceLimits, FpCaps, MemoryConnection, PlatformInfo, ProgramFormats, Result,
+    UsmCaps, UsmKind, VectorWidths,
+};
 
 use crate::conv::{self, check3};
 use crate::ext::{self, IntelUsm};
@@ -203,6 +206,7 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
     } else {
         String::new()
     };
+    let il = il.trim_end_matches('\0').trim().to_owned();
     let mut formats = ProgramFormats::empty();
     if compiler {
         formats |= ProgramFormats::OPENCL_C;
@@ -262,13 +266,127 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
         .sub_buffer_align((check3(d.mem_base_addr_align())? as usize / 8).max(1))
         // CL_DEVICE_LOCAL_MEM_SIZE: the bound of a launch's `__local` arguments.
         .local_mem(check3(d.local_mem_size())?)
-        .versions(check3(d.driver_version())?, version_text);
+        .versions(check3(d.driver_version())?, version_text)
+        .limits(limits(&d, version, intel.is_some(), svm, il));
     Ok(Device {
         id: Handle(id),
         info,
         version,
         intel,
     })
+}
+
+/// `CL_DEVICE_SUB_GROUP_SIZES_INTEL` (`cl_intel_required_subgroup_size`).
+const SUB_GROUP_SIZES_INTEL: u32 = 0x4108;
+
+/// What the device answers beyond the core fields. A query a device does
+/// not answer (an older OpenCL version, a missing extension) is "not
+/// reported", never an error: these only inform the caller.
+fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: String) -> DeviceLimits {
+    let extensions = d
+        .extensions()
+        .unwrap_or_default()
+        .trim_end_matches('\0')
+        .trim()
+        .to_owned();
+    let has = |e: &str| extensions.split_whitespace().any(|x| x == e);
+    let fp = |r: opencl3::Result<u64>| FpCaps::from_bits_truncate(r.unwrap_or(0) as u32);
+    let fp16 = if has("cl_khr_fp16") {
+        fp(d.half_fp_config())
+    } else {
+        FpCaps::empty()
+    };
+    let fp64 = if version >= (1, 2) || has("cl_khr_fp64") {
+        fp(d.double_fp_config())
+    } else {
+        FpCaps::empty()
+    };
+    let v3 = version >= (3, 0);
+    let (atomic_orders, atomic_scopes) = conv::atomic_caps(v3.then(|| d.atomic_memory_capabilities().ok()).flatten());
+    let (fence_orders, fence_scopes) = conv::atomic_caps(v3.then(|| d.atomic_fence_capabilities().ok()).flatten());
+    let usm = |param, kind| conv::usm_access(intel.then(|| intel_caps(d, param)), svm, kind);
+    let mut sizes = [0usize; 3];
+    for (s, v) in sizes.iter_mut().zip(d.max_work_item_sizes().unwrap_or_default()) {
+        *s = v;
+    }
+    let sub_group_sizes = d
+        .get_data(SUB_GROUP_SIZES_INTEL)
+        .map(|b| {
+            b.chunks_exact(size_of::<usize>())
+                .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or_default()) as u32)
+                .collect()
+        })
+        .unwrap_or_default();
+    let widths = |f: [fn(&ClDevice) -> opencl3::Result<u32>; 7]| {
+        let w = f.map(|q| q(d).unwrap_or(0));
+        VectorWidths {
+            char: w[0],
+            short: w[1],
+            int: w[2],
+            long: w[3],
+            float: w[4],
+            double: w[5],
+            half: w[6],
+        }
+    };
+    DeviceLimits {
+        vendor_id: d.vendor_id().unwrap_or(0),
+        max_work_item_sizes: sizes,
+        max_clock_frequency: d.max_clock_frequency().unwrap_or(0),
+        address_bits: d.address_bits().unwrap_or(0),
+        global_mem_cache_size: d.global_mem_cache_size().unwrap_or(0),
+        global_mem_cacheline_size: d.global_mem_cacheline_size().unwrap_or(0),
+        max_constant_buffer_size: d.max_constant_buffer_size().unwrap_or(0),
+        max_constant_args: d.max_constant_args().unwrap_or(0),
+        max_parameter_size: d.max_parameter_size().unwrap_or(0),
+        preferred_vector_width: widths([
+            ClDevice::max_preferred_vector_width_char,
+            ClDevice::max_preferred_vector_width_short,
+            ClDevice::max_preferred_vector_width_int,
+            ClDevice::max_preferred_vector_width_long,
+            ClDevice::max_preferred_vector_width_float,
+            ClDevice::max_preferred_vector_width_double,
+            ClDevice::preferred_vector_width_half,
+        ]),
+        native_vector_width: widths([
+            ClDevice::native_vector_width_char,
+            ClDevice::native_vector_width_short,
+            ClDevice::native_vector_width_int,
+            ClDevice::native_vector_width_long,
+            ClDevice::native_vector_width_float,
+            ClDevice::native_vector_width_double,
+            ClDevice::native_vector_width_half,
+        ]),
+        fp16,
+        fp32: fp(d.single_fp_config()),
+        fp64,
+        atomic64: has("cl_khr_int64_base_atomics") && has("cl_khr_int64_extended_atomics"),
+        atomic_orders,
+        atomic_scopes,
+        fence_orders,
+        fence_scopes,
+        usm_access: [
+            usm(ext::DEVICE_HOST_MEM_CAPABILITIES, UsmKind::Host),
+            usm(ext::DEVICE_DEVICE_MEM_CAPABILITIES, UsmKind::Device),
+            usm(ext::DEVICE_SINGLE_DEVICE_SHARED_MEM_CAPABILITIES, UsmKind::Shared),
+        ],
+        sub_group_sizes,
+        max_num_sub_groups: if version >= (2, 1) {
+            d.max_num_sub_groups().unwrap_or(0)
+        } else {
+            0
+        },
+        sub_group_independent_forward_progress: version >= (2, 1)
+            && d.sub_group_independent_forward_progress().unwrap_or(false),
+        extensions,
+        il_version,
+        profiling_timer_resolution: d.profiling_timer_resolution().unwrap_or(0),
+        printf_buffer_size: if version >= (1, 2) {
+            d.printf_buffer_size().unwrap_or(0)
+        } else {
+            0
+        },
+    }
 }
 
 pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {

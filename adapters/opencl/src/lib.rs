@@ -102,9 +102,9 @@ pub use queue::{Event, Queue};
 pub use usm::Usm;
 
 use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags, MemArg,
-    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmDesc,
-    UsmPtr, UsmRef,
+    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelGroupInfo, KernelInfo, Loc,
+    MapFlags, MemArg, MemoryConnection, NativeHandle, NativeObj, NdRange, PlatformInfo, ProfilingInfo, ProgramSource,
+    QueueProps, RectCopy, Result, UsmDesc, UsmPtr, UsmRef,
 };
 
 /// The OpenCL adapter. Holds no state: OpenCL objects carry their own.
@@ -232,6 +232,26 @@ impl Adapter for OpenClAdapter {
 
     fn kernel_info(&self, kernel: &Kernel) -> KernelInfo {
         program::kernel_info(kernel)
+    }
+
+    fn native_handle(&self, obj: NativeObj<'_, Self>) -> Result<NativeHandle> {
+        Ok(program::native_handle(obj))
+    }
+
+    fn program_from_native(&self, ctx: &Context, handle: NativeHandle, owned: bool) -> Result<Program> {
+        program::program_from_native(ctx, handle, owned)
+    }
+
+    fn kernel_from_native(&self, ctx: &Context, handle: NativeHandle, owned: bool) -> Result<(Program, Kernel)> {
+        program::kernel_from_native(ctx, handle, owned)
+    }
+
+    fn kernel_names(&self, p: &Program) -> Result<Vec<String>> {
+        program::kernel_names(p)
+    }
+
+    fn kernel_group_info(&self, kernel: &Kernel, device: &Device) -> Result<KernelGroupInfo> {
+        program::kernel_group_info(kernel, device)
     }
 
     unsafe fn enqueue_read(

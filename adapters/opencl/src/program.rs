@@ -3,24 +3,45 @@
 use std::ffi::c_void;
 use std::ptr;
 
+use cl3::info_type::InfoType;
 use opencl3::command_queue as cq;
 use opencl3::error_codes::{CL_BUILD_PROGRAM_FAILURE, CL_INVALID_KERNEL_NAME};
 use opencl3::kernel::{self as clk, Kernel as ClKernel, CL_KERNEL_NUM_ARGS};
 use opencl3::memory::ClMem;
 use opencl3::program::Program as ClProgram;
-use opencl3::types::{cl_mem, cl_uint};
+use opencl3::types::{cl_mem, cl_program, cl_uint};
 use parking_lot::Mutex;
-use ur_api::{Error, KernelArg, KernelInfo, NdRange, ProgramSource, Result};
+use ur_api::{Error, KernelArg, KernelGroupInfo, KernelInfo, NativeHandle, NativeObj, NdRange, ProgramSource, Result};
 
 use crate::conv::{self, check, check3};
 use crate::device::{Context, Handle};
 use crate::queue::{raw_event, submit, Event, Queue};
 use crate::OpenClAdapter;
 
-/// A program built for every device of its context.
+/// A program built for every device of its context: one this adapter
+/// built, or one the caller built with OpenCL itself and handed over by its
+/// handle ([`program_from_native`]).
 #[derive(Debug)]
 pub struct Program {
-    pub(crate) cl: ClProgram,
+    raw: Handle<cl_program>,
+    /// The owner of a program this adapter built (released on drop).
+    _built: Option<ClProgram>,
+    /// The reference held to a program made outside (released on drop).
+    _native: Option<NativeProgram>,
+}
+
+/// A reference to a program made outside this adapter.
+#[derive(Debug)]
+struct NativeProgram(Handle<cl_program>);
+
+impl Drop for NativeProgram {
+    fn drop(&mut self) {
+        // SAFETY: this adapter holds one reference to the program
+        // (retained, or handed over), released once here.
+        if let Err(code) = unsafe { cl3::program::release_program(self.0 .0) } {
+            tracing::warn!(code, "clReleaseProgram");
+        }
+    }
 }
 
 /// A kernel. OpenCL kernel arguments are state of the kernel object, so
@@ -46,7 +67,11 @@ pub(crate) fn create_program(ctx: &Context, source: &ProgramSource, options: &st
     }
     let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
     match cl.build(&devices, options) {
-        Ok(()) => Ok(Program { cl }),
+        Ok(()) => Ok(Program {
+            raw: Handle(cl.get()),
+            _built: Some(cl),
+            _native: None,
+        }),
         Err(e) if e.0 == CL_BUILD_PROGRAM_FAILURE => Err(Error::ProgramBuild {
             log: build_log(&cl, &ctx.devices),
         }),
@@ -75,10 +100,11 @@ pub(crate) fn create_kernel(p: &Program, name: &str) -> Result<Kernel> {
     if name.contains('\0') {
         return Err(not_found());
     }
-    let cl = match ClKernel::create(&p.cl, name) {
-        Ok(k) => k,
-        Err(e) if e.0 == CL_INVALID_KERNEL_NAME => return Err(not_found()),
-        Err(e) => return Err(conv::error(e.0)),
+    let c_name = std::ffi::CString::new(name).map_err(|_| not_found())?;
+    let cl = match clk::create_kernel(p.raw.0, &c_name) {
+        Ok(k) => ClKernel::new(k),
+        Err(CL_INVALID_KERNEL_NAME) => return Err(not_found()),
+        Err(code) => return Err(conv::error(code)),
     };
     let num_args = check(clk::get_kernel_info(cl.get(), CL_KERNEL_NUM_ARGS))?;
     let num_args = cl_uint::from(num_args) as usize;
@@ -89,12 +115,132 @@ pub(crate) fn create_kernel(p: &Program, name: &str) -> Result<Kernel> {
     })
 }
 
+/// A program over `handle`, a program the caller built in `ctx`'s OpenCL
+/// context; retained unless `owned`.
+pub(crate) fn program_from_native(ctx: &Context, handle: NativeHandle, owned: bool) -> Result<Program> {
+    let raw = handle.raw() as cl_program;
+    if raw.is_null() {
+        return Err(Error::invalid("a null program handle"));
+    }
+    let its_ctx = check(cl3::program::get_program_info(raw, cl3::program::CL_PROGRAM_CONTEXT))?;
+    if isize::from(its_ctx) as usize != ctx.cl.get() as usize {
+        return Err(Error::WrongContext { what: "native program" });
+    }
+    if !owned {
+        // SAFETY: a live program (the handle's contract).
+        check(unsafe { cl3::program::retain_program(raw) })?;
+    }
+    Ok(Program {
+        raw: Handle(raw),
+        _built: None,
+        _native: Some(NativeProgram(Handle(raw))),
+    })
+}
+
+/// A kernel over `handle`, a kernel the caller made in `ctx`'s OpenCL
+/// context, with its program; both retained (the kernel not when `owned`).
+pub(crate) fn kernel_from_native(ctx: &Context, handle: NativeHandle, owned: bool) -> Result<(Program, Kernel)> {
+    let raw = handle.raw() as opencl3::types::cl_kernel;
+    if raw.is_null() {
+        return Err(Error::invalid("a null kernel handle"));
+    }
+    let prog = check(clk::get_kernel_info(raw, clk::CL_KERNEL_PROGRAM))?;
+    // SAFETY: the kernel's own program, live while the kernel is.
+    let program = program_from_native(ctx, unsafe { NativeHandle::new(isize::from(prog) as u64) }, false)?;
+    let name = String::from(check(clk::get_kernel_info(raw, clk::CL_KERNEL_FUNCTION_NAME))?)
+        .trim_end_matches('\0')
+        .to_owned();
+    let num_args = cl_uint::from(check(clk::get_kernel_info(raw, CL_KERNEL_NUM_ARGS))?) as usize;
+    if !owned {
+        // SAFETY: a live kernel (the handle's contract).
+        check(unsafe { clk::retain_kernel(raw) })?;
+    }
+    let kernel = Kernel {
+        cl: Mutex::new(ClKernel::new(raw)),
+        num_args,
+        name,
+    };
+    Ok((program, kernel))
+}
+
+/// The program's kernel names (`CL_PROGRAM_KERNEL_NAMES`).
+pub(crate) fn kernel_names(p: &Program) -> Result<Vec<String>> {
+    let names = check(cl3::program::get_program_info(
+        p.raw.0,
+        cl3::program::CL_PROGRAM_KERNEL_NAMES,
+    ))?;
+    Ok(String::from(names)
+        .trim_end_matches('\0')
+        .split(';')
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The raw handles of this adapter's objects.
+pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> NativeHandle {
+    let raw = match obj {
+        NativeObj::Platform(p) => p.cl.id() as u64,
+        NativeObj::Device(d) => d.id.0 as u64,
+        NativeObj::Context(c) => c.cl.get() as u64,
+        NativeObj::Queue(q) => q.raw() as u64,
+        NativeObj::Program(p) => p.raw.0 as u64,
+        NativeObj::Kernel(k) => k.cl.lock().get() as u64,
+    };
+    // SAFETY: a live object of this adapter, the backend's own handle.
+    unsafe { NativeHandle::new(raw) }
+}
+
 /// What the dyn layer checks launches against: the argument count
 /// (`CL_KERNEL_NUM_ARGS`). Sizes are left to `clSetKernelArg`, which knows
 /// them and refuses a wrong one.
 pub(crate) fn kernel_info(k: &Kernel) -> KernelInfo {
-    KernelInfo::with_arg_count(k.num_args)
+    KernelInfo::with_arg_count(k.num_args).named(&k.name)
 }
+
+/// The kernel's work-group figures on `device` (`clGetKernelWorkGroupInfo`)
+/// and, on OpenCL 2.1 devices, its sub-group figures
+/// (`clGetKernelSubGroupInfo`); a figure the device does not answer is 0.
+pub(crate) fn kernel_group_info(k: &Kernel, device: &crate::Device) -> Result<KernelGroupInfo> {
+    let kernel = k.cl.lock();
+    let d = device.id.0;
+    let mut compile = [0usize; 3];
+    for (c, v) in compile
+        .iter_mut()
+        .zip(kernel.get_compile_work_group_size(d).unwrap_or_default())
+    {
+        *c = v;
+    }
+    let sub = |param, input: usize| -> u32 {
+        if device.version < (2, 1) {
+            return 0;
+        }
+        // The standard queries answer a `size_t`; others (the Intel one)
+        // come back as raw bytes holding one.
+        match clk::get_kernel_sub_group_info(kernel.get(), d, param, size_of::<usize>(), (&raw const input).cast()) {
+            Ok(InfoType::Size(v)) => v as u32,
+            Ok(InfoType::VecUchar(b)) => b
+                .get(..size_of::<usize>())
+                .map_or(0, |b| usize::from_ne_bytes(b.try_into().unwrap_or_default()) as u32),
+            _ => 0,
+        }
+    };
+    let wg = check3(kernel.get_work_group_size(d))?;
+    Ok(KernelGroupInfo {
+        work_group_size: wg,
+        compile_work_group_size: compile,
+        local_mem_size: kernel.get_local_mem_size(d).unwrap_or(0),
+        preferred_work_group_size_multiple: kernel.get_work_group_size_multiple(d).unwrap_or(0),
+        private_mem_size: kernel.get_private_mem_size(d).unwrap_or(0),
+        max_sub_group_size: sub(clk::CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, wg),
+        max_num_sub_groups: sub(clk::CL_KERNEL_MAX_NUM_SUB_GROUPS, 0),
+        compile_num_sub_groups: sub(clk::CL_KERNEL_COMPILE_NUM_SUB_GROUPS, 0),
+        compile_sub_group_size: sub(CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL, 0),
+    })
+}
+
+/// `CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL` (`cl_intel_required_subgroup_size`).
+const CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL: u32 = 0x410A;
 
 /// Sets every argument and enqueues the launch, under the kernel's lock.
 ///

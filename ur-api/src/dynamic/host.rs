@@ -66,6 +66,12 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         fn release_program(&self, program: ProgramId) -> Result<()>;
         fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
         fn release_kernel(&self, kernel: KernelId) -> Result<()>;
+        fn native_handle(&self, of: NativeOf) -> Result<NativeHandle>;
+        fn create_program_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<ProgramId>;
+        fn kernel_names(&self, program: ProgramId) -> Result<Vec<String>>;
+        fn create_kernel_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<(ProgramId, KernelId)>;
+        fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo>;
+        fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo>;
         fn enqueue_read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
         fn enqueue_write(&self, queue: QueueId, buffer: BufferId, offset: usize, src: HostPtr, wait: &[EventId]) -> Result<EventId>;
         fn enqueue_copy(&self, queue: QueueId, src: BufferId, src_offset: usize, dst: BufferId, dst_offset: usize, size: usize, wait: &[EventId]) -> Result<EventId>;

@@ -35,9 +35,9 @@ pub use tables::AdapterHost;
 use crate::error::Result;
 use crate::handles::{BufferId, ContextId, DeviceId, EventId, KernelId, Location, PlatformId, ProgramId, QueueId};
 use crate::types::{
-    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, MapFlags, MemFlags, MemRef, MemoryConnection,
-    NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, UsmAdvice, UsmDesc, UsmPointerInfo,
-    UsmPtr,
+    Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelGroupInfo, KernelInfo, MapFlags, MemFlags,
+    MemRef, MemoryConnection, NativeHandle, NativeOf, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps,
+    RectCopy, UsmAdvice, UsmDesc, UsmPointerInfo, UsmPtr,
 };
 
 /// One kernel argument in the dyn layer.
@@ -167,6 +167,25 @@ pub trait DynAdapter: Send + Sync {
     fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
     /// Releases a kernel.
     fn release_kernel(&self, kernel: KernelId) -> Result<()>;
+    /// The backend's own handle of an object.
+    fn native_handle(&self, of: NativeOf) -> Result<NativeHandle>;
+    /// A program of `context` over a program built with the backend itself.
+    fn create_program_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<ProgramId>;
+    /// A kernel (and its program) of `context` over a kernel made with the
+    /// backend itself.
+    fn create_kernel_from_native(
+        &self,
+        context: ContextId,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<(ProgramId, KernelId)>;
+    /// The names of a program's kernels.
+    fn kernel_names(&self, program: ProgramId) -> Result<Vec<String>>;
+    /// A kernel's argument count and sizes, as its adapter reported them.
+    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo>;
+    /// A kernel's work-group and sub-group figures on a device of its
+    /// context.
+    fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo>;
 
     /// Reads from a buffer into host memory.
     fn enqueue_read(

@@ -297,6 +297,106 @@ impl<A: Adapter> AdapterHost<A> {
         Ok(KernelId { host: self.id, key })
     }
 
+    pub(super) fn native_handle(&self, of: NativeOf) -> Result<NativeHandle> {
+        let t = self.tables.lock();
+        match of {
+            NativeOf::Platform(p) => {
+                self.own(p)?;
+                let e = self.platforms.get(p.key).ok_or(Error::InvalidHandle {
+                    kind: HandleKind::Platform,
+                })?;
+                self.adapter.native_handle(NativeObj::Platform(&e.obj))
+            }
+            NativeOf::Device(d) => self.adapter.native_handle(NativeObj::Device(&self.device(d)?.obj)),
+            NativeOf::Context(c) => self
+                .adapter
+                .native_handle(NativeObj::Context(&self.context(&t, c)?.obj)),
+            NativeOf::Queue(q) => self.adapter.native_handle(NativeObj::Queue(&self.queue(&t, q)?.obj)),
+            NativeOf::Program(p) => {
+                self.own(p)?;
+                let e = lookup(&t.programs, p.key, HandleKind::Program)?;
+                self.adapter.native_handle(NativeObj::Program(&e.obj))
+            }
+            NativeOf::Kernel(k) => {
+                self.own(k)?;
+                let e = lookup(&t.kernels, k.key, HandleKind::Kernel)?;
+                self.adapter.native_handle(NativeObj::Kernel(&e.obj))
+            }
+        }
+    }
+
+    pub(super) fn create_program_from_native(
+        &self,
+        context: ContextId,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<ProgramId> {
+        let c = self.context(&self.tables.lock(), context)?;
+        let obj = self.adapter.program_from_native(&c.obj, handle, owned)?;
+        let key = self.tables.lock().programs.insert(Arc::new(ProgramEntry {
+            obj,
+            ctx: context.key,
+            context: c,
+        }));
+        Ok(ProgramId { host: self.id, key })
+    }
+
+    pub(super) fn create_kernel_from_native(
+        &self,
+        context: ContextId,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<(ProgramId, KernelId)> {
+        let c = self.context(&self.tables.lock(), context)?;
+        let (pobj, kobj) = self.adapter.kernel_from_native(&c.obj, handle, owned)?;
+        let info = self.adapter.kernel_info(&kobj);
+        let mut t = self.tables.lock();
+        let program = Arc::new(ProgramEntry {
+            obj: pobj,
+            ctx: context.key,
+            context: c,
+        });
+        let pkey = t.programs.insert(program.clone());
+        let kkey = t.kernels.insert(Arc::new(KernelEntry {
+            obj: kobj,
+            ctx: context.key,
+            info,
+            program,
+        }));
+        Ok((
+            ProgramId {
+                host: self.id,
+                key: pkey,
+            },
+            KernelId {
+                host: self.id,
+                key: kkey,
+            },
+        ))
+    }
+
+    pub(super) fn kernel_names(&self, program: ProgramId) -> Result<Vec<String>> {
+        self.own(program)?;
+        let p = lookup(&self.tables.lock().programs, program.key, HandleKind::Program)?;
+        self.adapter.kernel_names(&p.obj)
+    }
+
+    pub(super) fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo> {
+        self.own(kernel)?;
+        let k = lookup(&self.tables.lock().kernels, kernel.key, HandleKind::Kernel)?;
+        Ok(k.info.clone())
+    }
+
+    pub(super) fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo> {
+        self.own(kernel)?;
+        let k = lookup(&self.tables.lock().kernels, kernel.key, HandleKind::Kernel)?;
+        let d = self.device(device)?;
+        if !k.program.context.devices.contains(&device.key) {
+            return Err(Error::DeviceNotInContext);
+        }
+        self.adapter.kernel_group_info(&k.obj, &d.obj)
+    }
+
     pub(super) fn release_kernel(&self, kernel: KernelId) -> Result<()> {
         self.own(kernel)?;
         self.tables

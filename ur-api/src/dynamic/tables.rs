@@ -16,7 +16,8 @@ use crate::handles::*;
 use crate::types::*;
 
 pub(super) struct PlatformEntry<A: Adapter> {
-    #[allow(dead_code)] // reason: kept so the adapter's platform outlives its devices.
+    /// Kept so the adapter's platform outlives its devices; asked for its
+    /// native handle.
     pub(super) obj: A::Platform,
     pub(super) info: PlatformInfo,
     pub(super) devices: Vec<DeviceKey>,
@@ -113,7 +114,8 @@ pub(super) enum Retired<A: Adapter> {
 pub(super) struct ProgramEntry<A: Adapter> {
     pub(super) obj: A::Program,
     pub(super) ctx: ContextKey,
-    #[allow(dead_code)] // reason: keeps the context alive while the program lives.
+    /// Keeps the context alive while the program lives; its device list
+    /// answers which devices a kernel may be asked about.
     pub(super) context: Arc<ContextEntry<A>>,
 }
 
@@ -122,7 +124,7 @@ pub(super) struct KernelEntry<A: Adapter> {
     pub(super) ctx: ContextKey,
     /// Argument count and sizes, as the adapter reported them.
     pub(super) info: KernelInfo,
-    #[allow(dead_code)] // reason: keeps the program alive while the kernel lives.
+    /// Keeps the program (and its context) alive while the kernel lives.
     pub(super) program: Arc<ProgramEntry<A>>,
 }
 

@@ -52,6 +52,8 @@ pub const TYPES: &[&str] = &[
     "ur_buffer_alloc_location_properties_t",
     "ur_device_affinity_domain_flag_t",
     "ur_device_partition_property_t",
+    "ur_program_build_status_t",
+    "ur_program_binary_type_t",
     "ur_device_throttle_reasons_flag_t",
     "ur_kernel_launch_properties_flag_t",
     "ur_device_command_buffer_update_capability_flag_t",

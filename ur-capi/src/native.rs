@@ -1,0 +1,211 @@
+//! Native handles: the backend's own objects behind ours, for programs
+//! that drive the backend directly beside SYCL (dpctl builds OpenCL
+//! programs with `clCreateProgramWithSource` in the `cl_context` of a SYCL
+//! context, then hands the `cl_program` back to SYCL).
+//!
+//! Handed out where the adapter serving the object has one (OpenCL: the
+//! `cl_platform_id`, `cl_device_id`, `cl_context`, `cl_command_queue`,
+//! `cl_program`, `cl_kernel`); adapters that keep their objects to
+//! themselves (native, sim) answer `UNSUPPORTED_FEATURE`, which SYCL
+//! reports as a `feature_not_supported` exception the caller can handle.
+//! A program made from a native handle (`urProgramCreateWithNativeHandle`)
+//! must belong to the context's backend context; it is a built program
+//! whose kernels are created by name as any other.
+//!
+//! # Safety (all entry points of this module)
+//!
+//! As in [`crate::platform`]; a native handle given to us names a live
+//! backend object of the kind the entry point takes.
+
+#![allow(non_snake_case)] // reason: entry points carry their C names.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_api::{ContextId, DeviceId, NativeHandle, NativeOf, PlatformId};
+
+use crate::conv::CapiError;
+use crate::handles::register;
+use crate::info::{entry, put_required};
+use crate::kernel::Kernel;
+use crate::objects::{get, Context, Object, Queue};
+use crate::program::{Build, Program};
+use crate::state::state;
+use crate::sys::*;
+
+/// Writes the native handle of `of` to `out`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+unsafe fn answer(of: NativeOf, out: *mut ur_native_handle_t) -> Result<(), CapiError> {
+    if out.is_null() {
+        return Err(CapiError::NullPointer);
+    }
+    let h = state().rt.native_handle(of)?;
+    // SAFETY: non-null and writable (caller's promise).
+    unsafe { put_required(out, h.raw() as ur_native_handle_t) }
+}
+
+/// `urPlatformGetNativeHandle`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urPlatformGetNativeHandle(
+    p: ur_platform_handle_t,
+    out: *mut ur_native_handle_t,
+) -> ur_result_t {
+    // SAFETY: module contract.
+    entry(|| unsafe { answer(NativeOf::Platform(get::<PlatformId, _>(p)?), out) })
+}
+
+/// `urDeviceGetNativeHandle`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceGetNativeHandle(d: ur_device_handle_t, out: *mut ur_native_handle_t) -> ur_result_t {
+    // SAFETY: module contract.
+    entry(|| unsafe { answer(NativeOf::Device(get::<DeviceId, _>(d)?), out) })
+}
+
+/// `urContextGetNativeHandle`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urContextGetNativeHandle(c: ur_context_handle_t, out: *mut ur_native_handle_t) -> ur_result_t {
+    // SAFETY: module contract.
+    entry(|| unsafe { answer(NativeOf::Context(get::<Arc<Context>, _>(c)?.id), out) })
+}
+
+/// `urQueueGetNativeHandle`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueGetNativeHandle(
+    q: ur_queue_handle_t,
+    _desc: *mut ur_queue_native_desc_t,
+    out: *mut ur_native_handle_t,
+) -> ur_result_t {
+    // SAFETY: module contract.
+    entry(|| unsafe { answer(NativeOf::Queue(get::<Queue, _>(q)?.id), out) })
+}
+
+/// `urProgramGetNativeHandle`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urProgramGetNativeHandle(p: ur_program_handle_t, out: *mut ur_native_handle_t) -> ur_result_t {
+    // SAFETY: module contract.
+    entry(|| unsafe { answer(NativeOf::Program(get::<Arc<Program>, _>(p)?.built()?), out) })
+}
+
+/// `urKernelGetNativeHandle`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urKernelGetNativeHandle(k: ur_kernel_handle_t, out: *mut ur_native_handle_t) -> ur_result_t {
+    // SAFETY: module contract.
+    entry(|| unsafe { answer(NativeOf::Kernel(get::<Arc<Kernel>, _>(k)?.id), out) })
+}
+
+/// `urProgramCreateWithNativeHandle`: a built program over a backend
+/// program of the context's backend context.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urProgramCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    ctx: ur_context_handle_t,
+    props: *const ur_program_native_properties_t,
+    out: *mut ur_program_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let c = get::<Arc<Context>, _>(ctx)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        // SAFETY: null or a live properties struct (module contract).
+        let owned = !props.is_null() && unsafe { (*props).isNativeHandleOwned };
+        let id: ContextId = c.id;
+        // SAFETY: a live backend program (module contract).
+        let handle = unsafe { NativeHandle::new(native as u64) };
+        let pid = state().rt.create_program_from_native(id, handle, owned)?;
+        let p = Program {
+            context: (ctx, c),
+            il: Arc::from(&[][..]),
+            build: Mutex::new(Build {
+                id: Some(pid),
+                ..Build::default()
+            }),
+        };
+        let h = register(Object::Program(Arc::new(p)));
+        // SAFETY: non-null and writable (module contract).
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
+/// `urKernelCreateWithNativeHandle`: a kernel over a backend kernel of the
+/// context's backend context. Its program is the one given, or (none given,
+/// as libsycl does for OpenCL interop) the backend kernel's own program,
+/// which then has no handle of ours.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    ctx: ur_context_handle_t,
+    ph: ur_program_handle_t,
+    props: *const ur_kernel_native_properties_t,
+    out: *mut ur_kernel_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let c = get::<Arc<Context>, _>(ctx)?;
+        let given = if ph.is_null() {
+            None
+        } else {
+            Some(get::<Arc<Program>, _>(ph)?)
+        };
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        // SAFETY: null or a live properties struct (module contract).
+        let owned = !props.is_null() && unsafe { (*props).isNativeHandleOwned };
+        let rt = &state().rt;
+        // SAFETY: a live backend kernel (module contract).
+        let handle = unsafe { NativeHandle::new(native as u64) };
+        let (pid, kid) = rt.create_kernel_from_native(c.id, handle, owned)?;
+        let own_program = Arc::new(Program {
+            context: (ctx, c),
+            il: Arc::from(&[][..]),
+            build: Mutex::new(Build {
+                id: Some(pid),
+                ..Build::default()
+            }),
+        });
+        let program = match given {
+            Some(p) => (ph, p),
+            None => (std::ptr::null_mut(), own_program.clone()),
+        };
+        let info = rt.kernel_info(kid)?;
+        let k = Kernel {
+            id: kid,
+            program,
+            name: info.name.unwrap_or_default(),
+            num_args: info.arg_count.unwrap_or(0) as u32,
+            _native_program: Some(own_program),
+        };
+        let h = register(Object::Kernel(Arc::new(k)));
+        // SAFETY: non-null and writable (module contract).
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}

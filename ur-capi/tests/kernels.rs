@@ -1,0 +1,340 @@
+//! SPIR-V programs and kernel launches through this library's entry
+//! points, as libsycl makes them: `urDeviceSelectBinary`, a program from
+//! IL, built, a kernel with its queries, launches with USM-pointer,
+//! by-value and memory-object arguments, every element checked; and the
+//! errors a caller meets (kernel of an unbuilt program, unknown kernel, a
+//! module that is not SPIR-V). Runs on every device that takes SPIR-V
+//! (Intel's CPU OpenCL here); skips, saying why, where none is
+//! (`UR_REQUIRE_OPENCL=1`, CI, makes that a failure).
+
+#![allow(missing_docs)]
+
+use std::ffi::c_void;
+use std::ptr::{null, null_mut};
+
+use ur_adapter_rust::ddi;
+use ur_adapter_rust::sys::*;
+
+/// The OpenCL adapter's SPIR-V test module (`fill_index`, `add_one`,
+/// `vec_add`, `add_scalar`; source beside it).
+const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.spv");
+
+fn ok(r: ur_result_t, what: &str) {
+    assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
+}
+
+/// Every device of every platform, with its platform's backend.
+///
+/// # Safety
+///
+/// `t` is this library's table.
+unsafe fn devices(t: &ur_dditable_t) -> Vec<(ur_device_handle_t, ur_backend_t)> {
+    let mut a = null_mut();
+    let mut out = Vec::new();
+    // SAFETY: live out-pointers of the right types and counts.
+    unsafe {
+        ok(t.Adapter.pfnGet.unwrap()(1, &mut a, null_mut()), "urAdapterGet");
+        let mut np = 0;
+        ok(t.Platform.pfnGet.unwrap()(a, 0, null_mut(), &mut np), "urPlatformGet");
+        let mut ps = vec![null_mut(); np as usize];
+        ok(
+            t.Platform.pfnGet.unwrap()(a, np, ps.as_mut_ptr(), null_mut()),
+            "urPlatformGet",
+        );
+        for p in ps {
+            let mut backend: ur_backend_t = 0;
+            ok(
+                t.Platform.pfnGetInfo.unwrap()(
+                    p,
+                    UR_PLATFORM_INFO_BACKEND,
+                    size_of::<ur_backend_t>(),
+                    (&raw mut backend).cast(),
+                    null_mut(),
+                ),
+                "platform backend",
+            );
+            let mut nd = 0;
+            t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd);
+            let mut ds = vec![null_mut(); nd as usize];
+            if nd > 0 {
+                ok(
+                    t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, ds.as_mut_ptr(), null_mut()),
+                    "urDeviceGet",
+                );
+            }
+            out.extend(ds.into_iter().map(|d| (d, backend)));
+        }
+    }
+    out
+}
+
+/// The device's pick among `targets` (`None`: `INVALID_BINARY`).
+///
+/// # Safety
+///
+/// `t` is this library's table and `d` a device of it.
+unsafe fn select(t: &ur_dditable_t, d: ur_device_handle_t, targets: &[&std::ffi::CStr]) -> Option<u32> {
+    let bins: Vec<ur_device_binary_t> = targets
+        .iter()
+        .map(|s| ur_device_binary_t {
+            stype: UR_STRUCTURE_TYPE_DEVICE_BINARY,
+            pNext: null(),
+            pDeviceTargetSpec: s.as_ptr(),
+        })
+        .collect();
+    let mut i = u32::MAX;
+    // SAFETY: `bins` holds `len` entries; `i` is writable.
+    match unsafe { t.Device.pfnSelectBinary.unwrap()(d, bins.as_ptr(), bins.len() as u32, &mut i) } {
+        UR_RESULT_SUCCESS => Some(i),
+        UR_RESULT_ERROR_INVALID_BINARY => None,
+        other => panic!("urDeviceSelectBinary: {other}"),
+    }
+}
+
+#[test]
+fn spirv_kernels_run_on_every_device_that_takes_spirv() {
+    // SAFETY: the table is this library's, built once and never written.
+    let t = unsafe { &*ddi::table() };
+    // SAFETY: every call passes live out-pointers, buffers of the sizes
+    // given and handles this library returned, as the UR specification asks.
+    unsafe {
+        let mut ran = 0;
+        for (d, backend) in devices(t) {
+            let pick = select(t, d, &[c"nvptx64", c"spir64"]);
+            if backend != UR_BACKEND_OPENCL && backend != UR_BACKEND_LEVEL_ZERO {
+                assert_eq!(pick, None, "a host-only or CUDA device takes no spir64 image");
+                continue;
+            }
+            let Some(pick) = pick else { continue };
+            assert_eq!(pick, 1, "the spir64 image, not the PTX one");
+            run_on(t, d);
+            ran += 1;
+        }
+        if ran == 0 {
+            assert!(
+                std::env::var("UR_REQUIRE_OPENCL").as_deref() != Ok("1"),
+                "no device takes SPIR-V (Intel's CPU OpenCL: cargo xtask setup)"
+            );
+            eprintln!("skipped: no device takes SPIR-V (Intel's CPU OpenCL: cargo xtask setup)");
+        }
+    }
+}
+
+/// # Safety
+///
+/// `t` is this library's table and `d` a device of it that takes SPIR-V.
+unsafe fn run_on(t: &ur_dditable_t, d: ur_device_handle_t) {
+    const N: usize = 4096;
+    // SAFETY: as the test's contract says.
+    unsafe {
+        let mut c = null_mut();
+        ok(t.Context.pfnCreate.unwrap()(1, &d, null(), &mut c), "urContextCreate");
+        let mut q = null_mut();
+        ok(t.Queue.pfnCreate.unwrap()(c, d, null(), &mut q), "urQueueCreate");
+
+        // Not SPIR-V: refused when the program is made.
+        let junk = [0u8; 16];
+        let mut p = null_mut();
+        assert_eq!(
+            t.Program.pfnCreateWithIL.unwrap()(c, junk.as_ptr().cast(), junk.len(), null(), &mut p),
+            UR_RESULT_ERROR_INVALID_BINARY
+        );
+        ok(
+            t.Program.pfnCreateWithIL.unwrap()(c, MODULE.as_ptr().cast(), MODULE.len(), null(), &mut p),
+            "urProgramCreateWithIL",
+        );
+        let mut k = null_mut();
+        assert_eq!(
+            t.Kernel.pfnCreate.unwrap()(p, c"add_scalar".as_ptr(), &mut k),
+            UR_RESULT_ERROR_INVALID_PROGRAM_EXECUTABLE,
+            "a kernel needs a built program"
+        );
+        ok(t.Program.pfnBuild.unwrap()(c, p, c"".as_ptr()), "urProgramBuild");
+        let mut status: ur_program_build_status_t = 0;
+        ok(
+            t.Program.pfnGetBuildInfo.unwrap()(
+                p,
+                d,
+                UR_PROGRAM_BUILD_INFO_STATUS,
+                size_of_val(&status),
+                (&raw mut status).cast(),
+                null_mut(),
+            ),
+            "build status",
+        );
+        assert_eq!(status, UR_PROGRAM_BUILD_STATUS_SUCCESS);
+        assert_eq!(
+            t.Kernel.pfnCreate.unwrap()(p, c"no_such_kernel".as_ptr(), &mut k),
+            UR_RESULT_ERROR_INVALID_KERNEL_NAME
+        );
+        ok(
+            t.Kernel.pfnCreate.unwrap()(p, c"add_scalar".as_ptr(), &mut k),
+            "urKernelCreate",
+        );
+        let mut nargs = 0u32;
+        ok(
+            t.Kernel.pfnGetInfo.unwrap()(k, UR_KERNEL_INFO_NUM_ARGS, 4, (&raw mut nargs).cast(), null_mut()),
+            "num args",
+        );
+        assert_eq!(nargs, 2);
+        let mut wg = 0usize;
+        ok(
+            t.Kernel.pfnGetGroupInfo.unwrap()(
+                k,
+                d,
+                UR_KERNEL_GROUP_INFO_WORK_GROUP_SIZE,
+                size_of::<usize>(),
+                (&raw mut wg).cast(),
+                null_mut(),
+            ),
+            "work-group size",
+        );
+        assert!(wg >= 1, "a kernel runs in work groups of at least one item");
+
+        // USM pointer + by-value argument: buf[i] = i, then += 7.
+        let mut ptr: *mut c_void = null_mut();
+        ok(
+            t.USM.pfnSharedAlloc.unwrap()(c, d, null(), null_mut(), N * 4, &mut ptr),
+            "urUSMSharedAlloc",
+        );
+        let init: Vec<u32> = (0..N as u32).collect();
+        ok(
+            t.Enqueue.pfnUSMMemcpy.unwrap()(q, true, ptr, init.as_ptr().cast(), N * 4, 0, null(), null_mut()),
+            "fill",
+        );
+        let k7 = 7u32;
+        let args = [
+            ur_exp_kernel_arg_properties_t {
+                stype: UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
+                pNext: null_mut(),
+                type_: UR_EXP_KERNEL_ARG_TYPE_POINTER,
+                index: 0,
+                size: 8,
+                value: ur_exp_kernel_arg_value_t { pointer: ptr },
+            },
+            ur_exp_kernel_arg_properties_t {
+                stype: UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
+                pNext: null_mut(),
+                type_: UR_EXP_KERNEL_ARG_TYPE_VALUE,
+                index: 1,
+                size: 4,
+                value: ur_exp_kernel_arg_value_t {
+                    value: (&raw const k7).cast(),
+                },
+            },
+        ];
+        let global = N;
+        let launch = t.EnqueueExp.pfnKernelLaunchWithArgsExp.unwrap();
+        assert_eq!(
+            launch(
+                q,
+                k,
+                4,
+                null(),
+                &global,
+                null(),
+                2,
+                args.as_ptr(),
+                null(),
+                0,
+                null(),
+                null_mut()
+            ),
+            UR_RESULT_ERROR_INVALID_WORK_DIMENSION
+        );
+        let mut ev = null_mut();
+        ok(
+            launch(
+                q,
+                k,
+                1,
+                null(),
+                &global,
+                null(),
+                2,
+                args.as_ptr(),
+                null(),
+                0,
+                null(),
+                &mut ev,
+            ),
+            "launch add_scalar",
+        );
+        ok(t.Event.pfnWait.unwrap()(1, &ev), "wait");
+        ok(t.Event.pfnRelease.unwrap()(ev), "event release");
+        let mut back = vec![0u32; N];
+        ok(
+            t.Enqueue.pfnUSMMemcpy.unwrap()(q, true, back.as_mut_ptr().cast(), ptr, N * 4, 0, null(), null_mut()),
+            "read back",
+        );
+        for (i, v) in back.iter().enumerate() {
+            assert_eq!(*v, i as u32 + 7, "element {i} after add_scalar");
+        }
+
+        // A memory object argument: add_one on a buffer.
+        let mut kb = null_mut();
+        ok(
+            t.Kernel.pfnCreate.unwrap()(p, c"add_one".as_ptr(), &mut kb),
+            "urKernelCreate add_one",
+        );
+        let mut b = null_mut();
+        ok(
+            t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, N * 4, null(), &mut b),
+            "urMemBufferCreate",
+        );
+        ok(
+            t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, N * 4, init.as_ptr().cast(), 0, null(), null_mut()),
+            "buffer write",
+        );
+        let arg = ur_exp_kernel_arg_properties_t {
+            stype: UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
+            pNext: null_mut(),
+            type_: UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ,
+            index: 0,
+            size: 8,
+            value: ur_exp_kernel_arg_value_t {
+                memObjTuple: ur_exp_kernel_arg_mem_obj_tuple_t {
+                    hMem: b,
+                    flags: UR_MEM_FLAG_READ_WRITE,
+                },
+            },
+        };
+        ok(
+            launch(
+                q,
+                kb,
+                1,
+                null(),
+                &global,
+                null(),
+                1,
+                &arg,
+                null(),
+                0,
+                null(),
+                null_mut(),
+            ),
+            "launch add_one",
+        );
+        ok(
+            t.Enqueue.pfnMemBufferRead.unwrap()(q, b, true, 0, N * 4, back.as_mut_ptr().cast(), 0, null(), null_mut()),
+            "buffer read",
+        );
+        for (i, v) in back.iter().enumerate() {
+            assert_eq!(*v, i as u32 + 1, "element {i} after add_one");
+        }
+
+        ok(t.Mem.pfnRelease.unwrap()(b), "mem release");
+        ok(t.USM.pfnFree.unwrap()(c, ptr), "usm free");
+        ok(t.Kernel.pfnRelease.unwrap()(kb), "kernel release");
+        ok(t.Kernel.pfnRelease.unwrap()(k), "kernel release");
+        ok(t.Program.pfnRelease.unwrap()(p), "program release");
+        assert_eq!(
+            t.Program.pfnRelease.unwrap()(p),
+            UR_RESULT_ERROR_INVALID_PROGRAM,
+            "released twice"
+        );
+        ok(t.Queue.pfnRelease.unwrap()(q), "queue release");
+        ok(t.Context.pfnRelease.unwrap()(c), "context release");
+    }
+}
