@@ -23,12 +23,12 @@ pub const CLIENTS_STEP: bool = true;
 /// Overrides [`CLIENTS_STEP`] for one run (`1` on, `0` off).
 pub const CLIENTS_STEP_ENV: &str = "XTASK_CI_CLIENTS";
 
-/// The `clients` step's command. Measured here (2 shared cores, loaded):
-/// 1m50s through ur-capi as of 2026-11-26 (dpctl 24-35 s, test_sum.py
-/// 60-80 s; through UR's own adapter 31-48 s and 66-80 s), after `cargo
-/// build --release -p ur-capi` (7 s when only ur-capi changed, about 5
-/// minutes from nothing); each suite run is killed after
-/// `clients::CI_RUN_LIMIT`.
+/// The `clients` step's command. Measured here (2 shared cores, loaded,
+/// 2026-11-26): 2m15s in all, of which 44 s the incremental `cargo build
+/// --release -p ur-capi` after a merge (7 s when only ur-capi changed,
+/// about 5 minutes from nothing), dpctl 24-35 s and test_sum.py 56-80 s
+/// (through UR's own adapter 31-48 s and 66-80 s); each suite run is killed
+/// after `clients::known::CI_RUN_LIMIT` (15 minutes).
 fn clients_step() -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
     c.args(["clients", "--ci"]);
