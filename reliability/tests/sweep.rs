@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use ur_api::{
     ArgValue, BufferDesc, BufferId, ContextId, DeviceId, DynAdapter, Error, EventId, HandleKind, HostPtr, KernelId,
-    Location, MapFlags, MemRef, NdRange, PlatformId, ProgramId, ProgramSource, QueueId, QueueProps, RectCopy, RectSide,
-    Runtime, UsmAdvice, UsmDesc, UsmKind, UsmPtr,
+    Location, MapFlags, MemRef, NativeHandle, NativeOf, NdRange, PlatformId, ProgramId, ProgramSource, QueueId,
+    QueueProps, RectCopy, RectSide, Runtime, UsmAdvice, UsmDesc, UsmKind, UsmPtr,
 };
 use ur_native::NativeAdapter;
 use ur_reliability::{methods_of, no_panic};
@@ -284,6 +284,13 @@ fn rect() -> RectCopy {
     }
 }
 
+/// A native handle the sweep's calls never reach: their context is bad,
+/// which is refused first (and the native adapter has no native objects).
+fn unused_native() -> NativeHandle {
+    // SAFETY: never used (see above): no backend object is named.
+    unsafe { NativeHandle::new(0) }
+}
+
 fn rows() -> Vec<Row> {
     vec![
         rt_only!("adapter_of", [Queue], |rt, h, m| rt.adapter_of(h.q)),
@@ -349,6 +356,16 @@ fn rows() -> Vec<Row> {
         both!("release_program", [Program], |a, h, m| a.release_program(h.prog)),
         both!("create_kernel", [Program], |a, h, m| a.create_kernel(h.prog, "add_one")),
         both!("release_kernel", [Kernel], |a, h, m| a.release_kernel(h.kern)),
+        both!("kernel_info", [Kernel], |a, h, m| a.kernel_info(h.kern)),
+        both!("kernel_group_info", [Kernel, Device], |a, h, m| a
+            .kernel_group_info(h.kern, h.dev)),
+        both!("kernel_names", [Program], |a, h, m| a.kernel_names(h.prog)),
+        both!("native_handle", [Context], |a, h, m| a
+            .native_handle(NativeOf::Context(h.ctx))),
+        both!("create_program_from_native", [Context], |a, h, m| a
+            .create_program_from_native(h.ctx, unused_native(), false)),
+        both!("create_kernel_from_native", [Context], |a, h, m| a
+            .create_kernel_from_native(h.ctx, unused_native(), false)),
         both!("enqueue_read", [Queue, Buffer, Event], |a, h, m| a.enqueue_read(
             h.q,
             h.buf,
