@@ -23,9 +23,16 @@
 //!   `catch_unwind` ([`info::entry`]); errors are typed ([`conv::CapiError`])
 //!   and mapped to `ur_result_t` in [`conv`].
 //! - **One adapter, every backend**: the adapter handle stands for the whole
-//!   project runtime; each project platform is one UR platform. Platforms
-//!   report `UR_BACKEND_NATIVE_CPU`, the UR backend libsycl drives without
-//!   native interop (see [`platform::BACKEND`]).
+//!   project runtime; each project platform is one UR platform, reporting
+//!   the UR backend of the project backend that serves it
+//!   ([`conv::ur_backend`]: OpenCL platforms are `UR_BACKEND_OPENCL`, so
+//!   libsycl offers them the SPIR-V images applications ship). The
+//!   host-only platforms (native, sim) are listed only where nothing else
+//!   is, or with `UR_RUST_HOST_PLATFORMS=1` ([`state::state`]).
+//! - **SYCL device code runs** ([`program`], [`kernel`]): SPIR-V programs
+//!   built for every device of their context, kernels with their queries,
+//!   `urEnqueueKernelLaunchWithArgsExp`; native handles for interop
+//!   ([`native`]).
 //! - **Cross-context wait lists** are waited for on the host before the
 //!   command is enqueued; in-context ones are handed to the runtime.
 //! - **Buffers of multi-device contexts live in the memory manager**
@@ -61,7 +68,7 @@
 //! `GetInfo`, `SetLoggerCallback`, `SetLoggerCallbackLevel`. Platform:
 //! `urPlatformGet`, `GetInfo`, `GetApiVersion`, `GetBackendOption`.
 //! Device: `urDeviceGet`, `GetInfo`, `Retain`, `Release`,
-//! `GetGlobalTimestamps`. Context: `urContextCreate`, `Retain`, `Release`,
+//! `GetGlobalTimestamps`, `SelectBinary`, `GetNativeHandle`. Context: `urContextCreate`, `Retain`, `Release`,
 //! `GetInfo`. Memory: `urMemBufferCreate`, `BufferPartition`, `Retain`,
 //! `Release`, `GetInfo`. USM: `urUSMHostAlloc`, `DeviceAlloc`,
 //! `SharedAlloc`, `Free`, `GetMemAllocInfo`, `PoolCreate`, `PoolRetain`,
@@ -71,7 +78,15 @@
 //! `MemBufferRead`, `Write`, `ReadRect`, `WriteRect`, `Copy`, `CopyRect`,
 //! `Fill`, `Map`, `MemUnmap`, `USMMemcpy`, `USMFill`, `USMPrefetch`,
 //! `USMAdvise`, `EventsWait`, `EventsWaitWithBarrier`,
-//! `EventsWaitWithBarrierExt`.
+//! `EventsWaitWithBarrierExt`, `KernelLaunchWithArgsExp`. Program:
+//! `urProgramCreateWithIL`, `CreateWithBinary` (SPIR-V), `Build`,
+//! `BuildExp`, `Compile`, `CompileExp`, `Link`, `LinkExp` (one module),
+//! `Retain`, `Release`, `GetInfo`, `GetBuildInfo`, `GetNativeHandle`,
+//! `CreateWithNativeHandle`. Kernel: `urKernelCreate`, `Retain`,
+//! `Release`, `GetInfo`, `GetGroupInfo`, `GetSubGroupInfo`,
+//! `SetExecInfo`, `GetNativeHandle`, `CreateWithNativeHandle`. Platform,
+//! context and queue: `GetNativeHandle`; queue:
+//! `urQueueIsGraphCaptureEnabledExp`.
 //!
 //! ## Entry points not implemented
 //!
@@ -81,18 +96,14 @@
 //! families, with why (the complete per-entry-point list, with reasons,
 //! is in [`unsupported`]):
 //!
-//! - programs and kernels (`urProgram*`, `urKernel*`,
-//!   `urEnqueueKernelLaunch`): the project's programs are Rust host
-//!   kernels, OpenCL C, SPIR-V or CUDA; SYCL device images need an offload
-//!   compiler this machine does not have, and launching them needs the
-//!   SYCL kernel ABI, which `ur-api` does not model;
-//! - native handles (`*GetNativeHandle`, `*CreateWithNativeHandle`):
-//!   the runtime hides its backends' objects by design;
+//! - linking several SPIR-V modules, specialization constants, device
+//!   globals and function pointers of programs;
+//! - native handles of memory, events and USM pools, and objects made from
+//!   native handles other than programs and kernels;
 //! - images, samplers, bindless images, virtual and physical memory, IPC,
 //!   command buffers, graphs, USM 2-D copies and fills, device globals,
 //!   host pipes, `urEventSetCallback`, `urContextSetExtendedDeleter`,
-//!   sub-device partitioning, `urDeviceSelectBinary`: no project API to
-//!   stand on.
+//!   sub-device partitioning: no project API to stand on.
 
 pub mod conv;
 pub mod ddi;

@@ -20,7 +20,7 @@ use crate::OpenClAdapter;
 
 /// A program built for every device of its context: one this adapter
 /// built, or one the caller built with OpenCL itself and handed over by its
-/// handle ([`program_from_native`]).
+/// handle (`Adapter::program_from_native`).
 #[derive(Debug)]
 pub struct Program {
     raw: Handle<cl_program>,
