@@ -9,6 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ur_api::dynamic::pointer_map::PointerMap;
 
+/// Lookups each reader makes at most: under Miri an unbounded reader
+/// loop spins for as long as the writer's turns last (it made this file
+/// the longest part of the `miri` step, minutes); enough lookups remain to
+/// interleave with every insert and remove of the writer.
+const READER_LOOKUPS: usize = 400;
+
 /// A range of the test: base and size of range `i` (sizes from 256 bytes
 /// to 64 KiB, so more than one tier of the map holds some).
 fn range(i: usize) -> (usize, usize) {
@@ -33,7 +39,10 @@ fn pointer_map_readers_race_a_writer() {
             let (m, stop) = (&m, &stop);
             sc.spawn(move || {
                 let mut i = t;
-                while !stop.load(Ordering::Acquire) {
+                for _ in 0..READER_LOOKUPS {
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
                     i = (i * 7 + 3) % N;
                     let (b, s) = range(i);
                     match m.get(b + s - 1) {

@@ -39,7 +39,13 @@ pub const COARSE_MAX: usize = 1 << 30;
 const FINE_SHIFT: u32 = 16;
 const COARSE_SHIFT: u32 = 24;
 const SLOTS: usize = 3;
+/// Value slots per chunk (a chunk is allocated on first use). Under Miri
+/// chunks are smaller: creating and dropping 4,096 `arc-swap` slots costs
+/// the interpreter over a minute per map; the slot logic is the same.
+#[cfg(not(miri))]
 const CHUNK_BITS: u32 = 12;
+#[cfg(miri)]
+const CHUNK_BITS: u32 = 6;
 const CHUNKS: usize = 1 << 12;
 /// Most ranges one map holds at once (ids are 24 bits).
 pub const MAX_RANGES: usize = CHUNKS << CHUNK_BITS;
