@@ -299,6 +299,8 @@ fn rows() -> Vec<Row> {
         both!("devices", [Platform], |a, h, m| a.devices(h.plat)),
         both!("device_info", [Device], |a, h, m| a.device_info(h.dev)),
         both!("device_platform", [Device], |a, h, m| a.device_platform(h.dev)),
+        both!("partition_device", [Device], |a, h, m| a
+            .partition_device(h.dev, &ur_api::Partition::Equally(1))),
         both!("create_context", [Device, Device2], |a, h, m| a
             .create_context(&[h.dev, h.dev2])),
         both!("context_devices", [Context], |a, h, m| a.context_devices(h.ctx)),

@@ -177,6 +177,15 @@ pub trait Adapter: Send + Sync + 'static {
     fn devices(&self, platform: &Self::Platform) -> Result<Vec<Self::Device>>;
     /// Describes a device.
     fn device_info(&self, device: &Self::Device) -> Result<DeviceInfo>;
+    /// Splits a device into sub-devices of its platform, each usable as a
+    /// device of its own (contexts, queues, memory, kernels). The dyn
+    /// layer checks `how` against the device's
+    /// [`DeviceLimits::partition`](crate::DeviceLimits::partition) first.
+    /// Default: devices cannot be partitioned.
+    fn partition_device(&self, device: &Self::Device, how: &crate::Partition) -> Result<Vec<Self::Device>> {
+        let _ = (device, how);
+        Err(Error::unsupported("device partitioning"))
+    }
 
     /// Creates a context over devices of one platform (at least one, no
     /// device twice).

@@ -40,6 +40,7 @@ pub mod error;
 pub mod handles;
 pub mod host_kernel;
 pub mod limits;
+pub mod partition;
 pub mod runtime;
 pub mod selector;
 pub mod types;

@@ -174,6 +174,8 @@ pub struct DeviceLimits {
     pub profiling_timer_resolution: usize,
     /// `printf` buffer size in bytes.
     pub printf_buffer_size: usize,
+    /// How the device can be split into sub-devices.
+    pub partition: crate::PartitionCaps,
 }
 
 impl DeviceLimits {

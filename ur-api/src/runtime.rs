@@ -242,6 +242,7 @@ impl Runtime {
         fn device_info(&self, device: DeviceId) -> Result<DeviceInfo>;
         /// The platform of a device.
         fn device_platform(&self, device: DeviceId) -> Result<PlatformId>;
+        fn partition_device(&self, device: DeviceId, how: &Partition) -> Result<Vec<DeviceId>>;
         /// The devices of a context.
         fn context_devices(&self, context: ContextId) -> Result<Vec<DeviceId>>;
         /// Releases a context.

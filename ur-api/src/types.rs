@@ -10,6 +10,7 @@ pub use crate::limits::{
     AtomicOrders, AtomicScopes, DeviceLimits, FpCaps, KernelGroupInfo, NativeHandle, NativeObj, NativeOf, UsmAccess,
     VectorWidths,
 };
+pub use crate::partition::{AffinityDomains, Partition, PartitionCaps, PartitionKinds};
 
 /// Which backend an adapter drives.
 ///

@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use crate::sys::*;
-use crate::{context, device, enqueue, kernel, memory, native, platform, program, queue, usm};
+use crate::{context, device, enqueue, kernel, memory, native, partition, platform, program, queue, usm};
 
 struct Ddi(ur_dditable_t);
 
@@ -57,6 +57,7 @@ fn build() -> ur_dditable_t {
     d.pfnRetain = Some(device::urDeviceRetain);
     d.pfnRelease = Some(device::urDeviceRelease);
     d.pfnGetGlobalTimestamps = Some(device::urDeviceGetGlobalTimestamps);
+    d.pfnPartition = Some(partition::urDevicePartition);
     let c = &mut t.Context;
     c.pfnCreate = Some(context::urContextCreate);
     c.pfnRetain = Some(context::urContextRetain);

@@ -13,11 +13,12 @@ use std::time::Instant;
 
 use ur_api::{DeviceCaps, DeviceId, DeviceInfo, UsmCaps};
 
-use crate::conv::{binary_targets, device_type, type_selects, CapiError};
+use crate::conv::{device_type, type_selects, CapiError};
 use crate::handles::{self, ref_count};
 use crate::info::{entry, put, Out};
 use crate::objects::{get, Kind};
-use crate::state::{platform_of, state};
+use crate::partition;
+use crate::state::{self, platform_of};
 use crate::sys::*;
 
 /// `urDeviceGet`.
@@ -37,20 +38,19 @@ pub unsafe extern "C" fn urDeviceGet(
         if out.is_null() && count.is_null() || !out.is_null() && n == 0 {
             return Err(CapiError::InvalidSize);
         }
-        if ty == 0 || ty > UR_DEVICE_TYPE_VPU {
+        if ty == 0 || ty > UR_DEVICE_TYPE_CUSTOM {
             return Err(CapiError::InvalidValue);
         }
         let plat = platform_of(id).ok_or(CapiError::Invalid(Kind::Platform))?;
-        let rt = &state().rt;
         let picked: Vec<usize> = plat
             .devices
             .iter()
-            .filter(|(_, d)| rt.device_info(*d).is_ok_and(|i| type_selects(ty, i.device_type)))
+            .filter(|(_, d)| state::device(*d).is_ok_and(|r| type_selects(ty, r.info.device_type)))
             .map(|(h, _)| *h)
             .collect();
         if !out.is_null() {
+            // Root devices: no reference to take (urDeviceRetain).
             for (i, h) in picked.iter().take(n as usize).enumerate() {
-                handles::retain(*h as ur_device_handle_t, Kind::Device)?;
                 // SAFETY: `out` holds `n` handles (module contract), i < n.
                 unsafe { out.add(i).write(*h as ur_device_handle_t) };
             }
@@ -61,22 +61,34 @@ pub unsafe extern "C" fn urDeviceGet(
     })
 }
 
-/// `urDeviceRetain`.
+/// `urDeviceRetain`: root devices are not reference counted (their count
+/// stays 1, as the specification says); sub-devices are.
 ///
 /// # Safety
 ///
 /// See the module docs.
 pub unsafe extern "C" fn urDeviceRetain(d: ur_device_handle_t) -> ur_result_t {
-    entry(|| handles::retain(d, Kind::Device))
+    entry(|| {
+        if state::device(get::<DeviceId, _>(d)?)?.is_root() {
+            return Ok(());
+        }
+        handles::retain(d, Kind::Device)
+    })
 }
 
-/// `urDeviceRelease`.
+/// `urDeviceRelease`: as [`urDeviceRetain`]. A sub-device's handle stays
+/// valid after its last release (the same partition hands it out again).
 ///
 /// # Safety
 ///
 /// See the module docs.
 pub unsafe extern "C" fn urDeviceRelease(d: ur_device_handle_t) -> ur_result_t {
-    entry(|| handles::release(d, Kind::Device).map(drop))
+    entry(|| {
+        if state::device(get::<DeviceId, _>(d)?)?.is_root() {
+            return Ok(());
+        }
+        handles::release(d, Kind::Device).map(drop)
+    })
 }
 
 /// How the device accesses one USM kind: the backend's answer where it
@@ -112,8 +124,8 @@ fn queue_flags(info: &DeviceInfo) -> ur_queue_flags_t {
 /// answer for are `UNSUPPORTED_ENUMERATION` (libsycl treats that as "not
 /// available").
 fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out: &Out) -> Result<(), CapiError> {
-    let st = state();
-    let info = st.rt.device_info(id)?;
+    let dev = state::device(id)?;
+    let info = &dev.info;
     let wg = info.max_work_group_size;
     let kernels = info.caps.contains(DeviceCaps::KERNELS);
     let l = &info.limits;
@@ -131,7 +143,7 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_SINGLE_FP_CONFIG => out.value(l.fp32.bits()),
         UR_DEVICE_INFO_HALF_FP_CONFIG => out.value(l.fp16.bits()),
         UR_DEVICE_INFO_DOUBLE_FP_CONFIG => out.value(l.fp64.bits()),
-        UR_DEVICE_INFO_QUEUE_PROPERTIES | UR_DEVICE_INFO_QUEUE_ON_HOST_PROPERTIES => out.value(queue_flags(&info)),
+        UR_DEVICE_INFO_QUEUE_PROPERTIES | UR_DEVICE_INFO_QUEUE_ON_HOST_PROPERTIES => out.value(queue_flags(info)),
         UR_DEVICE_INFO_QUEUE_ON_DEVICE_PROPERTIES => out.value::<ur_queue_flags_t>(0),
         UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_CHAR => out.value(or(pv.char, 1)),
         UR_DEVICE_INFO_PREFERRED_VECTOR_WIDTH_SHORT => out.value(or(pv.short, 1)),
@@ -182,9 +194,7 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
             out.boolean(true)
         }
         // Programs build here from SPIR-V: a compiler where a device image fits.
-        UR_DEVICE_INFO_COMPILER_AVAILABLE | UR_DEVICE_INFO_LINKER_AVAILABLE => {
-            out.boolean(!binary_targets(backend_of_device(id), info.program_formats).is_empty())
-        }
+        UR_DEVICE_INFO_COMPILER_AVAILABLE | UR_DEVICE_INFO_LINKER_AVAILABLE => out.boolean(!dev.targets.is_empty()),
         UR_DEVICE_INFO_EXECUTION_CAPABILITIES => out.value::<u32>(if kernels {
             UR_DEVICE_EXEC_CAPABILITY_FLAG_KERNEL
         } else {
@@ -193,10 +203,8 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_BUILT_IN_KERNELS => out.string(""),
         UR_DEVICE_INFO_IL_VERSION => out.string(&l.il_version),
         UR_DEVICE_INFO_EXTENSIONS => out.string(&l.extensions),
-        UR_DEVICE_INFO_PLATFORM => {
-            let p = st.rt.device_platform(id)?;
-            out.value(platform_of(p).map_or(0, |p| p.handle) as ur_platform_handle_t)
-        }
+        UR_DEVICE_INFO_PLATFORM => out.value(dev.platform as ur_platform_handle_t),
+        UR_DEVICE_INFO_REFERENCE_COUNT if dev.is_root() => out.value(1u32),
         UR_DEVICE_INFO_REFERENCE_COUNT => out.value(ref_count(d, Kind::Device)?),
         UR_DEVICE_INFO_NAME => out.string(&info.name),
         UR_DEVICE_INFO_VENDOR => out.string(&info.vendor),
@@ -204,22 +212,26 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_PROFILE => out.string("FULL_PROFILE"),
         UR_DEVICE_INFO_VERSION | UR_DEVICE_INFO_BACKEND_RUNTIME_VERSION => out.string(&info.backend_version),
         UR_DEVICE_INFO_PRINTF_BUFFER_SIZE => out.value(l.printf_buffer_size),
-        UR_DEVICE_INFO_PARENT_DEVICE | UR_DEVICE_INFO_COMPOSITE_DEVICE => {
-            out.value::<ur_device_handle_t>(std::ptr::null_mut())
-        }
-        UR_DEVICE_INFO_SUPPORTED_PARTITIONS | UR_DEVICE_INFO_PARTITION_TYPE | UR_DEVICE_INFO_COMPONENT_DEVICES => {
-            out.bytes(&[])
-        }
-        UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(0u32),
+        UR_DEVICE_INFO_PARENT_DEVICE => out.value(dev.parent.as_ref().map_or(0, |p| p.0) as ur_device_handle_t),
+        UR_DEVICE_INFO_COMPOSITE_DEVICE => out.value::<ur_device_handle_t>(std::ptr::null_mut()),
+        UR_DEVICE_INFO_SUPPORTED_PARTITIONS => out.array(&partition::supported(l.partition.kinds)),
+        UR_DEVICE_INFO_PARTITION_TYPE => match &dev.parent {
+            Some((_, how)) => out.array(&partition::properties(how)),
+            None => out.bytes(&[]),
+        },
+        UR_DEVICE_INFO_COMPONENT_DEVICES => out.bytes(&[]),
+        UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(l.partition.max_sub_devices),
         UR_DEVICE_INFO_MAX_NUM_SUB_GROUPS => out.value(l.max_num_sub_groups),
-        UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value::<ur_device_affinity_domain_flags_t>(0),
+        UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value(l.partition.affinity_domains.bits()),
+        // No cooperative, cluster or work-group-memory launch properties.
+        UR_DEVICE_INFO_KERNEL_LAUNCH_CAPABILITIES => out.value::<ur_kernel_launch_properties_flag_t>(0),
         UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL if l.sub_group_sizes.is_empty() => out.array(&[1u32]),
         UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL => out.array(&l.sub_group_sizes),
         UR_DEVICE_INFO_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => out.boolean(l.sub_group_independent_forward_progress),
         UR_DEVICE_INFO_ATOMIC_64 => out.boolean(l.atomic64),
-        UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(&info, UsmCaps::HOST, 0)),
-        UR_DEVICE_INFO_USM_DEVICE_SUPPORT => out.value(usm_access(&info, UsmCaps::DEVICE, 1)),
-        UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => out.value(usm_access(&info, UsmCaps::SHARED, 2)),
+        UR_DEVICE_INFO_USM_HOST_SUPPORT => out.value(usm_access(info, UsmCaps::HOST, 0)),
+        UR_DEVICE_INFO_USM_DEVICE_SUPPORT => out.value(usm_access(info, UsmCaps::DEVICE, 1)),
+        UR_DEVICE_INFO_USM_SINGLE_SHARED_SUPPORT => out.value(usm_access(info, UsmCaps::SHARED, 2)),
         UR_DEVICE_INFO_USM_CROSS_SHARED_SUPPORT | UR_DEVICE_INFO_USM_SYSTEM_SHARED_SUPPORT => {
             out.value::<ur_device_usm_access_capability_flags_t>(0)
         }
@@ -281,21 +293,12 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
     }
 }
 
-/// The `ur_backend_t` of the platform of a device.
-fn backend_of_device(id: DeviceId) -> ur_backend_t {
-    state()
-        .rt
-        .device_platform(id)
-        .ok()
-        .and_then(platform_of)
-        .map_or(UR_BACKEND_NATIVE_CPU, |p| p.backend)
-}
-
 /// `urDeviceSelectBinary`: the first device image whose target the device
 /// runs ([`binary_targets`]: `spir64` where the device takes SPIR-V), or
 /// `INVALID_BINARY` when none does. libsycl calls this once per registered
 /// image when it selects a device (tens of thousands of calls with dpnp and
-/// oneMKL loaded), so it is a lookup and a few string compares.
+/// oneMKL loaded), so it reads the targets the device record keeps
+/// ([`state::Device::targets`]) and compares a few strings.
 ///
 /// # Safety
 ///
@@ -314,11 +317,10 @@ pub unsafe extern "C" fn urDeviceSelectBinary(
         if n == 0 {
             return Err(CapiError::InvalidSize);
         }
-        let info = state().rt.device_info(id)?;
-        let targets = binary_targets(backend_of_device(id), info.program_formats);
+        let dev = state::device(id)?;
         // SAFETY: `n` entries (module contract).
         let bins = unsafe { std::slice::from_raw_parts(binaries, n as usize) };
-        for t in targets {
+        for t in dev.targets {
             for (i, b) in bins.iter().enumerate() {
                 if b.pDeviceTargetSpec.is_null() {
                     continue;

@@ -102,8 +102,8 @@
 //!   native handles other than programs and kernels;
 //! - images, samplers, bindless images, virtual and physical memory, IPC,
 //!   command buffers, graphs, USM 2-D copies and fills, device globals,
-//!   host pipes, `urEventSetCallback`, `urContextSetExtendedDeleter`,
-//!   sub-device partitioning: no project API to stand on.
+//!   host pipes, `urEventSetCallback`, `urContextSetExtendedDeleter`:
+//!   no project API to stand on.
 
 pub mod conv;
 pub mod ddi;
@@ -122,6 +122,7 @@ pub mod kernel;
 pub mod managed;
 pub mod memory;
 pub mod native;
+pub mod partition;
 pub mod platform;
 pub mod program;
 pub mod queue;

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use ur_api::{DeviceId, DeviceSelector, PlatformId, Runtime};
+use parking_lot::RwLock;
+use ur_api::{DeviceId, DeviceInfo, DeviceSelector, Partition, PlatformId, Runtime};
 
 use crate::conv::CapiError;
 use crate::handles::register;
@@ -23,6 +24,54 @@ pub struct Platform {
     pub devices: Vec<(usize, DeviceId)>,
     /// The `ur_backend_t` it reports ([`crate::conv::ur_backend`]).
     pub backend: ur_backend_t,
+}
+
+/// What the C API answers about one device, fixed when its handle is
+/// made: device queries and `urDeviceSelectBinary` (tens of thousands of
+/// calls per SYCL device selection) read it without asking the runtime.
+#[derive(Debug)]
+pub struct Device {
+    /// The handle.
+    pub handle: usize,
+    /// The runtime's device.
+    pub id: DeviceId,
+    /// Its platform's handle.
+    pub platform: usize,
+    /// The `ur_backend_t` of its platform.
+    pub backend: ur_backend_t,
+    /// The runtime's description.
+    pub info: DeviceInfo,
+    /// The device-image targets it runs ([`crate::conv::binary_targets`]).
+    pub targets: &'static [&'static [u8]],
+    /// For a sub-device: its parent's handle and the partition that made it.
+    pub parent: Option<(usize, Partition)>,
+}
+
+impl Device {
+    /// The record of a device of `rt` on the platform `platform`.
+    pub fn new(
+        rt: &Runtime,
+        handle: usize,
+        id: DeviceId,
+        platform: &Platform,
+        parent: Option<(usize, Partition)>,
+    ) -> Result<Self, CapiError> {
+        let info = rt.device_info(id)?;
+        Ok(Device {
+            handle,
+            id,
+            platform: platform.handle,
+            backend: platform.backend,
+            targets: crate::conv::binary_targets(platform.backend, info.program_formats),
+            info,
+            parent,
+        })
+    }
+
+    /// Is this a root device (not made by partitioning)?
+    pub fn is_root(&self) -> bool {
+        self.parent.is_none()
+    }
 }
 
 /// Set to `1` to list the project's host-only platforms (native, sim)
@@ -43,8 +92,10 @@ pub struct State {
     pub backend: ur_backend_t,
     /// Platforms with their devices.
     pub platforms: Vec<Platform>,
-    /// Device id to handle address.
-    pub device_handles: HashMap<DeviceId, usize>,
+    /// Root devices by id (fixed at start: read without a lock).
+    pub devices: HashMap<DeviceId, Arc<Device>>,
+    /// Sub-devices by id, added by `urDevicePartition`, never removed.
+    pub sub_devices: RwLock<HashMap<DeviceId, Arc<Device>>>,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -65,7 +116,7 @@ pub fn state() -> &'static State {
         let rt = Arc::new(ur_adapters::discover(&selector));
         let adapter = register::<ur_adapter_handle_t_>(Object::Adapter) as usize;
         let mut platforms = Vec::new();
-        let mut device_handles = HashMap::new();
+        let mut records = HashMap::new();
         let backend = |p| rt.backend_of(p).map_or(UR_BACKEND_NATIVE_CPU, crate::conv::ur_backend);
         let all = rt.platforms();
         let others = all.iter().any(|&p| backend(p) != UR_BACKEND_NATIVE_CPU);
@@ -77,18 +128,23 @@ pub fn state() -> &'static State {
                 continue;
             }
             let handle = register::<ur_platform_handle_t_>(Object::Platform(p)) as usize;
-            let mut devices = Vec::new();
-            for d in rt.devices(p).unwrap_or_default() {
-                let h = register::<ur_device_handle_t_>(Object::Device(d)) as usize;
-                device_handles.insert(d, h);
-                devices.push((h, d));
-            }
-            platforms.push(Platform {
+            let mut plat = Platform {
                 handle,
                 id: p,
-                devices,
+                devices: Vec::new(),
                 backend,
-            });
+            };
+            for d in rt.devices(p).unwrap_or_default() {
+                let h = register::<ur_device_handle_t_>(Object::Device(d)) as usize;
+                match Device::new(&rt, h, d, &plat, None) {
+                    Ok(rec) => {
+                        records.insert(d, Arc::new(rec));
+                        plat.devices.push((h, d));
+                    }
+                    Err(e) => tracing::warn!(device = ?d, error = ?e, "device without a description: not listed"),
+                }
+            }
+            platforms.push(plat);
         }
         let backend = platforms.first().map_or(UR_BACKEND_NATIVE_CPU, |p| p.backend);
         State {
@@ -96,7 +152,8 @@ pub fn state() -> &'static State {
             adapter,
             backend,
             platforms,
-            device_handles,
+            devices: records,
+            sub_devices: RwLock::new(HashMap::new()),
         }
     })
 }
@@ -106,12 +163,23 @@ pub fn rt() -> Result<&'static Runtime, CapiError> {
     Ok(&state().rt)
 }
 
-/// The handle of a device id.
+/// The handle of a device id (null for a device without a handle).
 pub fn device_handle(id: DeviceId) -> ur_device_handle_t {
-    state()
-        .device_handles
-        .get(&id)
-        .map_or(std::ptr::null_mut(), |h| *h as ur_device_handle_t)
+    device(id).map_or(std::ptr::null_mut(), |d| d.handle as ur_device_handle_t)
+}
+
+/// The record of a device (root or sub-device).
+pub fn device(id: DeviceId) -> Result<Arc<Device>, CapiError> {
+    let st = state();
+    match st.devices.get(&id) {
+        Some(d) => Ok(Arc::clone(d)),
+        None => st
+            .sub_devices
+            .read()
+            .get(&id)
+            .cloned()
+            .ok_or(CapiError::Invalid(crate::objects::Kind::Device)),
+    }
 }
 
 /// The platform entry of a platform id.

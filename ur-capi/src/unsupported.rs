@@ -229,10 +229,6 @@ pub const REASONS: &[(&str, &str)] = &[
         "urMemGetNativeHandle",
         "native handles: the runtime hides its backends' objects by design",
     ),
-    (
-        "urDevicePartition",
-        "sub-devices: the project's devices are not partitionable",
-    ),
     ("urDeviceSelectBinary", "device binaries: see `urProgram*`"),
     (
         "urDeviceWaitExp",

@@ -15,58 +15,12 @@ use std::ptr::{null, null_mut};
 use ur_adapter_rust::ddi;
 use ur_adapter_rust::sys::*;
 
+mod capi;
+use capi::{devices, ok};
+
 /// The OpenCL adapter's SPIR-V test module (`fill_index`, `add_one`,
 /// `vec_add`, `add_scalar`; source beside it).
 const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.spv");
-
-fn ok(r: ur_result_t, what: &str) {
-    assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
-}
-
-/// Every device of every platform, with its platform's backend.
-///
-/// # Safety
-///
-/// `t` is this library's table.
-unsafe fn devices(t: &ur_dditable_t) -> Vec<(ur_device_handle_t, ur_backend_t)> {
-    let mut a = null_mut();
-    let mut out = Vec::new();
-    // SAFETY: live out-pointers of the right types and counts.
-    unsafe {
-        ok(t.Adapter.pfnGet.unwrap()(1, &mut a, null_mut()), "urAdapterGet");
-        let mut np = 0;
-        ok(t.Platform.pfnGet.unwrap()(a, 0, null_mut(), &mut np), "urPlatformGet");
-        let mut ps = vec![null_mut(); np as usize];
-        ok(
-            t.Platform.pfnGet.unwrap()(a, np, ps.as_mut_ptr(), null_mut()),
-            "urPlatformGet",
-        );
-        for p in ps {
-            let mut backend: ur_backend_t = 0;
-            ok(
-                t.Platform.pfnGetInfo.unwrap()(
-                    p,
-                    UR_PLATFORM_INFO_BACKEND,
-                    size_of::<ur_backend_t>(),
-                    (&raw mut backend).cast(),
-                    null_mut(),
-                ),
-                "platform backend",
-            );
-            let mut nd = 0;
-            t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd);
-            let mut ds = vec![null_mut(); nd as usize];
-            if nd > 0 {
-                ok(
-                    t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, ds.as_mut_ptr(), null_mut()),
-                    "urDeviceGet",
-                );
-            }
-            out.extend(ds.into_iter().map(|d| (d, backend)));
-        }
-    }
-    out
-}
 
 /// The device's pick among `targets` (`None`: `INVALID_BINARY`).
 ///

@@ -16,8 +16,8 @@ use opencl3::memory::{
 };
 use opencl3::types::{cl_device_svm_capabilities, cl_device_type, cl_int, cl_map_flags, cl_mem_flags};
 use ur_api::{
-    AtomicOrders, AtomicScopes, Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, RectCopy, RectSide,
-    UsmAccess, UsmAdvice, UsmCaps, UsmKind,
+    AtomicOrders, AtomicScopes, Backend, DeviceType, Error, EventStatus, MapFlags, MemFlags, Partition, PartitionKinds,
+    RectCopy, RectSide, UsmAccess, UsmAdvice, UsmCaps, UsmKind,
 };
 
 /// Error codes of the run-time loader (cl3's `dynamic` feature), not of OpenCL.
@@ -240,6 +240,39 @@ pub fn atomic_caps(cl: Option<u64>) -> (AtomicOrders, AtomicScopes) {
         }
     }
     (orders, scopes)
+}
+
+/// `CL_DEVICE_PARTITION_*` property names (OpenCL 1.2).
+const CL_PARTITION_EQUALLY: isize = 0x1086;
+const CL_PARTITION_BY_COUNTS: isize = 0x1087;
+const CL_PARTITION_BY_COUNTS_LIST_END: isize = 0x0;
+const CL_PARTITION_BY_AFFINITY_DOMAIN: isize = 0x1088;
+
+/// The partitions a device accepts, from its `CL_DEVICE_PARTITION_PROPERTIES`
+/// (names the API has no partition for, such as Intel's by-names, are
+/// left out).
+pub fn partition_kinds(props: &[isize]) -> PartitionKinds {
+    props.iter().fold(PartitionKinds::empty(), |k, &p| {
+        k | match p {
+            CL_PARTITION_EQUALLY => PartitionKinds::EQUALLY,
+            CL_PARTITION_BY_COUNTS => PartitionKinds::BY_COUNTS,
+            CL_PARTITION_BY_AFFINITY_DOMAIN => PartitionKinds::BY_AFFINITY_DOMAIN,
+            _ => PartitionKinds::empty(),
+        }
+    })
+}
+
+/// The zero-terminated `clCreateSubDevices` property list of a partition
+/// (affinity domains have OpenCL's bit values).
+pub fn partition_properties(how: &Partition) -> Vec<isize> {
+    match how {
+        Partition::Equally(n) => vec![CL_PARTITION_EQUALLY, *n as isize, 0],
+        Partition::ByCounts(counts) => std::iter::once(CL_PARTITION_BY_COUNTS)
+            .chain(counts.iter().map(|&n| n as isize))
+            .chain([CL_PARTITION_BY_COUNTS_LIST_END, 0])
+            .collect(),
+        Partition::ByAffinityDomain(d) => vec![CL_PARTITION_BY_AFFINITY_DOMAIN, d.bits() as isize, 0],
+    }
 }
 
 /// How a device accesses one USM kind: the Intel extension's capability
@@ -528,5 +561,24 @@ mod tests {
             UsmAccess::empty()
         );
         assert!(usm_access(None, CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, UsmKind::Device).contains(UsmAccess::ACCESS));
+    }
+
+    #[test]
+    fn partitions_map_to_opencl_property_lists() {
+        use ur_api::AffinityDomains;
+        assert_eq!(partition_properties(&Partition::Equally(2)), [0x1086, 2, 0]);
+        assert_eq!(
+            partition_properties(&Partition::ByCounts(vec![3, 1])),
+            [0x1087, 3, 1, 0, 0]
+        );
+        assert_eq!(
+            partition_properties(&Partition::ByAffinityDomain(AffinityDomains::NEXT_PARTITIONABLE)),
+            [0x1088, 1 << 5, 0]
+        );
+        assert_eq!(
+            partition_kinds(&[0x1086, 0x4052, 0x1088]),
+            PartitionKinds::EQUALLY | PartitionKinds::BY_AFFINITY_DOMAIN
+        );
+        assert_eq!(partition_kinds(&[]), PartitionKinds::empty());
     }
 }

@@ -9,8 +9,8 @@ use opencl3::platform::Platform as ClPlatform;
 use opencl3::types::{cl_context, cl_device_id};
 use parking_lot::Mutex;
 use ur_api::{
-    Backend, DeviceCaps, DeviceInfo, DeviceLimits, FpCaps, MemoryConnection, PlatformInfo, ProgramFormats, Result,
-    UsmCaps, UsmKind, VectorWidths,
+    AffinityDomains, Backend, DeviceCaps, DeviceInfo, DeviceLimits, FpCaps, MemoryConnection, Partition, PartitionCaps,
+    PlatformInfo, ProgramFormats, Result, UsmCaps, UsmKind, VectorWidths,
 };
 
 use crate::conv::{self, check3};
@@ -386,7 +386,35 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
         } else {
             0
         },
+        partition: partition_caps(d, version),
     }
+}
+
+/// How the device can be partitioned (OpenCL 1.2's sub-devices).
+fn partition_caps(d: &ClDevice, version: (u32, u32)) -> PartitionCaps {
+    if version < (1, 2) {
+        return PartitionCaps::default();
+    }
+    let kinds = conv::partition_kinds(&d.partition_properties().unwrap_or_default());
+    if kinds.is_empty() {
+        return PartitionCaps::default();
+    }
+    let domains = d.partition_affinity_domain().unwrap_or_default();
+    PartitionCaps {
+        kinds,
+        max_sub_devices: d.partition_max_sub_devices().unwrap_or(0),
+        affinity_domains: AffinityDomains::from_bits_truncate(domains.first().copied().unwrap_or(0) as u32),
+    }
+}
+
+/// Splits a device with `clCreateSubDevices`. Each sub-device is a device
+/// of the parent's platform with its own description. The adapter keeps
+/// the sub-device's reference for the process's life (the dyn layer never
+/// forgets a device it handed out).
+pub(crate) fn partition(device: &Device, how: &Partition) -> Result<Vec<Device>> {
+    let props = conv::partition_properties(how);
+    let ids = opencl3::device::create_sub_devices(device.id.0, &props).map_err(conv::error)?;
+    ids.into_iter().map(|id| describe(id, device.intel)).collect()
 }
 
 pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {

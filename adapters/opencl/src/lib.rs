@@ -103,8 +103,8 @@ pub use usm::Usm;
 
 use ur_api::{
     Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelGroupInfo, KernelInfo, Loc,
-    MapFlags, MemArg, MemoryConnection, NativeHandle, NativeObj, NdRange, PlatformInfo, ProfilingInfo, ProgramSource,
-    QueueProps, RectCopy, Result, UsmDesc, UsmPtr, UsmRef,
+    MapFlags, MemArg, MemoryConnection, NativeHandle, NativeObj, NdRange, Partition, PlatformInfo, ProfilingInfo,
+    ProgramSource, QueueProps, RectCopy, Result, UsmDesc, UsmPtr, UsmRef,
 };
 
 /// The OpenCL adapter. Holds no state: OpenCL objects carry their own.
@@ -170,6 +170,10 @@ impl Adapter for OpenClAdapter {
 
     fn device_info(&self, device: &Device) -> Result<DeviceInfo> {
         Ok(device.info.clone())
+    }
+
+    fn partition_device(&self, device: &Device, how: &Partition) -> Result<Vec<Device>> {
+        device::partition(device, how)
     }
 
     fn create_context(&self, devices: &[&Device]) -> Result<Context> {

@@ -38,6 +38,7 @@ impl<A: Adapter> DynAdapter for AdapterHost<A> {
         fn platform_info(&self, platform: PlatformId) -> Result<PlatformInfo>;
         fn devices(&self, platform: PlatformId) -> Result<Vec<DeviceId>>;
         fn device_info(&self, device: DeviceId) -> Result<DeviceInfo>;
+        fn partition_device(&self, device: DeviceId, how: &Partition) -> Result<Vec<DeviceId>>;
         fn device_platform(&self, device: DeviceId) -> Result<PlatformId>;
         fn create_context(&self, devices: &[DeviceId]) -> Result<ContextId>;
         fn context_devices(&self, context: ContextId) -> Result<Vec<DeviceId>>;

@@ -43,7 +43,7 @@ impl<A: Adapter> AdapterHost<A> {
         }
         check::mem_flags(desc.flags, desc.size, init.map(HostPtr::len))?;
         let device = self.placement(&c, desc.device_hint)?;
-        let info = &self.devices[device].info;
+        let info = &self.dev(device).info;
         if desc.size as u64 > info.max_alloc_size {
             return Err(Error::InvalidSize {
                 what: "buffer (larger than the device's largest allocation)",
@@ -56,7 +56,7 @@ impl<A: Adapter> AdapterHost<A> {
         if let Some(h) = init {
             check::host_range(h.as_ptr(), h.len())?;
         }
-        let dev = &self.devices[device].obj;
+        let dev = &self.dev(device).obj;
         let placed = BufferDesc {
             device_hint: Some(dev),
             ..desc.map_device(|_| dev)
@@ -88,7 +88,7 @@ impl<A: Adapter> AdapterHost<A> {
         check::range("parent buffer", offset, size, p.size)?;
         let mut align = 1;
         for &d in &p.context.devices {
-            let info = &self.devices[d].info;
+            let info = &self.dev(d).info;
             if !info.caps.contains(DeviceCaps::SUB_BUFFERS) {
                 return Err(Error::unsupported(format!("sub-buffers on {}", info.name)));
             }
@@ -175,7 +175,7 @@ impl<A: Adapter> AdapterHost<A> {
             None => c.devices.clone(),
         };
         for d in checked {
-            let info = &self.devices[d].info;
+            let info = &self.dev(d).info;
             if !info.usm.contains(need) {
                 return Err(Error::unsupported(format!(
                     "{:?} USM allocations on {}",
@@ -190,7 +190,7 @@ impl<A: Adapter> AdapterHost<A> {
             }
             check::alignment(desc.align, info.max_alloc_size)?;
         }
-        let dev = device.map(|d| &self.devices[d].obj);
+        let dev = device.map(|d| &self.dev(d).obj);
         let (obj, ptr) = self
             .adapter
             .usm_alloc(&c.obj, &desc.map_device(|_| dev.expect("checked above")))?;
@@ -251,7 +251,7 @@ impl<A: Adapter> AdapterHost<A> {
     fn require_registration(&self, c: &ContextEntry<A>) -> Result<()> {
         if c.devices
             .iter()
-            .any(|&d| !self.devices[d].info.caps.contains(DeviceCaps::HOST_REGISTER))
+            .any(|&d| !self.dev(d).info.caps.contains(DeviceCaps::HOST_REGISTER))
         {
             return Err(Error::unsupported("host memory locking"));
         }

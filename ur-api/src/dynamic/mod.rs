@@ -27,6 +27,7 @@ mod memory;
 mod objects;
 pub mod pointer_map;
 mod slab;
+mod sub_devices;
 mod tables;
 
 pub use pointer_map::{Hit, MapError, PointerMap};
@@ -94,6 +95,11 @@ pub trait DynAdapter: Send + Sync {
     fn device_info(&self, device: DeviceId) -> Result<DeviceInfo>;
     /// The platform of a device.
     fn device_platform(&self, device: DeviceId) -> Result<PlatformId>;
+    /// Splits a device into sub-devices ([`Adapter::partition_device`](crate::Adapter::partition_device)),
+    /// after checking the request against the device's
+    /// [`PartitionCaps`](crate::PartitionCaps). Sub-devices are devices of
+    /// the same platform; their ids stay valid for the adapter's life.
+    fn partition_device(&self, device: DeviceId, how: &crate::Partition) -> Result<Vec<DeviceId>>;
 
     /// Creates a context over devices of one platform.
     fn create_context(&self, devices: &[DeviceId]) -> Result<ContextId>;

@@ -40,6 +40,24 @@ impl<A: Adapter> AdapterHost<A> {
         Ok(self.device(device)?.info.clone())
     }
 
+    pub(super) fn partition_device(&self, device: DeviceId, how: &Partition) -> Result<Vec<DeviceId>> {
+        let parent = self.device(device)?;
+        how.check(&parent.info.limits.partition, parent.info.max_compute_units)?;
+        let subs = self.adapter.partition_device(&parent.obj, how)?;
+        let mut ids = Vec::with_capacity(subs.len());
+        for obj in subs {
+            let info = self.adapter.device_info(&obj)?;
+            let key = self.subs.push(DeviceEntry {
+                obj,
+                info,
+                platform: parent.platform,
+            })?;
+            ids.push(DeviceId { host: self.id, key });
+        }
+        tracing::debug!(?device, ?how, sub_devices = ids.len(), "device partitioned");
+        Ok(ids)
+    }
+
     pub(super) fn device_platform(&self, device: DeviceId) -> Result<PlatformId> {
         Ok(PlatformId {
             host: self.id,
@@ -247,7 +265,7 @@ impl<A: Adapter> AdapterHost<A> {
     ) -> Result<ProgramId> {
         let c = self.context(&self.tables.lock(), context)?;
         for &d in &c.devices {
-            let info = &self.devices[d].info;
+            let info = &self.dev(d).info;
             if !info.caps.contains(DeviceCaps::KERNELS) {
                 return Err(Error::unsupported(format!("kernels on {}", info.name)));
             }

@@ -10,6 +10,7 @@ use slotmap::SlotMap;
 use super::check;
 pub(super) use super::grace::{Grace, Held, Ticket};
 use super::slab::Slab;
+use super::sub_devices::SubDevices;
 use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
@@ -226,6 +227,7 @@ pub struct AdapterHost<A: Adapter> {
     pub(super) platforms: SlotMap<PlatformKey, PlatformEntry<A>>,
     pub(super) platform_order: Vec<PlatformKey>,
     pub(super) devices: SlotMap<DeviceKey, DeviceEntry<A>>,
+    pub(super) subs: SubDevices<A>,
     pub(super) tables: Mutex<Tables<A>>,
 }
 
@@ -235,6 +237,7 @@ impl<A: Adapter> std::fmt::Debug for AdapterHost<A> {
             .field("id", &self.id)
             .field("backend", &self.adapter.backend())
             .field("devices", &self.devices.len())
+            .field("sub_devices", &self.subs.len())
             .finish_non_exhaustive()
     }
 }
@@ -276,6 +279,7 @@ impl<A: Adapter> AdapterHost<A> {
             platforms,
             platform_order,
             devices,
+            subs: SubDevices::default(),
             tables: Mutex::new(Tables {
                 contexts: SlotMap::with_key(),
                 buffers: SlotMap::with_key(),
@@ -307,9 +311,23 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn device(&self, id: DeviceId) -> Result<&DeviceEntry<A>> {
         self.own(id)?;
-        self.devices.get(id.key).ok_or(Error::InvalidHandle {
-            kind: HandleKind::Device,
-        })
+        self.devices
+            .get(id.key)
+            .or_else(|| self.subs.get(id.key))
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Device,
+            })
+    }
+
+    /// The entry of a device key this host handed out (root or sub-device).
+    pub(super) fn dev(&self, key: DeviceKey) -> &DeviceEntry<A> {
+        match self.devices.get(key) {
+            Some(e) => e,
+            None => self
+                .subs
+                .get(key)
+                .expect("device keys in the tables are ones this host made"),
+        }
     }
 
     pub(super) fn context(&self, t: &Tables<A>, id: ContextId) -> Result<Arc<ContextEntry<A>>> {
@@ -431,8 +449,8 @@ impl<A: Adapter> AdapterHost<A> {
     ) -> Result<()> {
         let src_dev = dev.unwrap_or(ctx.devices[0]);
         let connection = self.adapter.memory_connection(
-            (&ctx.obj, &self.devices[src_dev].obj),
-            (&q.context.obj, &self.devices[q.device].obj),
+            (&ctx.obj, &self.dev(src_dev).obj),
+            (&q.context.obj, &self.dev(q.device).obj),
         );
         match (connection, how) {
             (MemoryConnection::Unified, _) | (MemoryConnection::Migratable, Use::Copy) => Ok(()),
@@ -466,7 +484,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn queue_caps(&self, q: &QueueEntry<A>) -> &DeviceInfo {
-        &self.devices[q.device].info
+        &self.dev(q.device).info
     }
 
     /// Records the adapter's event of a command and ends its operation
