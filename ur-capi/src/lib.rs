@@ -105,6 +105,7 @@
 //!   host pipes, `urEventSetCallback`, `urContextSetExtendedDeleter`,
 //!   sub-device partitioning: no project API to stand on.
 
+pub mod completion;
 pub mod conv;
 pub mod ddi;
 pub mod handles;

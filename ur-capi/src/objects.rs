@@ -101,8 +101,10 @@ pub struct Queue {
 /// is asked about.
 #[derive(Debug, Clone, Copy)]
 pub struct Event {
-    /// The runtime's event.
-    pub id: EventId,
+    /// The runtime's event; `None` for an event made from native handle 0
+    /// (`urEventCreateWithNativeHandle`): complete from the start, with no
+    /// runtime event behind it ([`crate::native`]).
+    pub id: Option<EventId>,
     /// The context's handle and runtime id.
     pub context: (ur_context_handle_t, ContextId),
     /// The queue's handle (may be stale once the queue is released; only
