@@ -112,21 +112,16 @@ pub unsafe extern "C" fn urMemBufferCreate(
         if size == 0 {
             return Err(CapiError::InvalidBufferSize);
         }
-        let rt = &state().rt;
         // Every device of the context must be able to hold the buffer (a
         // managed buffer of a multi-device context moves to each): refused
         // here, at creation, whatever the context's size.
-        let devices = rt.context_devices(ctx.id)?;
-        let mut first_info = None;
-        for (i, d) in devices.iter().enumerate() {
-            let info = rt.device_info(*d)?;
-            if size as u64 > info.max_alloc_size {
-                tracing::debug!(size, device = %info.name, max = info.max_alloc_size, "buffer larger than a device allocates");
-                return Err(CapiError::InvalidBufferSize);
-            }
-            if i == 0 {
-                first_info = Some(info);
-            }
+        if size as u64 > ctx.max_alloc {
+            tracing::debug!(
+                size,
+                max = ctx.max_alloc,
+                "buffer larger than a device of the context allocates"
+            );
+            return Err(CapiError::InvalidBufferSize);
         }
         // SAFETY: null or a valid properties struct (module contract).
         let host = unsafe { props.as_ref() }.map_or(std::ptr::null_mut(), |p| p.pHost);
@@ -142,8 +137,9 @@ pub unsafe extern "C" fn urMemBufferCreate(
             let backing = crate::managed::create(&mm, size, init)?;
             return finish_create(c, ctx, backing, size, flags, host, out);
         }
+        let rt = &state().rt;
         let mut f = mem_flags(flags);
-        let native_use = first_info.is_some_and(|i| i.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR));
+        let native_use = ctx.use_host_ptr;
         if f.contains(MemFlags::USE_HOST_PTR) && !native_use {
             f = (f - MemFlags::USE_HOST_PTR) | MemFlags::COPY_HOST_PTR;
         }
