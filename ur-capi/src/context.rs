@@ -43,11 +43,19 @@ pub unsafe extern "C" fn urContextCreate(
             .iter()
             .map(|h| get::<DeviceId, _>(*h))
             .collect::<Result<Vec<_>, _>>()?;
-        let id = state().rt.create_context(&ids)?;
+        let rt = &state().rt;
+        let infos = ids.iter().map(|d| rt.device_info(*d)).collect::<Result<Vec<_>, _>>()?;
+        let max_alloc = infos.iter().map(|i| i.max_alloc_size).min().unwrap_or(0);
+        let use_host_ptr = infos
+            .first()
+            .is_some_and(|i| i.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR));
+        let id = rt.create_context(&ids)?;
         let h = register(Object::Context(Arc::new(Context {
             id,
             devices: hs.to_vec(),
             mm: std::sync::OnceLock::new(),
+            max_alloc,
+            use_host_ptr,
         })));
         // SAFETY: checked non-null above; writable by the module contract.
         unsafe { put_required(out, h) }

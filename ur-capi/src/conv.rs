@@ -23,6 +23,13 @@ pub enum CapiError {
     InvalidWaitList,
     /// An enumeration value this adapter does not know.
     UnsupportedEnumeration,
+    /// An enumeration value outside the enumeration (`INVALID_ENUMERATION`).
+    InvalidEnumeration,
+    /// A buffer or region size out of range (`INVALID_BUFFER_SIZE`): zero,
+    /// larger than a device of the context allocates, or past its parent.
+    InvalidBufferSize,
+    /// A memory object of another context than the command's queue.
+    WrongContext,
     /// An entry point or option the project cannot support.
     Unsupported,
     /// A program is not built (kernels need a built program).
@@ -100,6 +107,9 @@ impl CapiError {
             CapiError::InvalidSize => UR_RESULT_ERROR_INVALID_SIZE,
             CapiError::InvalidWaitList => UR_RESULT_ERROR_INVALID_EVENT_WAIT_LIST,
             CapiError::UnsupportedEnumeration => UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
+            CapiError::InvalidEnumeration => UR_RESULT_ERROR_INVALID_ENUMERATION,
+            CapiError::InvalidBufferSize => UR_RESULT_ERROR_INVALID_BUFFER_SIZE,
+            CapiError::WrongContext => UR_RESULT_ERROR_INVALID_CONTEXT,
             CapiError::Unsupported => UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
             CapiError::NotBuilt => UR_RESULT_ERROR_INVALID_PROGRAM_EXECUTABLE,
             CapiError::InvalidBinary => UR_RESULT_ERROR_INVALID_BINARY,

@@ -92,6 +92,8 @@ fn build() -> ur_dditable_t {
     e.pfnRelease = Some(queue::urEventRelease);
     e.pfnGetInfo = Some(queue::urEventGetInfo);
     e.pfnGetProfilingInfo = Some(queue::urEventGetProfilingInfo);
+    e.pfnSetCallback = Some(queue::urEventSetCallback);
+    e.pfnCreateWithNativeHandle = Some(native::urEventCreateWithNativeHandle);
     let n = &mut t.Enqueue;
     n.pfnMemBufferRead = Some(enqueue::urEnqueueMemBufferRead);
     n.pfnMemBufferWrite = Some(enqueue::urEnqueueMemBufferWrite);

@@ -80,6 +80,90 @@ unsafe fn mem_ref(q: &Queue, p: *const c_void, len: usize) -> Result<MemRef, Cap
     Ok(MemRef::Host(unsafe { host(p, len) }?))
 }
 
+/// The longest pattern a backend fill takes (`clEnqueueFillBuffer`'s
+/// limit, kept by the runtime's checks): longer patterns are written as
+/// replicated host data ([`fill_by_writes`]).
+const BACKEND_PATTERN_MAX: usize = 128;
+
+/// The most host memory one replicated-pattern fill holds: a longer fill
+/// writes the same piece again at each step.
+const FILL_PIECE: usize = 1 << 20;
+
+/// A fill's sizes as UR has them (`INVALID_SIZE` otherwise): the pattern
+/// is a power of two (UR sets no upper limit), the size is non-zero, and
+/// size and offset are multiples of the pattern.
+fn fill_sizes(pattern_size: usize, offset: usize, size: usize) -> Result<(), CapiError> {
+    if !pattern_size.is_power_of_two() || size == 0 || (size | offset) & (pattern_size - 1) != 0 {
+        return Err(CapiError::InvalidSize);
+    }
+    Ok(())
+}
+
+/// A fill with a pattern longer than any backend fill takes: `size` bytes
+/// of the pattern repeated, written in pieces of at most [`FILL_PIECE`]
+/// bytes by `write(start, piece, wait)` (a write of the piece at byte
+/// `start` of the destination), in order on `q` (queues are in order: the
+/// first piece waits for `wait`, each later one follows it). The host
+/// memory lives until the last piece is complete ([`crate::completion`]).
+/// Returns the last piece's event.
+fn fill_by_writes(
+    q: &Queue,
+    pattern: &[u8],
+    size: usize,
+    wait: &[ur_api::EventId],
+    mut write: impl FnMut(usize, HostPtr, &[ur_api::EventId]) -> Result<ur_api::EventId, ur_api::Error>,
+) -> Result<ur_api::EventId, CapiError> {
+    let rt = &state().rt;
+    let piece_len = size.min(FILL_PIECE.max(pattern.len()));
+    let piece: Box<[u8]> = pattern.iter().copied().cycle().take(piece_len).collect();
+    let mut last: Option<ur_api::EventId> = None;
+    let mut start = 0;
+    let mut failed = None;
+    while start < size {
+        let len = piece_len.min(size - start);
+        // SAFETY: `piece` holds `piece_len >= len` bytes and is only read;
+        // it is kept alive until the last write is complete (below).
+        let host = unsafe { HostPtr::new(piece.as_ptr().cast_mut(), len) };
+        let w = if last.is_none() { wait } else { &[] };
+        match write(start, host, w) {
+            Ok(id) => {
+                if let Some(prev) = last.replace(id) {
+                    let _ = rt.release_event(prev);
+                }
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+        start += len;
+    }
+    let Some(id) = last else {
+        return Err(failed.map_or(CapiError::InvalidSize, CapiError::Api));
+    };
+    // The host piece outlives the writes that read it.
+    match rt.enqueue_barrier(q.id, &[id]) {
+        Ok(b) => crate::completion::after(
+            Some(b),
+            Box::new(move || {
+                drop(piece);
+                let _ = state().rt.release_event(b);
+            }),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "no barrier after a replicated fill: waiting on the host");
+            let _ = rt.wait(&[id]);
+        }
+    }
+    match failed {
+        None => Ok(id),
+        Some(e) => {
+            let _ = rt.release_event(id);
+            Err(e.into())
+        }
+    }
+}
+
 /// `urEnqueueMemBufferRead`.
 ///
 /// # Safety
@@ -191,13 +275,24 @@ pub unsafe extern "C" fn urEnqueueMemBufferFill(
         if pattern.is_null() {
             return Err(CapiError::NullPointer);
         }
+        fill_sizes(pattern_size, offset, size)?;
+        if offset.checked_add(size).is_none_or(|end| end > b.size) {
+            return Err(CapiError::InvalidSize);
+        }
         // SAFETY: the pattern is readable for `pattern_size` bytes during the call (module contract).
         let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
         let mut p = Prepared::new(w);
         let (bid, base) = p.operand(&q, &b, Access::Write, span(offset, size))?;
-        let id = state().rt.enqueue_fill(q.id, bid, base + offset, size, pat, &p.wait)?;
+        let rt = &state().rt;
+        let id = if pattern_size <= BACKEND_PATTERN_MAX {
+            rt.enqueue_fill(q.id, bid, base + offset, size, pat, &p.wait)?
+        } else {
+            fill_by_writes(&q, pat, size, &p.wait, |start, host, w| {
+                rt.enqueue_write(q.id, bid, base + offset + start, host, w)
+            })?
+        };
         p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_FILL, false, ev) }
@@ -453,6 +548,7 @@ pub unsafe extern "C" fn urEnqueueMemUnmap(
 ) -> ur_result_t {
     entry(|| {
         let (q, b) = queue_mem(qh, b)?;
+        crate::managed::same_context(&q, &b)?;
         let len = MAPS
             .lock()
             .get(&(mapped as usize))
@@ -534,11 +630,32 @@ pub unsafe extern "C" fn urEnqueueUSMFill(
         if ptr.is_null() || pattern.is_null() {
             return Err(CapiError::NullPointer);
         }
+        fill_sizes(pattern_size, 0, size)?;
         // SAFETY: the pattern is readable for `pattern_size` bytes during the call (module contract).
         let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
+        let rt = &state().rt;
+        let at = UsmPtr(ptr as u64);
+        if pattern_size > BACKEND_PATTERN_MAX {
+            // Every piece must land in the allocation: checked up front, so
+            // no piece is enqueued for a fill that cannot complete.
+            let info = rt
+                .usm_pointer_info(q.context.1, at)
+                .map_err(|_| CapiError::InvalidValue)?;
+            let room = info.size - (at.0 - info.base.0) as usize;
+            if size > room {
+                return Err(CapiError::InvalidSize);
+            }
+        }
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
-        let id = state().rt.enqueue_usm_fill(q.id, UsmPtr(ptr as u64), size, pat, &w)?;
+        let id = if pattern_size <= BACKEND_PATTERN_MAX {
+            rt.enqueue_usm_fill(q.id, at, size, pat, &w)?
+        } else {
+            fill_by_writes(&q, pat, size, &w, |start, host, w| {
+                let dst = MemRef::Usm(UsmPtr(at.0 + start as u64));
+                rt.enqueue_usm_copy(q.id, dst, MemRef::Host(host), host.len(), w)
+            })?
+        };
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_USM_FILL, false, ev) }
     })
@@ -654,4 +771,19 @@ pub unsafe extern "C" fn urEnqueueEventsWaitWithBarrierExt(
 ) -> ur_result_t {
     // SAFETY: same contract.
     unsafe { urEnqueueEventsWait(qh, n, wl, ev) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_sizes_follow_ur() {
+        assert_eq!(fill_sizes(256, 512, 1024), Ok(()));
+        assert_eq!(fill_sizes(1 << 12, 0, 1 << 12), Ok(()));
+        assert_eq!(fill_sizes(1, 3, 5), Ok(()));
+        for (p, o, s) in [(3, 0, 12), (0, 0, 4), (8, 0, 12), (8, 4, 16), (8, 0, 0), (16, 0, 8)] {
+            assert_eq!(fill_sizes(p, o, s), Err(CapiError::InvalidSize), "{p} {o} {s}");
+        }
+    }
 }

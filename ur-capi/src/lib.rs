@@ -35,6 +35,14 @@
 //!   ([`native`]).
 //! - **Cross-context wait lists** are waited for on the host before the
 //!   command is enqueued; in-context ones are handed to the runtime.
+//!   Memory objects are another matter: a command uses a buffer only
+//!   through a queue of the buffer's context (`INVALID_CONTEXT`
+//!   otherwise, [`managed::same_context`]), whatever the adapter.
+//! - **UR's command rules, not the backend's**: fills take any
+//!   power-of-two pattern (longer than a backend fill takes: written as
+//!   replicated host data, [`enqueue`]); buffers larger than a device of
+//!   their context allocates are refused at creation; partitions only
+//!   narrow their parent's access.
 //! - **Buffers of multi-device contexts live in the memory manager**
 //!   ([`managed`]): UR buffers belong to a context and UR puts migration in
 //!   the adapter; the project's runtime forbids implicit migration, so
@@ -74,7 +82,9 @@
 //! `SharedAlloc`, `Free`, `GetMemAllocInfo`, `PoolCreate`, `PoolRetain`,
 //! `PoolRelease`, `PoolGetInfo`. Queue: `urQueueCreate`, `Retain`,
 //! `Release`, `GetInfo`, `Finish`, `Flush`. Event: `urEventWait`,
-//! `Retain`, `Release`, `GetInfo`, `GetProfilingInfo`. Enqueue:
+//! `Retain`, `Release`, `GetInfo`, `GetProfilingInfo`, `SetCallback`
+//! ([`completion`]), `CreateWithNativeHandle` (native handle 0: a
+//! complete placeholder event). Enqueue:
 //! `MemBufferRead`, `Write`, `ReadRect`, `WriteRect`, `Copy`, `CopyRect`,
 //! `Fill`, `Map`, `MemUnmap`, `USMMemcpy`, `USMFill`, `USMPrefetch`,
 //! `USMAdvise`, `EventsWait`, `EventsWaitWithBarrier`,
@@ -99,12 +109,12 @@
 //! - linking several SPIR-V modules, specialization constants, device
 //!   globals and function pointers of programs;
 //! - native handles of memory, events and USM pools, and objects made from
-//!   native handles other than programs and kernels;
+//!   native handles other than programs, kernels and native-0 events;
 //! - images, samplers, bindless images, virtual and physical memory, IPC,
 //!   command buffers, graphs, USM 2-D copies and fills, device globals,
-//!   host pipes, `urEventSetCallback`, `urContextSetExtendedDeleter`:
-//!   no project API to stand on.
+//!   host pipes, `urContextSetExtendedDeleter`: no project API to stand on.
 
+pub mod completion;
 pub mod conv;
 pub mod ddi;
 pub mod handles;

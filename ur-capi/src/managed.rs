@@ -125,7 +125,8 @@ impl Prepared {
     }
 
     /// The runtime buffer and offset to use on `q` for bytes `range` of
-    /// `m`, made current there for `access`.
+    /// `m`, made current there for `access`. A memory object of another
+    /// context than the queue's is refused ([`same_context`]).
     pub fn operand(
         &mut self,
         q: &Queue,
@@ -133,6 +134,7 @@ impl Prepared {
         access: Access,
         range: Range<usize>,
     ) -> Result<(BufferId, usize), CapiError> {
+        same_context(q, m)?;
         match &m.backing {
             Backing::Direct(id) => Ok((*id, 0)),
             Backing::Managed { mm, buf, offset, .. } => {
@@ -179,6 +181,20 @@ impl Drop for Prepared {
         for e in self.ready.drain(..) {
             let _ = state().rt.release_event(e);
         }
+    }
+}
+
+/// The rule every command follows, whatever the adapter: a memory object
+/// is used only through queues of its own context (UR: the queue and the
+/// memory object of a command share a context; `clEnqueue*` answer
+/// `CL_INVALID_CONTEXT`). `INVALID_CONTEXT` otherwise, checked here before
+/// any adapter sees the command: the native adapter would otherwise run
+/// it, OpenCL refuse it.
+pub fn same_context(q: &Queue, m: &Mem) -> Result<(), CapiError> {
+    if m.context.1.id == q.context.1 {
+        Ok(())
+    } else {
+        Err(CapiError::WrongContext)
     }
 }
 

@@ -22,6 +22,49 @@ use crate::objects::{get, Context, Kind, Mem, Object};
 use crate::state::state;
 use crate::sys::*;
 
+/// Every `ur_mem_flag_t` bit UR 0.12 defines.
+const KNOWN_MEM_FLAGS: ur_mem_flags_t = UR_MEM_FLAG_READ_WRITE
+    | UR_MEM_FLAG_WRITE_ONLY
+    | UR_MEM_FLAG_READ_ONLY
+    | UR_MEM_FLAG_USE_HOST_POINTER
+    | UR_MEM_FLAG_ALLOC_HOST_POINTER
+    | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER;
+
+/// The access flags of a set of memory flags.
+const ACCESS_FLAGS: ur_mem_flags_t = UR_MEM_FLAG_READ_WRITE | UR_MEM_FLAG_WRITE_ONLY | UR_MEM_FLAG_READ_ONLY;
+
+/// The flags of a sub-buffer of a buffer with `parent` flags, as asked
+/// (`asked`, 0: the parent's): the access may only narrow the parent's (a
+/// read-only parent gives read-only partitions, a write-only one
+/// write-only partitions), and host-pointer flags belong to the parent
+/// alone. `INVALID_VALUE` otherwise, as `clCreateSubBuffer` and UR's
+/// conformance suite have it.
+pub fn partition_flags(parent: ur_mem_flags_t, asked: ur_mem_flags_t) -> Result<ur_mem_flags_t, CapiError> {
+    if asked & !KNOWN_MEM_FLAGS != 0 {
+        return Err(CapiError::InvalidEnumeration);
+    }
+    if asked == 0 {
+        return Ok(parent);
+    }
+    let host = UR_MEM_FLAG_USE_HOST_POINTER | UR_MEM_FLAG_ALLOC_HOST_POINTER | UR_MEM_FLAG_ALLOC_COPY_HOST_POINTER;
+    if asked & host != 0 || (asked & ACCESS_FLAGS).count_ones() > 1 {
+        return Err(CapiError::InvalidValue);
+    }
+    let parent_access = match parent & ACCESS_FLAGS {
+        0 => UR_MEM_FLAG_READ_WRITE,
+        a => a,
+    };
+    let access = match asked & ACCESS_FLAGS {
+        0 => parent_access,
+        a => a,
+    };
+    let allowed = access == parent_access || parent_access & UR_MEM_FLAG_READ_WRITE != 0;
+    if !allowed {
+        return Err(CapiError::InvalidValue);
+    }
+    Ok((parent & host) | access)
+}
+
 fn mem_flags(flags: ur_mem_flags_t) -> MemFlags {
     let mut f = MemFlags::empty();
     for (ur, ours) in [
@@ -63,8 +106,22 @@ pub unsafe extern "C" fn urMemBufferCreate(
         if out.is_null() {
             return Err(CapiError::NullPointer);
         }
+        if flags & !KNOWN_MEM_FLAGS != 0 {
+            return Err(CapiError::InvalidEnumeration);
+        }
         if size == 0 {
-            return Err(CapiError::Api(ur_api::Error::InvalidSize { what: "buffer", size }));
+            return Err(CapiError::InvalidBufferSize);
+        }
+        // Every device of the context must be able to hold the buffer (a
+        // managed buffer of a multi-device context moves to each): refused
+        // here, at creation, whatever the context's size.
+        if size as u64 > ctx.max_alloc {
+            tracing::debug!(
+                size,
+                max = ctx.max_alloc,
+                "buffer larger than a device of the context allocates"
+            );
+            return Err(CapiError::InvalidBufferSize);
         }
         // SAFETY: null or a valid properties struct (module contract).
         let host = unsafe { props.as_ref() }.map_or(std::ptr::null_mut(), |p| p.pHost);
@@ -82,11 +139,7 @@ pub unsafe extern "C" fn urMemBufferCreate(
         }
         let rt = &state().rt;
         let mut f = mem_flags(flags);
-        let device = rt.context_devices(ctx.id)?.first().copied();
-        let native_use = device.is_some_and(|d| {
-            rt.device_info(d)
-                .is_ok_and(|i| i.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR))
-        });
+        let native_use = ctx.use_host_ptr;
         if f.contains(MemFlags::USE_HOST_PTR) && !native_use {
             f = (f - MemFlags::USE_HOST_PTR) | MemFlags::COPY_HOST_PTR;
         }
@@ -139,35 +192,34 @@ pub unsafe extern "C" fn urMemBufferPartition(
     entry(|| {
         let parent = get::<Arc<Mem>, _>(b)?;
         if ty != UR_BUFFER_CREATE_TYPE_REGION {
-            return Err(CapiError::InvalidValue);
+            return Err(CapiError::InvalidEnumeration);
         }
         // SAFETY: null or a valid region (module contract).
         let r = unsafe { region.as_ref() }.ok_or(CapiError::NullPointer)?;
         if out.is_null() {
             return Err(CapiError::NullPointer);
         }
+        let flags = partition_flags(parent.flags, flags)?;
+        if r.size == 0 || r.origin.checked_add(r.size).is_none_or(|end| end > parent.size) {
+            return Err(CapiError::InvalidBufferSize);
+        }
         if parent.parent.is_some() {
             return Err(CapiError::Api(ur_api::Error::invalid("a sub-buffer of a sub-buffer")));
         }
         let backing = match &parent.backing {
             Backing::Direct(id) => Backing::Direct(state().rt.create_sub_buffer(*id, r.origin, r.size)?),
-            Backing::Managed { mm, buf, offset, .. } => {
-                if r.size == 0 || r.origin.checked_add(r.size).is_none_or(|end| end > parent.size) {
-                    return Err(CapiError::InvalidSize);
-                }
-                Backing::Managed {
-                    mm: mm.clone(),
-                    buf: *buf,
-                    offset: offset + r.origin,
-                    root: false,
-                }
-            }
+            Backing::Managed { mm, buf, offset, .. } => Backing::Managed {
+                mm: mm.clone(),
+                buf: *buf,
+                offset: offset + r.origin,
+                root: false,
+            },
         };
         let mem = Mem {
             backing,
             context: parent.context.clone(),
             size: r.size,
-            flags: if flags == 0 { parent.flags } else { flags },
+            flags,
             host_ptr: if parent.host_ptr == 0 {
                 0
             } else {
@@ -235,4 +287,34 @@ pub unsafe extern "C" fn urMemGetInfo(
             _ => Err(CapiError::UnsupportedEnumeration),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_narrow_their_parents_access_only() {
+        let (rw, ro, wo) = (UR_MEM_FLAG_READ_WRITE, UR_MEM_FLAG_READ_ONLY, UR_MEM_FLAG_WRITE_ONLY);
+        assert_eq!(partition_flags(ro, rw), Err(CapiError::InvalidValue));
+        assert_eq!(partition_flags(ro, wo), Err(CapiError::InvalidValue));
+        assert_eq!(partition_flags(wo, ro), Err(CapiError::InvalidValue));
+        assert_eq!(partition_flags(ro, ro), Ok(ro));
+        assert_eq!(partition_flags(ro, 0), Ok(ro));
+        assert_eq!(partition_flags(rw, ro), Ok(ro));
+        assert_eq!(partition_flags(rw, wo), Ok(wo));
+        // No access flag on the parent is read-write.
+        assert_eq!(partition_flags(0, ro), Ok(ro));
+        // Host-pointer flags are the parent's, never a partition's.
+        assert_eq!(
+            partition_flags(rw, UR_MEM_FLAG_USE_HOST_POINTER),
+            Err(CapiError::InvalidValue)
+        );
+        assert_eq!(
+            partition_flags(rw | UR_MEM_FLAG_USE_HOST_POINTER, ro),
+            Ok(ro | UR_MEM_FLAG_USE_HOST_POINTER)
+        );
+        assert_eq!(partition_flags(rw, ro | wo), Err(CapiError::InvalidValue));
+        assert_eq!(partition_flags(rw, 1 << 20), Err(CapiError::InvalidEnumeration));
+    }
 }

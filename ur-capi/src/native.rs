@@ -28,7 +28,7 @@ use crate::conv::CapiError;
 use crate::handles::register;
 use crate::info::{entry, put_required};
 use crate::kernel::Kernel;
-use crate::objects::{get, Context, Object, Queue};
+use crate::objects::{get, Context, Event, Object, Queue};
 use crate::program::{Build, Program};
 use crate::state::state;
 use crate::sys::*;
@@ -207,5 +207,43 @@ pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
         // SAFETY: non-null and writable (module contract).
         unsafe { out.write(h) };
         Ok(())
+    })
+}
+
+/// `urEventCreateWithNativeHandle`. Native handle 0 (UR's conformance
+/// suite makes its placeholder events this way) gives an event of the
+/// context that is complete from the start and has no runtime event
+/// behind it: it can be retained, released, queried (status `COMPLETE`,
+/// no profiling information), waited for and put in wait lists, where it
+/// orders nothing. Other native handles (a backend's own events) are
+/// `UNSUPPORTED_FEATURE`: the runtime has no way to adopt a backend event
+/// yet (see `ARCHITECTURE.md`, `ur-capi`).
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEventCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    ctx: ur_context_handle_t,
+    _props: *const ur_event_native_properties_t,
+    out: *mut ur_event_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let c = get::<Arc<Context>, _>(ctx)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if native != 0 {
+            return Err(CapiError::Unsupported);
+        }
+        let h = register(Object::Event(Event {
+            id: None,
+            context: (ctx, c.id),
+            queue: std::ptr::null_mut(),
+            command: UR_COMMAND_EVENTS_WAIT,
+            host_ts: 0,
+        }));
+        // SAFETY: non-null and writable (module contract).
+        unsafe { put_required(out, h) }
     })
 }

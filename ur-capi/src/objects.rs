@@ -60,6 +60,13 @@ pub struct Context {
     /// For a context of several devices: the memory manager its buffers
     /// live in, made on the first buffer ([`crate::managed`]).
     pub mm: std::sync::OnceLock<Arc<ur_memory_manager::MemoryManager>>,
+    /// The largest buffer every device of the context allocates (the
+    /// smallest of their `max_alloc_size`): larger buffers are refused at
+    /// creation.
+    pub max_alloc: u64,
+    /// Whether the first device keeps `USE_HOST_PTR` buffers over the
+    /// caller's memory (`DeviceCaps::USE_HOST_PTR`).
+    pub use_host_ptr: bool,
 }
 
 /// A buffer or sub-buffer.
@@ -101,8 +108,10 @@ pub struct Queue {
 /// is asked about.
 #[derive(Debug, Clone, Copy)]
 pub struct Event {
-    /// The runtime's event.
-    pub id: EventId,
+    /// The runtime's event; `None` for an event made from native handle 0
+    /// (`urEventCreateWithNativeHandle`): complete from the start, with no
+    /// runtime event behind it ([`crate::native`]).
+    pub id: Option<EventId>,
     /// The context's handle and runtime id.
     pub context: (ur_context_handle_t, ContextId),
     /// The queue's handle (may be stale once the queue is released; only

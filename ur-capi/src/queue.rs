@@ -34,10 +34,13 @@ pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<
     let mut mine = Vec::with_capacity(hs.len());
     for h in hs {
         let e = get::<Event, _>(*h)?;
+        // An event without a runtime event (native handle 0) is complete:
+        // nothing to wait for.
+        let Some(id) = e.id else { continue };
         if e.context.1 == q.context.1 {
-            mine.push(e.id);
+            mine.push(id);
         } else {
-            state().rt.wait(&[e.id])?;
+            state().rt.wait(&[id])?;
         }
     }
     Ok(mine)
@@ -76,7 +79,7 @@ pub unsafe fn done(
         0
     };
     let h = register(Object::Event(Event {
-        id,
+        id: Some(id),
         context: q.context,
         queue: qh,
         command,
@@ -205,10 +208,14 @@ pub unsafe extern "C" fn urEventWait(n: u32, list: *const ur_event_handle_t) -> 
         if hs.is_empty() {
             return Err(CapiError::InvalidSize);
         }
-        let ids = hs
-            .iter()
-            .map(|h| get::<Event, _>(*h).map(|e| e.id))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut ids = Vec::with_capacity(hs.len());
+        for h in hs {
+            // Events without a runtime event are complete (native handle 0).
+            ids.extend(get::<Event, _>(*h)?.id);
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
         Ok(state().rt.wait(&ids)?)
     })
 }
@@ -229,9 +236,66 @@ pub unsafe extern "C" fn urEventRetain(e: ur_event_handle_t) -> ur_result_t {
 /// See the module docs.
 pub unsafe extern "C" fn urEventRelease(e: ur_event_handle_t) -> ur_result_t {
     entry(|| {
-        if let Some(Object::Event(ev)) = handles::release(e, Kind::Event)? {
-            state().rt.release_event(ev.id)?;
+        if let Some(Object::Event(Event { id: Some(id), .. })) = handles::release(e, Kind::Event)? {
+            state().rt.release_event(id)?;
         }
+        Ok(())
+    })
+}
+
+/// `urEventSetCallback`: `notify` runs on the library's completion thread
+/// ([`crate::completion`]) once the event is complete (or failed), with
+/// `UR_EXECUTION_INFO_COMPLETE`. A callback asked for `SUBMITTED` or
+/// `RUNNING` runs then too: UR calls it at the status asked "or past it",
+/// and the runtime reports completion, not each step before it. The event
+/// handle holds one more reference until the callback has returned, so
+/// the callback may use it even if the caller released it meanwhile. The
+/// event's queue is flushed, so the callback comes without a further call.
+///
+/// # Safety
+///
+/// See the module docs; `notify` may be called from another thread with
+/// `data` until the event completes.
+pub unsafe extern "C" fn urEventSetCallback(
+    e: ur_event_handle_t,
+    status: ur_execution_info_t,
+    notify: ur_event_callback_t,
+    data: *mut c_void,
+) -> ur_result_t {
+    entry(|| {
+        let ev = get::<Event, _>(e)?;
+        let notify = notify.ok_or(CapiError::NullPointer)?;
+        if status > UR_EXECUTION_INFO_QUEUED {
+            return Err(CapiError::InvalidEnumeration);
+        }
+        if status == UR_EXECUTION_INFO_QUEUED {
+            return Err(CapiError::UnsupportedEnumeration);
+        }
+        handles::retain(e, Kind::Event)?;
+        // The command must make progress without a further call from the
+        // caller (OpenCL runs nothing unflushed): its queue is flushed.
+        if let Ok(q) = get::<Queue, _>(ev.queue) {
+            if let Err(err) = state().rt.flush(q.id) {
+                tracing::debug!(error = %err, "flush before an event callback");
+            }
+        }
+        let (handle, data) = (e as usize, data as usize);
+        crate::completion::after(
+            ev.id,
+            Box::new(move || {
+                let h = handle as ur_event_handle_t;
+                tracing::trace!(event = handle, "event callback");
+                // SAFETY: the caller's callback with its own data, called
+                // once, as `urEventSetCallback` promises; the handle is
+                // live (the reference taken above).
+                unsafe { notify(h, UR_EXECUTION_INFO_COMPLETE, data as *mut c_void) };
+                // SAFETY: the reference taken above, given back once.
+                let r = unsafe { urEventRelease(h) };
+                if r != UR_RESULT_SUCCESS {
+                    tracing::warn!(result = r, "releasing an event after its callback");
+                }
+            }),
+        );
         Ok(())
     })
 }
@@ -258,7 +322,11 @@ pub unsafe extern "C" fn urEventGetInfo(
             UR_EVENT_INFO_COMMAND_TYPE => out.value(ev.command),
             UR_EVENT_INFO_REFERENCE_COUNT => out.value(ref_count(e, Kind::Event)?),
             UR_EVENT_INFO_COMMAND_EXECUTION_STATUS => {
-                let s = match state().rt.event_status(ev.id)? {
+                let status = match ev.id {
+                    Some(id) => state().rt.event_status(id)?,
+                    None => EventStatus::Complete,
+                };
+                let s = match status {
                     EventStatus::Queued => UR_EVENT_STATUS_QUEUED,
                     EventStatus::Submitted => UR_EVENT_STATUS_SUBMITTED,
                     EventStatus::Running => UR_EVENT_STATUS_RUNNING,
@@ -288,7 +356,10 @@ pub unsafe extern "C" fn urEventGetProfilingInfo(
         let ev = get::<Event, _>(e)?;
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
-        let p = on_host_clock(state().rt.event_profiling(ev.id)?, ev.host_ts);
+        let id = ev.id.ok_or(CapiError::Api(ur_api::Error::ProfilingUnavailable(
+            "an event made from a native handle has no profiling information",
+        )))?;
+        let p = on_host_clock(state().rt.event_profiling(id)?, ev.host_ts);
         match prop {
             UR_PROFILING_INFO_COMMAND_QUEUED => out.value(p.queued),
             UR_PROFILING_INFO_COMMAND_SUBMIT => out.value(p.submit),

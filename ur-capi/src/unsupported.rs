@@ -194,10 +194,6 @@ pub const REASONS: &[(&str, &str)] = &[
         "native handles: the runtime hides its backends' objects by design",
     ),
     (
-        "urEventCreateWithNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
         "urMemBufferCreateWithNativeHandle",
         "native handles: the runtime hides its backends' objects by design",
     ),
@@ -237,10 +233,6 @@ pub const REASONS: &[(&str, &str)] = &[
     (
         "urContextSetExtendedDeleter",
         "context deleters: the runtime owns context lifetime; no callback hook",
-    ),
-    (
-        "urEventSetCallback",
-        "event callbacks: `ur-api` events are waited on, not observed",
     ),
     (
         "urEventCreateFromNative",

@@ -10,8 +10,11 @@
 
 #![allow(non_snake_case)] // reason: entry points carry their C names.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
 
 use ur_api::{DeviceId, UsmDesc, UsmKind, UsmPtr};
 
@@ -21,6 +24,10 @@ use crate::info::{entry, put_required, Out};
 use crate::objects::{get, Context, Kind, Object, Pool};
 use crate::state::{device_handle, state};
 use crate::sys::*;
+
+/// Allocations made through a pool: base address to the pool's handle
+/// (`UR_USM_ALLOC_INFO_POOL`). Allocations without a pool are not listed.
+static POOL_OF: LazyLock<Mutex<HashMap<usize, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
 fn alloc(
     c: ur_context_handle_t,
@@ -57,6 +64,9 @@ fn alloc(
         udesc = udesc.on(d);
     }
     let ptr = state().rt.usm_alloc(ctx.id, &udesc)?;
+    if !pool.is_null() {
+        POOL_OF.lock().insert(ptr.0 as usize, pool as usize);
+    }
     // SAFETY: checked non-null; writable by the module contract.
     unsafe { put_required(out, ptr.0 as *mut c_void) }
 }
@@ -119,12 +129,21 @@ pub unsafe extern "C" fn urUSMFree(c: ur_context_handle_t, p: *mut c_void) -> ur
         if p.is_null() {
             return Err(CapiError::NullPointer);
         }
-        Ok(state().rt.usm_free(ctx.id, UsmPtr(p as u64))?)
+        // Forgotten before the free: the address may be handed out again
+        // as soon as it is freed.
+        let pool = POOL_OF.lock().remove(&(p as usize));
+        let freed = state().rt.usm_free(ctx.id, UsmPtr(p as u64));
+        if let (Err(_), Some(pool)) = (&freed, pool) {
+            POOL_OF.lock().insert(p as usize, pool);
+        }
+        Ok(freed?)
     })
 }
 
 /// `urUSMGetMemAllocInfo`: a pointer that is no allocation of the context
-/// is of type `UNKNOWN` (and has no other property).
+/// is of type `UNKNOWN` (and has no other property); a null pointer is
+/// `INVALID_NULL_POINTER`. The pool of an allocation made through a pool is
+/// that pool's handle, null for any other.
 ///
 /// # Safety
 ///
@@ -139,6 +158,12 @@ pub unsafe extern "C" fn urUSMGetMemAllocInfo(
 ) -> ur_result_t {
     entry(|| {
         let ctx = get::<Arc<Context>, _>(c)?;
+        if p.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if prop > UR_USM_ALLOC_INFO_POOL {
+            return Err(CapiError::InvalidEnumeration);
+        }
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         let info = state().rt.usm_pointer_info(ctx.id, UsmPtr(p as u64)).ok();
@@ -153,7 +178,10 @@ pub unsafe extern "C" fn urUSMGetMemAllocInfo(
             (UR_USM_ALLOC_INFO_BASE_PTR, Some(i)) => out.value(i.base.0 as *mut c_void),
             (UR_USM_ALLOC_INFO_SIZE, Some(i)) => out.value(i.size),
             (UR_USM_ALLOC_INFO_DEVICE, Some(i)) => out.value(i.device.map_or(std::ptr::null_mut(), device_handle)),
-            (UR_USM_ALLOC_INFO_POOL, Some(_)) => out.value::<ur_usm_pool_handle_t>(std::ptr::null_mut()),
+            (UR_USM_ALLOC_INFO_POOL, Some(i)) => {
+                let pool = POOL_OF.lock().get(&(i.base.0 as usize)).copied().unwrap_or(0);
+                out.value(pool as ur_usm_pool_handle_t)
+            }
             _ => Err(CapiError::UnsupportedEnumeration),
         }
     })

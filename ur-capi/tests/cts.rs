@@ -1,0 +1,746 @@
+//! Behaviours UR's conformance suite checks, called through this library's
+//! dispatch table on the first device of every platform (the host-only
+//! native platform is listed too, `UR_RUST_HOST_PLATFORMS=1`, so the
+//! native adapter and each OpenCL runtime present answer alike):
+//! placeholder events from native handle 0, event callbacks, fills with
+//! any power-of-two pattern and their size checks, partitions of read-only
+//! buffers and out-of-range regions, USM pointer queries, memory objects
+//! of another context, and oversized buffers of multi-device contexts.
+
+#![allow(missing_docs)]
+
+use std::ffi::c_void;
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use ur_adapter_rust::ddi;
+use ur_adapter_rust::sys::*;
+
+fn ok(r: ur_result_t, what: &str) {
+    assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
+}
+
+fn t() -> &'static ur_dditable_t {
+    // SAFETY: the table is this library's, built once and never written.
+    unsafe { &*ddi::table() }
+}
+
+/// A platform: its name, UR backend and devices.
+struct Plat {
+    name: String,
+    backend: ur_backend_t,
+    devices: Vec<ur_device_handle_t>,
+}
+
+/// Every platform with a device, host-only ones included.
+fn platforms() -> Vec<Plat> {
+    static ENV: Once = Once::new();
+    // Set before the library's first call (its state reads it once); every
+    // test of this binary comes through here.
+    ENV.call_once(|| std::env::set_var("UR_RUST_HOST_PLATFORMS", "1"));
+    let t = t();
+    let mut out = Vec::new();
+    // SAFETY: live out-pointers of the right types and sizes, handles the
+    // library returned.
+    unsafe {
+        let mut a = null_mut();
+        ok(t.Adapter.pfnGet.unwrap()(1, &mut a, null_mut()), "urAdapterGet");
+        let mut np = 0;
+        ok(t.Platform.pfnGet.unwrap()(a, 0, null_mut(), &mut np), "urPlatformGet");
+        let mut ps = vec![null_mut(); np as usize];
+        ok(
+            t.Platform.pfnGet.unwrap()(a, np, ps.as_mut_ptr(), null_mut()),
+            "urPlatformGet",
+        );
+        for p in ps {
+            let mut nd = 0;
+            if t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd) != UR_RESULT_SUCCESS || nd == 0 {
+                continue;
+            }
+            let mut devices = vec![null_mut(); nd as usize];
+            ok(
+                t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, devices.as_mut_ptr(), null_mut()),
+                "urDeviceGet",
+            );
+            let mut name = [0u8; 256];
+            let mut len = 0;
+            ok(
+                t.Platform.pfnGetInfo.unwrap()(p, UR_PLATFORM_INFO_NAME, 256, name.as_mut_ptr().cast(), &mut len),
+                "platform name",
+            );
+            let mut backend: ur_backend_t = 0;
+            ok(
+                t.Platform.pfnGetInfo.unwrap()(
+                    p,
+                    UR_PLATFORM_INFO_BACKEND,
+                    size_of::<ur_backend_t>(),
+                    (&mut backend as *mut ur_backend_t).cast(),
+                    null_mut(),
+                ),
+                "platform backend",
+            );
+            let name = String::from_utf8_lossy(&name[..len.saturating_sub(1)]).into_owned();
+            out.push(Plat { name, backend, devices });
+        }
+    }
+    assert!(
+        out.iter().any(|p| p.backend == UR_BACKEND_NATIVE_CPU),
+        "the native platform is listed with UR_RUST_HOST_PLATFORMS=1"
+    );
+    let names: Vec<_> = out
+        .iter()
+        .map(|p| format!("{} ({} devices)", p.name, p.devices.len()))
+        .collect();
+    eprintln!("platforms: {names:?}");
+    if !out.iter().any(|p| p.backend == UR_BACKEND_OPENCL) {
+        eprintln!("note: no OpenCL platform (set OCL_ICD_VENDORS as `cargo xtask ci` does): native only");
+    }
+    out
+}
+
+/// A context over `devices` and a queue on the first.
+fn context_queue(devices: &[ur_device_handle_t]) -> (ur_context_handle_t, ur_queue_handle_t) {
+    let t = t();
+    let (mut c, mut q) = (null_mut(), null_mut());
+    // SAFETY: live out-pointers, handles the library returned.
+    unsafe {
+        ok(
+            t.Context.pfnCreate.unwrap()(devices.len() as u32, devices.as_ptr(), null(), &mut c),
+            "urContextCreate",
+        );
+        ok(
+            t.Queue.pfnCreate.unwrap()(c, devices[0], null(), &mut q),
+            "urQueueCreate",
+        );
+    }
+    (c, q)
+}
+
+fn buffer(c: ur_context_handle_t, flags: ur_mem_flags_t, size: usize) -> ur_mem_handle_t {
+    let mut b = null_mut();
+    // SAFETY: a live out-pointer, a live context.
+    ok(
+        unsafe { t().Mem.pfnBufferCreate.unwrap()(c, flags, size, null(), &mut b) },
+        "urMemBufferCreate",
+    );
+    b
+}
+
+fn release(c: ur_context_handle_t, q: ur_queue_handle_t) {
+    // SAFETY: handles the library returned, released once.
+    unsafe {
+        ok(t().Queue.pfnRelease.unwrap()(q), "urQueueRelease");
+        ok(t().Context.pfnRelease.unwrap()(c), "urContextRelease");
+    }
+}
+
+fn event_u32(e: ur_event_handle_t, prop: ur_event_info_t) -> (ur_result_t, u32) {
+    let mut v = 0u32;
+    // SAFETY: a 4-byte output for a 4-byte property.
+    let r = unsafe { t().Event.pfnGetInfo.unwrap()(e, prop, 4, (&mut v as *mut u32).cast(), null_mut()) };
+    (r, v)
+}
+
+#[test]
+fn native_handle_zero_makes_a_complete_event() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        // SAFETY: live out-pointers and host arrays of the sizes given;
+        // handles the library returned.
+        unsafe {
+            let mut e = null_mut();
+            ok(
+                t.Event.pfnCreateWithNativeHandle.unwrap()(0, c, null(), &mut e),
+                &format!("{}: urEventCreateWithNativeHandle(0)", p.name),
+            );
+            assert_eq!(
+                event_u32(e, UR_EVENT_INFO_COMMAND_EXECUTION_STATUS),
+                (UR_RESULT_SUCCESS, UR_EVENT_STATUS_COMPLETE)
+            );
+            let mut ctx = null_mut::<ur_context_handle_t_>();
+            ok(
+                t.Event.pfnGetInfo.unwrap()(
+                    e,
+                    UR_EVENT_INFO_CONTEXT,
+                    size_of::<ur_context_handle_t>(),
+                    (&mut ctx as *mut ur_context_handle_t).cast(),
+                    null_mut(),
+                ),
+                "event context",
+            );
+            assert_eq!(ctx, c, "{}", p.name);
+            ok(t.Event.pfnRetain.unwrap()(e), "urEventRetain");
+            assert_eq!(event_u32(e, UR_EVENT_INFO_REFERENCE_COUNT), (UR_RESULT_SUCCESS, 2));
+            ok(t.Event.pfnRelease.unwrap()(e), "urEventRelease");
+            ok(t.Event.pfnWait.unwrap()(1, &e), "urEventWait on a native-0 event");
+            // In a command's wait list it orders nothing.
+            let b = buffer(c, UR_MEM_FLAG_READ_WRITE, 64);
+            let data = [7u8; 64];
+            ok(
+                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, 64, data.as_ptr().cast(), 1, &e, null_mut()),
+                &format!("{}: a write after a native-0 event", p.name),
+            );
+            let mut ts = 0u64;
+            assert_eq!(
+                t.Event.pfnGetProfilingInfo.unwrap()(
+                    e,
+                    UR_PROFILING_INFO_COMMAND_END,
+                    8,
+                    (&mut ts as *mut u64).cast(),
+                    null_mut()
+                ),
+                UR_RESULT_ERROR_PROFILING_INFO_NOT_AVAILABLE
+            );
+            ok(t.Event.pfnRelease.unwrap()(e), "last urEventRelease");
+            assert_eq!(
+                event_u32(e, UR_EVENT_INFO_REFERENCE_COUNT).0,
+                UR_RESULT_ERROR_INVALID_EVENT
+            );
+            // Other native handles name backend events the runtime cannot adopt.
+            let mut other = null_mut();
+            assert_eq!(
+                t.Event.pfnCreateWithNativeHandle.unwrap()(0x1000, c, null(), &mut other),
+                UR_RESULT_ERROR_UNSUPPORTED_FEATURE
+            );
+            assert_eq!(
+                t.Event.pfnCreateWithNativeHandle.unwrap()(0, c, null(), null_mut()),
+                UR_RESULT_ERROR_INVALID_NULL_POINTER
+            );
+            assert_eq!(
+                t.Event.pfnCreateWithNativeHandle.unwrap()(0, null_mut(), null(), &mut other),
+                UR_RESULT_ERROR_INVALID_NULL_HANDLE
+            );
+            ok(t.Mem.pfnRelease.unwrap()(b), "urMemRelease");
+        }
+        release(c, q);
+    }
+}
+
+/// What a callback saw: how often it ran, and the status it read of its
+/// event from inside the callback.
+#[derive(Default)]
+struct Seen {
+    calls: AtomicU32,
+    status: AtomicU32,
+    given: AtomicU32,
+}
+
+unsafe extern "C" fn on_event(e: ur_event_handle_t, status: ur_execution_info_t, data: *mut c_void) {
+    // SAFETY: `data` is the test's `Seen`, alive until the test saw the call.
+    let seen = unsafe { &*data.cast::<Seen>() };
+    seen.given.store(status, Ordering::SeqCst);
+    seen.status
+        .store(event_u32(e, UR_EVENT_INFO_COMMAND_EXECUTION_STATUS).1, Ordering::SeqCst);
+    seen.calls.fetch_add(1, Ordering::SeqCst);
+}
+
+fn wait_for(seen: &Seen, calls: u32, platform: &str) {
+    let start = Instant::now();
+    while seen.calls.load(Ordering::SeqCst) < calls {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{platform}: the callback did not run"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn event_callbacks_run_once_the_event_is_complete() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        let b = buffer(c, UR_MEM_FLAG_READ_WRITE, 1 << 20);
+        let data = vec![3u8; 1 << 20];
+        // SAFETY: live out-pointers; `data` outlives the write (waited for
+        // through the callback and the queue finish); the `Seen`s outlive
+        // their callbacks (waited for below).
+        unsafe {
+            let mut e = null_mut();
+            ok(
+                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, false, 0, 1 << 20, data.as_ptr().cast(), 0, null(), &mut e),
+                "write",
+            );
+            let (done, running) = (Seen::default(), Seen::default());
+            let done_p = (&done as *const Seen).cast_mut().cast();
+            let running_p = (&running as *const Seen).cast_mut().cast();
+            ok(
+                t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_COMPLETE, Some(on_event), done_p),
+                &format!("{}: urEventSetCallback(COMPLETE)", p.name),
+            );
+            ok(
+                t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_RUNNING, Some(on_event), running_p),
+                "urEventSetCallback(RUNNING)",
+            );
+            assert_eq!(
+                t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_QUEUED, Some(on_event), done_p),
+                UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION
+            );
+            assert_eq!(
+                t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_QUEUED + 1, Some(on_event), done_p),
+                UR_RESULT_ERROR_INVALID_ENUMERATION
+            );
+            assert_eq!(
+                t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_COMPLETE, None, done_p),
+                UR_RESULT_ERROR_INVALID_NULL_POINTER
+            );
+            // Released by the caller before completion: the callbacks still
+            // get a live handle.
+            ok(t.Event.pfnRelease.unwrap()(e), "urEventRelease");
+            wait_for(&done, 1, &p.name);
+            wait_for(&running, 1, &p.name);
+            for s in [&done, &running] {
+                assert_eq!(s.given.load(Ordering::SeqCst), UR_EXECUTION_INFO_COMPLETE);
+                assert_eq!(s.status.load(Ordering::SeqCst), UR_EVENT_STATUS_COMPLETE, "{}", p.name);
+            }
+            // A placeholder event's callback runs too.
+            let mut z = null_mut();
+            ok(
+                t.Event.pfnCreateWithNativeHandle.unwrap()(0, c, null(), &mut z),
+                "native 0",
+            );
+            let zs = Seen::default();
+            ok(
+                t.Event.pfnSetCallback.unwrap()(
+                    z,
+                    UR_EXECUTION_INFO_COMPLETE,
+                    Some(on_event),
+                    (&zs as *const Seen).cast_mut().cast(),
+                ),
+                "callback on a native-0 event",
+            );
+            ok(t.Event.pfnRelease.unwrap()(z), "release");
+            wait_for(&zs, 1, &p.name);
+            // Each ran exactly once.
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(done.calls.load(Ordering::SeqCst), 1);
+            assert_eq!(zs.calls.load(Ordering::SeqCst), 1);
+            // The callbacks' references are given back: the handle is gone.
+            assert_eq!(
+                event_u32(e, UR_EVENT_INFO_REFERENCE_COUNT).0,
+                UR_RESULT_ERROR_INVALID_EVENT
+            );
+            ok(t.Queue.pfnFinish.unwrap()(q), "urQueueFinish");
+            ok(t.Mem.pfnRelease.unwrap()(b), "urMemRelease");
+        }
+        release(c, q);
+    }
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + 1) as u8).collect()
+}
+
+#[test]
+fn fills_take_any_power_of_two_pattern() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        // Large enough for several replicated pieces (1 MiB each).
+        const N: usize = 3 << 20;
+        let b = buffer(c, UR_MEM_FLAG_READ_WRITE, N);
+        let mut back = vec![0u8; N];
+        // SAFETY: live host arrays of the sizes given; handles the library
+        // returned; blocking reads after the fills.
+        unsafe {
+            let zeros = vec![0u8; N];
+            ok(
+                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, N, zeros.as_ptr().cast(), 0, null(), null_mut()),
+                "clear",
+            );
+            for (size, offset, len) in [(256usize, 512usize, 1024usize), (512, 4096, N - 8192), (4, 0, 64)] {
+                let pat = pattern(size);
+                let mut e = null_mut();
+                ok(
+                    t.Enqueue.pfnMemBufferFill.unwrap()(
+                        q,
+                        b,
+                        pat.as_ptr().cast(),
+                        size,
+                        offset,
+                        len,
+                        0,
+                        null(),
+                        &mut e,
+                    ),
+                    &format!("{}: fill with a {size}-byte pattern", p.name),
+                );
+                drop(pat); // the library keeps its own copy
+                ok(
+                    t.Enqueue.pfnMemBufferRead.unwrap()(q, b, true, 0, N, back.as_mut_ptr().cast(), 1, &e, null_mut()),
+                    "read back",
+                );
+                ok(t.Event.pfnRelease.unwrap()(e), "urEventRelease");
+                let pat = pattern(size);
+                for (i, v) in back[offset..offset + len].iter().enumerate() {
+                    assert_eq!(
+                        *v,
+                        pat[i % size],
+                        "{}: byte {} of a {size}-byte fill",
+                        p.name,
+                        offset + i
+                    );
+                }
+                if size == 256 {
+                    assert!(back[..offset].iter().all(|&v| v == 0));
+                    assert!(back[offset + len..].iter().all(|&v| v == 0));
+                }
+            }
+            // USM, where the device has it.
+            let mut m = null_mut();
+            let r = t.USM.pfnDeviceAlloc.unwrap()(c, p.devices[0], null(), null_mut(), 8192, &mut m);
+            if r != UR_RESULT_SUCCESS {
+                eprintln!("{}: no USM device allocation ({r}): USM fill not checked", p.name);
+            } else {
+                for size in [256usize, 1024] {
+                    let pat = pattern(size);
+                    ok(
+                        t.Enqueue.pfnUSMFill.unwrap()(q, m, size, pat.as_ptr().cast(), 8192, 0, null(), null_mut()),
+                        &format!("{}: USM fill with a {size}-byte pattern", p.name),
+                    );
+                    let mut host = vec![0u8; 8192];
+                    ok(
+                        t.Enqueue.pfnUSMMemcpy.unwrap()(
+                            q,
+                            true,
+                            host.as_mut_ptr().cast(),
+                            m,
+                            8192,
+                            0,
+                            null(),
+                            null_mut(),
+                        ),
+                        "USM read back",
+                    );
+                    for (i, v) in host.iter().enumerate() {
+                        assert_eq!(*v, pat[i % size], "{}: USM byte {i}", p.name);
+                    }
+                }
+                // Past the allocation: refused before anything is written.
+                let pat = pattern(256);
+                assert_eq!(
+                    t.Enqueue.pfnUSMFill.unwrap()(q, m, 256, pat.as_ptr().cast(), 16384, 0, null(), null_mut()),
+                    UR_RESULT_ERROR_INVALID_SIZE
+                );
+                ok(t.USM.pfnFree.unwrap()(c, m), "urUSMFree");
+            }
+            ok(t.Queue.pfnFinish.unwrap()(q), "urQueueFinish");
+            ok(t.Mem.pfnRelease.unwrap()(b), "urMemRelease");
+        }
+        release(c, q);
+    }
+}
+
+#[test]
+fn fill_sizes_are_checked() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        let b = buffer(c, UR_MEM_FLAG_READ_WRITE, 4096);
+        let pat = [1u8; 512];
+        // SAFETY: the pattern holds 512 bytes; handles the library returned.
+        unsafe {
+            let fill = |size, offset, len| {
+                t.Enqueue.pfnMemBufferFill.unwrap()(q, b, pat.as_ptr().cast(), size, offset, len, 0, null(), null_mut())
+            };
+            for (size, offset, len, why) in [
+                (3, 0, 12, "a 3-byte pattern"),
+                (0, 0, 16, "an empty pattern"),
+                (24, 0, 48, "a 24-byte pattern"),
+                (8, 0, 12, "a size not a multiple of the pattern"),
+                (8, 4, 16, "an offset not a multiple of the pattern"),
+                (8, 0, 0, "an empty fill"),
+                (8, 4096, 8, "a fill past the buffer"),
+                (256, 0, 8192, "a long pattern past the buffer"),
+            ] {
+                assert_eq!(
+                    fill(size, offset, len),
+                    UR_RESULT_ERROR_INVALID_SIZE,
+                    "{}: {why}",
+                    p.name
+                );
+            }
+            ok(fill(8, 8, 16), "a valid fill");
+            let mut m = null_mut();
+            if t.USM.pfnDeviceAlloc.unwrap()(c, p.devices[0], null(), null_mut(), 4096, &mut m) == UR_RESULT_SUCCESS {
+                let usm = |size, len| {
+                    t.Enqueue.pfnUSMFill.unwrap()(q, m, size, pat.as_ptr().cast(), len, 0, null(), null_mut())
+                };
+                for (size, len, why) in [
+                    (3, 12, "a 3-byte pattern"),
+                    (0, 16, "an empty pattern"),
+                    (8, 12, "a size not a multiple of the pattern"),
+                    (16, 8, "a pattern longer than the fill"),
+                    (8, 0, "an empty fill"),
+                ] {
+                    assert_eq!(usm(size, len), UR_RESULT_ERROR_INVALID_SIZE, "{}: USM {why}", p.name);
+                }
+                ok(usm(4, 64), "a valid USM fill");
+                ok(t.Queue.pfnFinish.unwrap()(q), "urQueueFinish");
+                ok(t.USM.pfnFree.unwrap()(c, m), "urUSMFree");
+            }
+            ok(t.Queue.pfnFinish.unwrap()(q), "urQueueFinish");
+            ok(t.Mem.pfnRelease.unwrap()(b), "urMemRelease");
+        }
+        release(c, q);
+    }
+}
+
+#[test]
+fn partitions_keep_their_parents_access_and_bounds() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        let ro = buffer(c, UR_MEM_FLAG_READ_ONLY, 4096);
+        let region = |origin, size| ur_buffer_region_t {
+            stype: UR_STRUCTURE_TYPE_BUFFER_REGION,
+            pNext: null(),
+            origin,
+            size,
+        };
+        // SAFETY: live regions and out-pointers; handles the library returned.
+        unsafe {
+            let part = |b, flags, r: ur_buffer_region_t, out: &mut ur_mem_handle_t| {
+                t.Mem.pfnBufferPartition.unwrap()(b, flags, UR_BUFFER_CREATE_TYPE_REGION, &r, out)
+            };
+            let mut s = null_mut();
+            for flags in [
+                UR_MEM_FLAG_READ_WRITE,
+                UR_MEM_FLAG_WRITE_ONLY,
+                UR_MEM_FLAG_USE_HOST_POINTER,
+            ] {
+                assert_eq!(
+                    part(ro, flags, region(0, 1024), &mut s),
+                    UR_RESULT_ERROR_INVALID_VALUE,
+                    "{}: flags {flags} on a read-only parent",
+                    p.name
+                );
+            }
+            let rw = buffer(c, UR_MEM_FLAG_READ_WRITE, 4096);
+            assert_eq!(
+                part(rw, UR_MEM_FLAG_READ_WRITE, region(0, 0), &mut s),
+                UR_RESULT_ERROR_INVALID_BUFFER_SIZE
+            );
+            assert_eq!(
+                part(rw, UR_MEM_FLAG_READ_WRITE, region(0, 4097), &mut s),
+                UR_RESULT_ERROR_INVALID_BUFFER_SIZE
+            );
+            assert_eq!(
+                part(rw, UR_MEM_FLAG_READ_WRITE, region(4096, 1), &mut s),
+                UR_RESULT_ERROR_INVALID_BUFFER_SIZE
+            );
+            assert_eq!(
+                part(rw, UR_MEM_FLAG_READ_WRITE, region(usize::MAX, 2), &mut s),
+                UR_RESULT_ERROR_INVALID_BUFFER_SIZE
+            );
+            let r = region(0, 1024);
+            assert_eq!(
+                t.Mem.pfnBufferPartition.unwrap()(
+                    rw,
+                    UR_MEM_FLAG_READ_WRITE,
+                    UR_BUFFER_CREATE_TYPE_FORCE_UINT32,
+                    &r,
+                    &mut s
+                ),
+                UR_RESULT_ERROR_INVALID_ENUMERATION
+            );
+            // Narrowing is allowed, where the device makes sub-buffers.
+            for (b, flags) in [(ro, UR_MEM_FLAG_READ_ONLY), (ro, 0), (rw, UR_MEM_FLAG_READ_ONLY)] {
+                let r = part(b, flags, region(0, 1024), &mut s);
+                if r == UR_RESULT_ERROR_UNSUPPORTED_FEATURE {
+                    eprintln!("{}: no sub-buffers", p.name);
+                    continue;
+                }
+                ok(r, &format!("{}: partition with flags {flags}", p.name));
+                ok(t.Mem.pfnRelease.unwrap()(s), "release the partition");
+            }
+            ok(t.Mem.pfnRelease.unwrap()(rw), "urMemRelease");
+            ok(t.Mem.pfnRelease.unwrap()(ro), "urMemRelease");
+        }
+        release(c, q);
+    }
+}
+
+#[test]
+fn usm_queries_refuse_null_and_name_the_pool() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        // SAFETY: live out-pointers of the sizes given; handles the library
+        // returned.
+        unsafe {
+            let mut ty: ur_usm_type_t = 0;
+            assert_eq!(
+                t.USM.pfnGetMemAllocInfo.unwrap()(
+                    c,
+                    null(),
+                    UR_USM_ALLOC_INFO_TYPE,
+                    4,
+                    (&mut ty as *mut u32).cast(),
+                    null_mut()
+                ),
+                UR_RESULT_ERROR_INVALID_NULL_POINTER,
+                "{}",
+                p.name
+            );
+            let desc = ur_usm_pool_desc_t {
+                stype: UR_STRUCTURE_TYPE_USM_POOL_DESC,
+                pNext: null(),
+                flags: 0,
+            };
+            let mut pool = null_mut();
+            ok(
+                t.USM.pfnPoolCreate.unwrap()(c, (&desc as *const ur_usm_pool_desc_t).cast_mut(), &mut pool),
+                "urUSMPoolCreate",
+            );
+            let (mut pooled, mut plain) = (null_mut(), null_mut());
+            let r = t.USM.pfnDeviceAlloc.unwrap()(c, p.devices[0], null(), pool, 256, &mut pooled);
+            if r != UR_RESULT_SUCCESS {
+                eprintln!("{}: no USM device allocation ({r})", p.name);
+            } else {
+                ok(
+                    t.USM.pfnDeviceAlloc.unwrap()(c, p.devices[0], null(), null_mut(), 256, &mut plain),
+                    "a plain allocation",
+                );
+                let pool_of = |m: *mut c_void| {
+                    let mut h: ur_usm_pool_handle_t = null_mut();
+                    ok(
+                        t.USM.pfnGetMemAllocInfo.unwrap()(
+                            c,
+                            m,
+                            UR_USM_ALLOC_INFO_POOL,
+                            size_of::<ur_usm_pool_handle_t>(),
+                            (&mut h as *mut ur_usm_pool_handle_t).cast(),
+                            null_mut(),
+                        ),
+                        "UR_USM_ALLOC_INFO_POOL",
+                    );
+                    h
+                };
+                assert_eq!(pool_of(pooled), pool, "{}", p.name);
+                assert_eq!(pool_of(plain), null_mut());
+                ok(t.USM.pfnFree.unwrap()(c, pooled), "urUSMFree");
+                ok(t.USM.pfnFree.unwrap()(c, plain), "urUSMFree");
+            }
+            ok(t.USM.pfnPoolRelease.unwrap()(pool), "urUSMPoolRelease");
+        }
+        release(c, q);
+    }
+}
+
+#[test]
+fn memory_objects_are_used_in_their_own_context_only() {
+    let t = t();
+    for p in platforms() {
+        let (a, qa) = context_queue(&p.devices[..1]);
+        let (b_ctx, qb) = context_queue(&p.devices[..1]);
+        let mine = buffer(a, UR_MEM_FLAG_READ_WRITE, 256);
+        let theirs = buffer(b_ctx, UR_MEM_FLAG_READ_WRITE, 256);
+        let mut host = [0u8; 256];
+        let h = host.as_mut_ptr().cast::<c_void>();
+        let pat = 0u32;
+        // SAFETY: live host arrays of the sizes given; handles the library
+        // returned.
+        unsafe {
+            let n = &t.Enqueue;
+            let wrong = [
+                (
+                    "read",
+                    n.pfnMemBufferRead.unwrap()(qa, theirs, true, 0, 256, h, 0, null(), null_mut()),
+                ),
+                (
+                    "write",
+                    n.pfnMemBufferWrite.unwrap()(qa, theirs, true, 0, 256, h, 0, null(), null_mut()),
+                ),
+                (
+                    "copy from",
+                    n.pfnMemBufferCopy.unwrap()(qa, theirs, mine, 0, 0, 256, 0, null(), null_mut()),
+                ),
+                (
+                    "copy to",
+                    n.pfnMemBufferCopy.unwrap()(qa, mine, theirs, 0, 0, 256, 0, null(), null_mut()),
+                ),
+                (
+                    "fill",
+                    n.pfnMemBufferFill.unwrap()(
+                        qa,
+                        theirs,
+                        (&pat as *const u32).cast(),
+                        4,
+                        0,
+                        256,
+                        0,
+                        null(),
+                        null_mut(),
+                    ),
+                ),
+            ];
+            for (what, r) in wrong {
+                assert_eq!(
+                    r, UR_RESULT_ERROR_INVALID_CONTEXT,
+                    "{}: {what} another context's buffer",
+                    p.name
+                );
+            }
+            let mut mapped = null_mut();
+            assert_eq!(
+                n.pfnMemBufferMap.unwrap()(
+                    qa,
+                    theirs,
+                    true,
+                    UR_MAP_FLAG_READ,
+                    0,
+                    256,
+                    0,
+                    null(),
+                    null_mut(),
+                    &mut mapped
+                ),
+                UR_RESULT_ERROR_INVALID_CONTEXT
+            );
+            // Each through its own context's queue works.
+            ok(
+                n.pfnMemBufferWrite.unwrap()(qb, theirs, true, 0, 256, h, 0, null(), null_mut()),
+                "own write",
+            );
+            ok(
+                n.pfnMemBufferRead.unwrap()(qa, mine, true, 0, 256, h, 0, null(), null_mut()),
+                "own read",
+            );
+            ok(t.Mem.pfnRelease.unwrap()(mine), "urMemRelease");
+            ok(t.Mem.pfnRelease.unwrap()(theirs), "urMemRelease");
+        }
+        release(a, qa);
+        release(b_ctx, qb);
+    }
+}
+
+#[test]
+fn oversized_buffers_are_refused_at_creation() {
+    let t = t();
+    for p in platforms() {
+        let mut contexts = vec![&p.devices[..1]];
+        if p.devices.len() > 1 {
+            contexts.push(&p.devices[..]);
+        }
+        for devices in contexts {
+            let (c, q) = context_queue(devices);
+            for size in [usize::MAX, 1usize << 60, 0] {
+                let mut b = null_mut();
+                // SAFETY: a live out-pointer; a live context.
+                let r = unsafe { t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, size, null(), &mut b) };
+                assert_eq!(
+                    r,
+                    UR_RESULT_ERROR_INVALID_BUFFER_SIZE,
+                    "{}: a buffer of {size} bytes in a context of {} device(s)",
+                    p.name,
+                    devices.len()
+                );
+            }
+            release(c, q);
+        }
+    }
+}
