@@ -6,6 +6,10 @@
 //! - `urabi.dispatch_over_ur_opencl`: ns per 64-byte non-blocking
 //!   `urEnqueueMemBufferWrite` + `urEventRelease` on PoCL's first device,
 //!   ours over UR's (target <= 1.0);
+//! - `urabi.dispatch_4threads_over_ur_opencl`: the same operation from four
+//!   threads, each with its own queue and buffer in one context on PoCL's
+//!   first device: operations per second of all four, ours over UR's
+//!   (target >= 1.0);
 //! - `urabi.sycl_usm_memcpy_256mib`: ns of a SYCL program's 256 MiB USM
 //!   device memcpy on the Intel CPU OpenCL runtime, ours over UR's (target
 //!   <= 1.05).
@@ -37,7 +41,15 @@
 //! and PoCL's amplification of them are the other half. Headers that hold
 //! their objects (no hash map) saved 60 instructions per operation but
 //! were slower (1361 ns): 64K quarantined 80-byte headers no longer fit in
-//! L2, and the loader reads every one.
+//! L2, and the loader reads every one. Tried again with no process-wide
+//! lock at all (each header holding its object under its own lock, slab
+//! membership by address range, fresh headers from an atomic counter, the
+//! quarantine a lock-free queue): callgrind counted ~84 more instructions
+//! and ~5 more L1 misses per operation than the hash map under one lock,
+//! and four threads were no faster (0.58 vs 0.60 of UR's throughput, same
+//! loaded machine): with four submitting threads `perf` shows glibc's
+//! allocator (`_int_malloc`, `_int_free`, `malloc_consolidate`), pthread
+//! mutexes and futex wake-ups on top, not our handle table. Not kept.
 //!
 //! `URABI_ROUNDS=N` (child side) times N rounds of 20,000 operations
 //! instead of 5, for profiling a child under `perf` or callgrind.
@@ -69,9 +81,12 @@ macro_rules! sym {
     }};
 }
 
-/// The child side of `dispatch_over_ur_opencl`: ns per write + release on
-/// PoCL's first device through whatever adapter the loader loads.
-fn dispatch_child(loader: &Path) -> Result<f64, String> {
+/// The child side of the dispatch rows: ns per write + release on PoCL's
+/// first device through whatever adapter the loader loads, with `threads`
+/// threads each submitting to its own queue (and buffer) of one context;
+/// for several threads, the wall time of all operations divided by their
+/// number (the inverse of the throughput).
+fn dispatch_child(loader: &Path, threads: usize) -> Result<f64, String> {
     // SAFETY: the UR loader's initialisers are sound to run.
     let lib = unsafe { Library::new(loader) }.map_err(|e| e.to_string())?;
     type Init = Option<unsafe extern "C" fn(u32, *mut c_void) -> ur_result_t>;
@@ -125,13 +140,19 @@ fn dispatch_child(loader: &Path) -> Result<f64, String> {
         }
         let mut c = null_mut();
         context_create(1, &d, null(), &mut c);
-        let mut q = null_mut();
-        queue_create(c, d, null(), &mut q);
-        let mut buf = null_mut();
-        buffer_create(c, UR_MEM_FLAG_READ_WRITE, 64, null(), &mut buf);
+        // Each thread's queue and buffer, as addresses (handles are plain
+        // pointers the loader and the adapter make thread-safe).
+        let per: Vec<(usize, usize)> = (0..threads)
+            .map(|_| {
+                let (mut q, mut buf) = (null_mut(), null_mut());
+                queue_create(c, d, null(), &mut q);
+                buffer_create(c, UR_MEM_FLAG_READ_WRITE, 64, null(), &mut buf);
+                (q as usize, buf as usize)
+            })
+            .collect();
         let data = [3u8; 64];
-        let run = |iters: usize| -> Result<f64, String> {
-            let t0 = Instant::now();
+        let one = |(q, buf): (usize, usize), iters: usize| -> Result<(), String> {
+            let (q, buf) = (q as ur_queue_handle_t, buf as ur_mem_handle_t);
             for i in 0..iters {
                 let mut ev = null_mut();
                 let r = write(q, buf, false, 0, 64, data.as_ptr().cast(), 0, null(), &mut ev);
@@ -144,7 +165,17 @@ fn dispatch_child(loader: &Path) -> Result<f64, String> {
                 }
             }
             queue_finish(q);
-            Ok(t0.elapsed().as_nanos() as f64 / iters as f64)
+            Ok(())
+        };
+        let run = |iters: usize| -> Result<f64, String> {
+            let t0 = Instant::now();
+            std::thread::scope(|s| {
+                let workers: Vec<_> = per.iter().map(|&qb| s.spawn(move || one(qb, iters))).collect();
+                workers
+                    .into_iter()
+                    .try_for_each(|w| w.join().map_err(|_| "a submitting thread panicked".to_string())?)
+            })?;
+            Ok(t0.elapsed().as_nanos() as f64 / (iters * threads) as f64)
         };
         run(2_000)?;
         let mut best = f64::MAX;
@@ -209,7 +240,7 @@ fn main() {
             .map(|l| l.join("libur_loader.so"))
             .unwrap_or_default();
         match kind.as_str() {
-            "dispatch" => match dispatch_child(&loader) {
+            "dispatch" | "dispatch4" => match dispatch_child(&loader, if kind == "dispatch" { 1 } else { 4 }) {
                 Ok(ns) => println!("NS {ns}"),
                 Err(e) => println!("error: {e}"),
             },
@@ -239,6 +270,19 @@ fn main() {
                 theirs,
             ),
             Err(e) => println!("urabi.dispatch_over_ur_opencl: skipped: {e}"),
+        }
+    }
+    if wanted("urabi.dispatch_4threads_over_ur_opencl") {
+        // Throughput, ours over UR's: operations per second of all four.
+        match compare("dispatch4", &exe, &lib, &icd, &so) {
+            Ok((ours, theirs)) => print_row(
+                "urabi.dispatch_4threads_over_ur_opencl",
+                1e9 / ours,
+                "ops/s",
+                "UR's OpenCL adapter (4 threads, own queues, 64 B write + event release, PoCL)",
+                1e9 / theirs,
+            ),
+            Err(e) => println!("urabi.dispatch_4threads_over_ur_opencl: skipped: {e}"),
         }
     }
     if wanted("urabi.sycl_usm_memcpy_256mib") {
