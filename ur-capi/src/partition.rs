@@ -52,19 +52,22 @@ unsafe fn requested(props: *const ur_device_partition_properties_t) -> Result<Pa
     }
     // SAFETY: `PropCount` entries (function contract).
     let list = unsafe { std::slice::from_raw_parts(props.pProperties, props.PropCount) };
-    // SAFETY (each union read below): the member read is the one `type_`
-    // names; all three are `u32`-sized plain integers.
     match list[0].type_ {
-        UR_DEVICE_PARTITION_EQUALLY if list.len() == 1 => Ok(Partition::Equally(unsafe { list[0].value.equally })),
+        UR_DEVICE_PARTITION_EQUALLY if list.len() == 1 => {
+            // SAFETY: the member `type_` names; every member is a plain `u32`.
+            Ok(Partition::Equally(unsafe { list[0].value.equally }))
+        }
         UR_DEVICE_PARTITION_BY_COUNTS => list
             .iter()
             .map(|p| match p.type_ {
+                // SAFETY: as above.
                 UR_DEVICE_PARTITION_BY_COUNTS => Ok(unsafe { p.value.count }),
                 _ => Err(CapiError::InvalidValue),
             })
             .collect::<Result<Vec<u32>, _>>()
             .map(Partition::ByCounts),
         UR_DEVICE_PARTITION_BY_AFFINITY_DOMAIN if list.len() == 1 => {
+            // SAFETY: as above.
             let bits = unsafe { list[0].value.affinity_domain };
             AffinityDomains::from_bits(bits)
                 .map(Partition::ByAffinityDomain)
@@ -220,10 +223,8 @@ mod tests {
         };
         assert_eq!(list(&[slice]).unwrap_err(), CapiError::Unsupported);
         // SAFETY: null is allowed by the contract.
-        assert_eq!(
-            unsafe { requested(std::ptr::null()) }.unwrap_err(),
-            CapiError::NullPointer
-        );
+        let null = unsafe { requested(std::ptr::null()) };
+        assert_eq!(null.unwrap_err(), CapiError::NullPointer);
     }
 
     #[test]
