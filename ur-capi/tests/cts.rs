@@ -18,20 +18,12 @@ use std::time::{Duration, Instant};
 use ur_adapter_rust::ddi;
 use ur_adapter_rust::sys::*;
 
-fn ok(r: ur_result_t, what: &str) {
-    assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
-}
+mod capi;
+use capi::{ok, Plat};
 
 fn t() -> &'static ur_dditable_t {
     // SAFETY: the table is this library's, built once and never written.
     unsafe { &*ddi::table() }
-}
-
-/// A platform: its name, UR backend and devices.
-struct Plat {
-    name: String,
-    backend: ur_backend_t,
-    devices: Vec<ur_device_handle_t>,
 }
 
 /// Every platform with a device, host-only ones included.
@@ -40,51 +32,11 @@ fn platforms() -> Vec<Plat> {
     // Set before the library's first call (its state reads it once); every
     // test of this binary comes through here.
     ENV.call_once(|| std::env::set_var("UR_RUST_HOST_PLATFORMS", "1"));
-    let t = t();
-    let mut out = Vec::new();
-    // SAFETY: live out-pointers of the right types and sizes, handles the
-    // library returned.
-    unsafe {
-        let mut a = null_mut();
-        ok(t.Adapter.pfnGet.unwrap()(1, &mut a, null_mut()), "urAdapterGet");
-        let mut np = 0;
-        ok(t.Platform.pfnGet.unwrap()(a, 0, null_mut(), &mut np), "urPlatformGet");
-        let mut ps = vec![null_mut(); np as usize];
-        ok(
-            t.Platform.pfnGet.unwrap()(a, np, ps.as_mut_ptr(), null_mut()),
-            "urPlatformGet",
-        );
-        for p in ps {
-            let mut nd = 0;
-            if t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd) != UR_RESULT_SUCCESS || nd == 0 {
-                continue;
-            }
-            let mut devices = vec![null_mut(); nd as usize];
-            ok(
-                t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, devices.as_mut_ptr(), null_mut()),
-                "urDeviceGet",
-            );
-            let mut name = [0u8; 256];
-            let mut len = 0;
-            ok(
-                t.Platform.pfnGetInfo.unwrap()(p, UR_PLATFORM_INFO_NAME, 256, name.as_mut_ptr().cast(), &mut len),
-                "platform name",
-            );
-            let mut backend: ur_backend_t = 0;
-            ok(
-                t.Platform.pfnGetInfo.unwrap()(
-                    p,
-                    UR_PLATFORM_INFO_BACKEND,
-                    size_of::<ur_backend_t>(),
-                    (&mut backend as *mut ur_backend_t).cast(),
-                    null_mut(),
-                ),
-                "platform backend",
-            );
-            let name = String::from_utf8_lossy(&name[..len.saturating_sub(1)]).into_owned();
-            out.push(Plat { name, backend, devices });
-        }
-    }
+    // SAFETY: this library's table.
+    let out: Vec<Plat> = unsafe { capi::platforms(t()) }
+        .into_iter()
+        .filter(|p| !p.devices.is_empty())
+        .collect();
     assert!(
         out.iter().any(|p| p.backend == UR_BACKEND_NATIVE_CPU),
         "the native platform is listed with UR_RUST_HOST_PLATFORMS=1"

@@ -20,6 +20,9 @@ use std::ptr::{null, null_mut};
 use ur_adapter_rust::sys::*;
 use ur_adapter_rust::{ddi, unsupported};
 
+mod capi;
+use capi::ok;
+
 /// The generated callers (`build.rs`); their one unsafe contract is
 /// `sweep_call`'s, stated there.
 #[allow(clippy::undocumented_unsafe_blocks)]
@@ -51,10 +54,6 @@ struct Handles {
     released: BTreeMap<&'static str, usize>,
 }
 
-fn ok(r: ur_result_t, what: &str) {
-    assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
-}
-
 /// The OpenCL adapter's SPIR-V test module.
 const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.spv");
 
@@ -63,28 +62,12 @@ const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.
 ///
 /// # Safety
 ///
-/// `t` is this library's table and `a` its adapter handle.
-unsafe fn spirv_kernel(t: &ur_dditable_t, a: ur_adapter_handle_t) -> Option<ur_kernel_handle_t> {
+/// `t` is this library's table.
+unsafe fn spirv_kernel(t: &ur_dditable_t) -> Option<ur_kernel_handle_t> {
     // SAFETY: live out-pointers of the right types and counts.
     unsafe {
-        let mut np = 0;
-        ok(t.Platform.pfnGet.unwrap()(a, 0, null_mut(), &mut np), "urPlatformGet");
-        let mut ps = vec![null_mut(); np as usize];
-        ok(
-            t.Platform.pfnGet.unwrap()(a, np, ps.as_mut_ptr(), null_mut()),
-            "urPlatformGet",
-        );
-        for p in ps {
-            let mut nd = 0;
-            t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd);
-            let mut ds = vec![null_mut(); nd as usize];
-            if nd == 0 {
-                continue;
-            }
-            ok(
-                t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, ds.as_mut_ptr(), null_mut()),
-                "urDeviceGet",
-            );
+        for p in capi::platforms(t) {
+            let ds = p.devices;
             for d in ds {
                 let bin = ur_device_binary_t {
                     stype: UR_STRUCTURE_TYPE_DEVICE_BINARY,
@@ -161,7 +144,7 @@ fn handles(t: &ur_dditable_t) -> Handles {
                 t.Program.pfnCreateWithIL.unwrap()(c, MODULE.as_ptr().cast(), MODULE.len(), null(), &mut prog),
                 "urProgramCreateWithIL",
             );
-            if let Some(k) = spirv_kernel(t, a) {
+            if let Some(k) = spirv_kernel(t) {
                 if round == 0 {
                     live.insert("ur_kernel_handle_t", k as usize);
                 } else {

@@ -11,9 +11,8 @@ use std::ptr::{null, null_mut};
 use ur_adapter_rust::ddi;
 use ur_adapter_rust::sys::*;
 
-fn ok(r: ur_result_t, what: &str) {
-    assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
-}
+mod capi;
+use capi::ok;
 
 #[test]
 fn a_buffer_moves_between_the_devices_of_its_context() {
@@ -22,28 +21,11 @@ fn a_buffer_moves_between_the_devices_of_its_context() {
     // SAFETY: every call passes live out-pointers and buffers of the sizes
     // given, and handles this library returned, as the UR specification asks.
     unsafe {
-        let mut a = null_mut();
-        ok(t.Adapter.pfnGet.unwrap()(1, &mut a, null_mut()), "urAdapterGet");
-        let mut np = 0;
-        ok(t.Platform.pfnGet.unwrap()(a, 0, null_mut(), &mut np), "urPlatformGet");
-        let mut ps = vec![null_mut(); np as usize];
-        ok(
-            t.Platform.pfnGet.unwrap()(a, np, ps.as_mut_ptr(), null_mut()),
-            "urPlatformGet",
-        );
-        let mut devs = Vec::new();
-        for p in ps {
-            let mut nd = 0;
-            t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd);
-            if nd >= 2 {
-                devs = vec![null_mut(); nd as usize];
-                ok(
-                    t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, devs.as_mut_ptr(), null_mut()),
-                    "urDeviceGet",
-                );
-                break;
-            }
-        }
+        let devs = capi::platforms(t)
+            .into_iter()
+            .map(|p| p.devices)
+            .find(|d| d.len() >= 2)
+            .unwrap_or_default();
         if devs.len() < 2 {
             assert!(
                 std::env::var("UR_REQUIRE_SYCL").as_deref() != Ok("1"),

@@ -11,17 +11,42 @@ pub fn ok(r: ur_result_t, what: &str) {
     assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
 }
 
-/// Every device of every platform, with its platform's backend.
+/// A platform of this library: handle, name, UR backend and devices.
+#[derive(Debug)]
+pub struct Plat {
+    pub handle: ur_platform_handle_t,
+    pub name: String,
+    pub backend: ur_backend_t,
+    pub devices: Vec<ur_device_handle_t>,
+}
+
+/// This library's adapter handle.
 ///
 /// # Safety
 ///
 /// `t` is this library's table.
-pub unsafe fn devices(t: &ur_dditable_t) -> Vec<(ur_device_handle_t, ur_backend_t)> {
+pub unsafe fn adapter(t: &ur_dditable_t) -> ur_adapter_handle_t {
     let mut a = null_mut();
+    // SAFETY: a live out-pointer (function contract for `t`).
+    ok(
+        unsafe { t.Adapter.pfnGet.unwrap()(1, &mut a, null_mut()) },
+        "urAdapterGet",
+    );
+    a
+}
+
+/// Every platform the library lists, with its devices (platforms without
+/// a device included, with none).
+///
+/// # Safety
+///
+/// `t` is this library's table.
+pub unsafe fn platforms(t: &ur_dditable_t) -> Vec<Plat> {
     let mut out = Vec::new();
-    // SAFETY: live out-pointers of the right types and counts.
+    // SAFETY: live out-pointers of the right types and counts; handles the
+    // library returned.
     unsafe {
-        ok(t.Adapter.pfnGet.unwrap()(1, &mut a, null_mut()), "urAdapterGet");
+        let a = adapter(t);
         let mut np = 0;
         ok(t.Platform.pfnGet.unwrap()(a, 0, null_mut(), &mut np), "urPlatformGet");
         let mut ps = vec![null_mut(); np as usize];
@@ -41,19 +66,45 @@ pub unsafe fn devices(t: &ur_dditable_t) -> Vec<(ur_device_handle_t, ur_backend_
                 ),
                 "platform backend",
             );
+            let mut name = [0u8; 256];
+            let mut len = 0;
+            ok(
+                t.Platform.pfnGetInfo.unwrap()(p, UR_PLATFORM_INFO_NAME, 256, name.as_mut_ptr().cast(), &mut len),
+                "platform name",
+            );
+            let name = String::from_utf8_lossy(&name[..len.saturating_sub(1)]).into_owned();
             let mut nd = 0;
-            t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd);
-            let mut ds = vec![null_mut(); nd as usize];
-            if nd > 0 {
+            let mut devices = Vec::new();
+            if t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, 0, null_mut(), &mut nd) == UR_RESULT_SUCCESS && nd > 0 {
+                devices = vec![null_mut(); nd as usize];
                 ok(
-                    t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, ds.as_mut_ptr(), null_mut()),
+                    t.Device.pfnGet.unwrap()(p, UR_DEVICE_TYPE_ALL, nd, devices.as_mut_ptr(), null_mut()),
                     "urDeviceGet",
                 );
             }
-            out.extend(ds.into_iter().map(|d| (d, backend)));
+            out.push(Plat {
+                handle: p,
+                name,
+                backend,
+                devices,
+            });
         }
     }
     out
+}
+
+/// Every device of every platform, with its platform's backend.
+///
+/// # Safety
+///
+/// `t` is this library's table.
+pub unsafe fn devices(t: &ur_dditable_t) -> Vec<(ur_device_handle_t, ur_backend_t)> {
+    // SAFETY: function contract.
+    let plats = unsafe { platforms(t) };
+    plats
+        .into_iter()
+        .flat_map(|p| p.devices.into_iter().map(move |d| (d, p.backend)))
+        .collect()
 }
 
 /// A plain-data device property.
