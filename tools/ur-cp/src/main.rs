@@ -18,9 +18,13 @@
 //! the device), the plans of the first `--plans` chunks of that path, the
 //! read and the plans' copy totals; `--verify` compares the device's copy
 //! with a separate host read.
-//! Exit status: 0 done, 1 error, 3 checksum mismatch.
+//! Exit status: 0 done, 1 error, 3 checksum mismatch. The copy is written
+//! to a temporary file next to DST and renamed over DST only when it is
+//! complete (and verified), so a failed copy (1, 3) leaves no DST, and an
+//! existing DST as it was.
 
 mod hdf5;
+mod output;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -398,8 +402,9 @@ fn run(cli: &Cli) -> Result<bool, String> {
         ));
     }
     let mut ok = true;
-    if let Some(dst_path) = &cli.dst {
-        let dst = io.open(dst_path, OpenOptions::create()).map_err(|e| e.to_string())?;
+    let output = cli.dst.as_deref().map(output::Output::new).transpose()?;
+    if let Some(out) = &output {
+        let dst = io.open(out.path(), OpenOptions::create()).map_err(|e| e.to_string())?;
         let write = leg(
             &io,
             &dst,
@@ -416,14 +421,17 @@ fn run(cli: &Cli) -> Result<bool, String> {
         let d = device_sum(&copy, len)?;
         let mut line = format!("  verify src {s:016x} device {d:016x}");
         ok = s == d;
-        if let Some(dst_path) = &cli.dst {
-            let t = file_sum(dst_path)?;
+        if let Some(out) = &output {
+            let t = file_sum(out.path())?;
             line.push_str(&format!(" dst {t:016x}"));
             ok &= s == t;
         }
         println!("{line} {}", if ok { "OK" } else { "MISMATCH" });
     }
     io.release_bounce_buffers();
+    if let Some(out) = output.filter(|_| ok) {
+        out.commit()?;
+    }
     Ok(ok)
 }
 
