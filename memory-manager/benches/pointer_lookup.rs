@@ -25,19 +25,6 @@ use ur_bench_row::{median, print_row};
 const RANGES: usize = 100_000;
 const QUERIES: usize = 1_000_000;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn time_ns(queries: &[usize], f: impl Fn(usize) -> usize) -> f64 {
     let t = Instant::now();
     let mut acc = 0usize;
@@ -72,12 +59,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(11);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = fastrand::Rng::with_seed(0x9E37_79B9_7F4A_7C15);
     let mut ranges = Vec::with_capacity(RANGES);
     let mut at = 0x7f00_0000_0000usize;
     for _ in 0..RANGES {
-        let size = 256 + rng.below(64 << 10) as usize;
-        at += 64 + rng.below(16 << 10) as usize;
+        let size = 256 + rng.usize(..64 << 10);
+        at += 64 + rng.usize(..16 << 10);
         ranges.push((at, size));
         at += size;
     }
@@ -90,12 +77,12 @@ fn main() {
     let sorted: Vec<(usize, usize, u32)> = tree.iter().map(|(&b, &(s, i))| (b, s, i)).collect();
     let queries: Vec<usize> = (0..QUERIES)
         .map(|_| {
-            let i = rng.below(RANGES as u64) as usize;
+            let i = rng.usize(..RANGES);
             let (b, s) = ranges[i];
-            if rng.below(10) < 8 {
-                b + rng.below(s as u64) as usize
+            if rng.u8(..10) < 8 {
+                b + rng.usize(..s)
             } else {
-                b - 1 - rng.below(32) as usize // in the gap before it (gaps >= 64 B)
+                b - 1 - rng.usize(..32) // in the gap before it (gaps >= 64 B)
             }
         })
         .collect();

@@ -110,16 +110,21 @@ impl MemoryManager {
             return Ok(false);
         };
         let b = *b;
-        match transfer(inner, p, b, range.start, Dir::Read(dst)) {
+        match transfer(inner, &g.name, p, b, range.start, Dir::Read(dst)) {
             Ok(()) => {
                 inner.touch(&mut g, p);
                 Ok(true)
             }
-            Err(Error::DeviceLost) if inner.check_lost(p) => Ok(false),
-            Err(e) => Err(e.into()),
+            // The device went away under the transfer: the host place's
+            // path routes around it (or reports the bytes lost).
+            Err(MmError::CopyFailed { source, .. }) if *source == Error::DeviceLost && inner.check_lost(p) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 }
+
+/// What a failed caller transfer names as its other end.
+pub(crate) const CALLER_MEMORY: &str = "caller memory";
 
 /// Which way a caller transfer goes.
 pub(crate) enum Dir<'a> {
@@ -130,28 +135,50 @@ pub(crate) enum Dir<'a> {
 }
 
 /// Moves caller memory to or from `buffer` at device place `place` through
-/// its context's decision tree, counting the path taken.
+/// its context's decision tree, counting the path taken. A failure is
+/// [`MmError::CopyFailed`] (counted in `failed_copies`), as for the copies
+/// of a plan: the device allocation keeps its validity on a read, and on a
+/// write the caller marks nothing written.
 pub(crate) fn transfer(
     inner: &ManagerState,
+    buffer_name: &str,
     place: usize,
     buffer: BufferId,
     offset: usize,
     dir: Dir<'_>,
-) -> ur_api::Result<()> {
+) -> Result<()> {
     let x = inner.transfers[place]
         .as_ref()
         .expect("device places have a host transfer");
     let q = inner.queue(place);
-    let (path, len) = match dir {
-        Dir::Write(src) => (x.write(q, buffer, offset, src)?, src.len()),
+    let c = &inner.counters;
+    c.copies.fetch_add(1, Relaxed);
+    let device = || inner.places[place].name.clone();
+    let (len, result, from, to) = match dir {
+        Dir::Write(src) => (
+            src.len(),
+            x.write(q, buffer, offset, src),
+            CALLER_MEMORY.to_owned(),
+            device(),
+        ),
         Dir::Read(dst) => {
             let len = dst.len();
-            (x.read(q, buffer, offset, dst)?, len)
+            (len, x.read(q, buffer, offset, dst), device(), CALLER_MEMORY.to_owned())
         }
     };
+    let path = result.map_err(|source| {
+        c.failed_copies.fetch_add(1, Relaxed);
+        tracing::debug!(%from, %to, error = %source, "caller transfer failed");
+        MmError::CopyFailed {
+            buffer: buffer_name.to_owned(),
+            from,
+            to,
+            range: offset..offset + len,
+            source: Box::new(source),
+        }
+    })?;
     tracing::trace!(place = %inner.places[place].name, ?path, len, "caller transfer");
-    inner.counters.count_transfer(path);
-    inner.counters.copies.fetch_add(1, Relaxed);
-    inner.counters.bytes_moved.fetch_add(len as u64, Relaxed);
+    c.count_transfer(path);
+    c.bytes_moved.fetch_add(len as u64, Relaxed);
     Ok(())
 }

@@ -27,14 +27,19 @@ pub enum MmError {
         source: Box<ur_api::Error>,
     },
     /// A copy failed. The source stays valid, the destination stays stale;
-    /// the next access plans the copy again.
+    /// the next access plans the copy again. Transfers between a device
+    /// and the caller's memory ([`crate::MemoryManager::read`] straight from
+    /// a device, initial data of [`crate::MemoryManager::create_buffer_with`])
+    /// report their failures here too, naming the caller's side
+    /// `caller memory`; a failed read leaves the caller's slice partly
+    /// written.
     #[error("copy of [{}, {}) of {buffer} from {from} to {to} failed", range.start, range.end)]
     CopyFailed {
         /// The logical buffer.
         buffer: String,
-        /// Source place.
+        /// Source place (or `caller memory`).
         from: String,
-        /// Destination place.
+        /// Destination place (or `caller memory`).
         to: String,
         /// Byte range of the logical buffer.
         range: Range<usize>,

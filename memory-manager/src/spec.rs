@@ -109,7 +109,10 @@ impl MemoryManager {
                 Mem::Host(m) => m.as_mut_slice()[..data.len()].copy_from_slice(data),
                 // The caller's slice through the context's decision tree
                 // (counted there).
-                Mem::Device(b) => crate::caller::transfer(inner, at, *b, 0, crate::caller::Dir::Write(data))?,
+                Mem::Device(b) => {
+                    let b = *b;
+                    crate::caller::transfer(inner, &g.name, at, b, 0, crate::caller::Dir::Write(data))?
+                }
             }
             g.mark_written(at, 0..data.len());
             inner.touch(&mut g, at);

@@ -221,3 +221,63 @@ fn evicting_a_source_of_the_running_plan_replans() {
     let st = mm.stats();
     assert_eq!((st.evictions, st.written_back), (1, N as u64));
 }
+
+#[test]
+fn a_failed_copy_into_caller_memory_is_copy_failed_and_counted() {
+    // Issue 26: the read straight from the one device holding the bytes
+    // reported the adapter's error as `Runtime` and counted nothing.
+    let s = setup("two_contexts", config());
+    let a0 = s.mm.places()[1];
+    assert_eq!(s.device_names[0], "a0");
+    let len = 100_003;
+    let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let b = s.mm.create_buffer(len).unwrap();
+    write_on_device(&s, b, a0, &data);
+    s.faults.fail_copy_after(777);
+    let mut back = vec![0u8; len];
+    let err = s.mm.read(b, 0, &mut back).unwrap_err();
+    match &err {
+        MmError::CopyFailed {
+            from, range, source, ..
+        } => {
+            assert_eq!(*from, s.mm.place_name(a0).unwrap(), "{err}");
+            assert_eq!(*range, 0..len, "{err}");
+            assert!(
+                matches!(
+                    **source,
+                    ur_api::Error::Backend {
+                        code: ur_sim::INJECTED_TRANSFER_FAULT,
+                        ..
+                    }
+                ),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected CopyFailed, got {other:?}"),
+    }
+    assert_eq!(s.mm.stats().failed_copies, 1);
+    // Nothing was lost: the device still holds the bytes, and the next read succeeds.
+    assert_eq!(valid_at(&s, b, a0), IntervalSet::from_range(0..len));
+    assert_eq!(read_all(&s, b), data);
+}
+
+#[test]
+fn a_failed_copy_of_initial_data_is_copy_failed_and_counted() {
+    let s = setup("two_contexts", config());
+    let a0 = s.mm.places()[1];
+    let data = pattern(3);
+    s.faults.fail_copy_after(777);
+    let err =
+        s.mm.create_buffer_with(&ur_memory_manager::BufferSpec::new(N).hint(a0).init(&data))
+            .unwrap_err();
+    assert!(
+        matches!(&err, MmError::CopyFailed { to, range, .. } if *to == s.mm.place_name(a0).unwrap() && *range == (0..N)),
+        "{err:?}"
+    );
+    assert_eq!(s.mm.stats().failed_copies, 1);
+    // Nothing was left behind: the same request succeeds now.
+    let b =
+        s.mm.create_buffer_with(&ur_memory_manager::BufferSpec::new(N).hint(a0).init(&data))
+            .unwrap();
+    assert_eq!(read_all(&s, b), data);
+}

@@ -14,21 +14,6 @@ const SLICE: usize = 8 << 10;
 const PRIVATE: usize = 24 << 10;
 const STEPS: usize = 150;
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Retries an access that found every allocation busy (typed out-of-memory).
 fn with_retry<T>(mut f: impl FnMut() -> Result<T, MmError>) -> T {
     for _ in 0..200 {
@@ -73,18 +58,18 @@ fn access(
 
 fn worker(s: &Setup, t: usize, shared: LogicalBuffer) {
     let places = s.mm.places();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
+    let mut rng = fastrand::Rng::with_seed(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
     let own = s.mm.create_buffer(PRIVATE).unwrap();
     let mut model_own = vec![0u8; PRIVATE];
     let mut model_slice = vec![0u8; SLICE];
     let base = t * SLICE;
     for step in 0..STEPS {
-        let at = places[rng.below(places.len())];
-        let mode = [Access::Read, Access::Write, Access::ReadWrite, Access::DiscardWrite][rng.below(4)];
-        let on_shared = rng.below(2) == 0;
+        let at = places[rng.usize(..places.len())];
+        let mode = [Access::Read, Access::Write, Access::ReadWrite, Access::DiscardWrite][rng.usize(..4)];
+        let on_shared = rng.bool();
         let (b, size) = if on_shared { (shared, SLICE) } else { (own, PRIVATE) };
-        let start = rng.below(size);
-        let len = 1 + rng.below(size - start);
+        let start = rng.usize(..size);
+        let len = rng.usize(1..=size - start);
         let wlen = match mode {
             Access::Read => 0,
             Access::DiscardWrite => len,

@@ -24,20 +24,6 @@ const THREADS: usize = 16;
 const SLICE: usize = 2 << 10;
 const SHARED: usize = 24 << 10;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 struct World {
     mm: MemoryManager,
     rt: Arc<Runtime>,
@@ -123,19 +109,19 @@ fn access(
 
 fn worker(w: &World, t: usize) -> usize {
     let places = w.mm.places();
-    let mut rng = Rng(0xA076_1D64_78BD_642F ^ ((t as u64 + 1) << 17));
+    let mut rng = fastrand::Rng::with_seed(0xA076_1D64_78BD_642F ^ ((t as u64 + 1) << 17));
     let mut steps = 0;
     while !w.stop.load(Ordering::Relaxed) {
-        let at = places[rng.below(places.len())];
-        let mode = [Access::Read, Access::Write, Access::ReadWrite, Access::DiscardWrite][rng.below(4)];
-        let disjoint = rng.below(2) == 0;
+        let at = places[rng.usize(..places.len())];
+        let mode = [Access::Read, Access::Write, Access::ReadWrite, Access::DiscardWrite][rng.usize(..4)];
+        let disjoint = rng.bool();
         let (b, model, base, size) = if disjoint {
             (w.disjoint, &w.model_disjoint, t * SLICE, SLICE)
         } else {
             (w.overlap, &w.model_overlap, 0, SHARED)
         };
-        let start = rng.below(size);
-        let len = 1 + rng.below((size - start).min(4 << 10));
+        let start = rng.usize(..size);
+        let len = rng.usize(1..=(size - start).min(4 << 10));
         let wlen = match mode {
             Access::Read => 0,
             Access::DiscardWrite => len,

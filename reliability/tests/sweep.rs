@@ -492,7 +492,7 @@ const ROUTING_ONLY: [&str; 2] = ["adapter_of", "backend_of"];
 const LOCATION: [HandleKind; 2] = [HandleKind::Context, HandleKind::Device];
 
 /// Entry points that take no handle, with the reason they are not swept.
-const NO_HANDLES: [(&str, &str); 14] = [
+const NO_HANDLES: [(&str, &str); 15] = [
     ("new", "constructor"),
     ("pointer_info", "looks a raw address up; takes no handle"),
     ("pointer_map", "returns the pointer map"),
@@ -505,6 +505,10 @@ const NO_HANDLES: [(&str, &str); 14] = [
     ("platforms", "lists every platform, takes no handle"),
     ("all_devices", "lists every device, takes no handle"),
     ("selected", "private helper of `platforms`/`devices`"),
+    (
+        "complete_on",
+        "private helper of `read`/`write`/..., after their enqueue checked the handles",
+    ),
     ("adapter_id", "the adapter's own id, takes no handle"),
     ("backend", "the adapter's backend, takes no handle"),
 ];

@@ -83,21 +83,7 @@ impl ProcessGrid {
     /// in one process). Refuses empty or zero-sized grids, a size other
     /// than the group's, and a rank named twice.
     pub fn new(dims: &[usize], ranks: &[usize]) -> Result<Self> {
-        if dims.is_empty() || dims.contains(&0) {
-            let reason = if dims.is_empty() {
-                "no dimension"
-            } else {
-                "a zero-sized dimension"
-            };
-            return Err(ReorgError::BadGrid {
-                grid: dims.to_vec(),
-                reason,
-            });
-        }
-        let size = dims
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .ok_or(ReorgError::SizeOverflow)?;
+        let size = Self::size_of(dims)?;
         if size != ranks.len() {
             return Err(ReorgError::GridGroupMismatch {
                 grid: dims.to_vec(),
@@ -116,10 +102,42 @@ impl ProcessGrid {
         })
     }
 
-    /// Ranks `first..first + product(dims)`.
+    /// Ranks `first..first + product(dims)`. Refuses what [`ProcessGrid::new`]
+    /// refuses, a last rank past `usize::MAX` ([`ReorgError::RankOverflow`])
+    /// and a group too large to list in memory.
     pub fn contiguous(dims: &[usize], first: usize) -> Result<Self> {
-        let size: usize = dims.iter().product();
-        Self::new(dims, &(first..first + size).collect::<Vec<_>>())
+        let size = Self::size_of(dims)?;
+        let last = first.checked_add(size - 1).ok_or_else(|| ReorgError::RankOverflow {
+            grid: dims.to_vec(),
+            size,
+            first,
+        })?;
+        let mut ranks = Vec::new();
+        ranks.try_reserve_exact(size).map_err(|_| ReorgError::BadGrid {
+            grid: dims.to_vec(),
+            reason: "more places than memory can list",
+        })?;
+        ranks.extend(first..=last);
+        Self::new(dims, &ranks)
+    }
+
+    /// The number of places of a grid: refuses no dimension, a zero-sized
+    /// one, and a product that overflows `usize`.
+    fn size_of(dims: &[usize]) -> Result<usize> {
+        let reason = if dims.is_empty() {
+            "no dimension"
+        } else if dims.contains(&0) {
+            "a zero-sized dimension"
+        } else {
+            match dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) {
+                Some(size) => return Ok(size),
+                None => "more places than usize can count",
+            }
+        };
+        Err(ReorgError::BadGrid {
+            grid: dims.to_vec(),
+            reason,
+        })
     }
 
     /// Extents of the grid.
@@ -383,5 +401,83 @@ impl fmt::Display for Distribution {
             parts.join(", "),
             self.layout
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn contiguous_grids_whose_size_overflows_are_refused() {
+        let err = ProcessGrid::contiguous(&[1 << 33, 1 << 33], 0).unwrap_err();
+        assert!(
+            matches!(&err, ReorgError::BadGrid { grid, .. } if grid == &[1 << 33, 1 << 33]),
+            "{err}"
+        );
+        let err = ProcessGrid::new(&[usize::MAX, 2], &[0, 1]).unwrap_err();
+        assert!(matches!(err, ReorgError::BadGrid { .. }), "{err}");
+    }
+
+    #[test]
+    fn contiguous_ranks_past_usize_max_are_refused() {
+        let err = ProcessGrid::contiguous(&[2], usize::MAX).unwrap_err();
+        assert!(
+            matches!(&err, ReorgError::RankOverflow { size: 2, first: usize::MAX, grid } if grid == &[2]),
+            "{err}"
+        );
+        // The last rank may be usize::MAX itself.
+        let g = ProcessGrid::contiguous(&[2], usize::MAX - 1).unwrap();
+        assert_eq!(g.ranks(), &[usize::MAX - 1, usize::MAX]);
+    }
+
+    #[test]
+    fn a_group_too_large_to_list_is_refused() {
+        // Fits usize, but not in memory as a list of ranks.
+        let err = ProcessGrid::contiguous(&[1 << 62], 0).unwrap_err();
+        assert!(matches!(err, ReorgError::BadGrid { .. }), "{err}");
+    }
+
+    #[test]
+    fn empty_and_zero_sized_grids_are_refused() {
+        for dims in [&[][..], &[2, 0]] {
+            let err = ProcessGrid::contiguous(dims, 0).unwrap_err();
+            assert!(matches!(err, ReorgError::BadGrid { .. }), "{dims:?}: {err}");
+        }
+    }
+
+    /// A grid extent: small (the grid is listed), or at least 2^61 (any
+    /// grid with one has more than 2^60 places: too many to list, or an
+    /// overflow), so no case allocates more than a few KiB.
+    fn extent() -> impl Strategy<Value = usize> {
+        prop_oneof![1usize..=8, (1usize << 61)..=usize::MAX]
+    }
+
+    proptest! {
+        #[test]
+        fn contiguous_never_panics(
+            dims in prop::collection::vec(extent(), 1..=MAX_DIMS),
+            first in prop_oneof![0usize..1000, (usize::MAX - 5000)..=usize::MAX],
+        ) {
+            let size = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+            match ProcessGrid::contiguous(&dims, first) {
+                Ok(g) => {
+                    let size = size.expect("an accepted grid's size fits");
+                    prop_assert_eq!(g.ranks().len(), size);
+                    prop_assert_eq!(g.ranks()[0], first);
+                    prop_assert_eq!(g.ranks()[size - 1], first + (size - 1));
+                }
+                Err(ReorgError::RankOverflow { size: s, .. }) => {
+                    prop_assert_eq!(Some(s), size);
+                    prop_assert!(first.checked_add(s - 1).is_none());
+                }
+                Err(ReorgError::BadGrid { .. }) => {
+                    prop_assert!(size.is_none_or(|s| s > 1 << 60));
+                }
+                Err(e) => prop_assert!(false, "unexpected error {e}"),
+            }
+        }
     }
 }

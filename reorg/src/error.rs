@@ -36,6 +36,17 @@ pub enum ReorgError {
         /// The group's number of ranks.
         group: usize,
     },
+    /// [`crate::ProcessGrid::contiguous`] from a first rank whose group's
+    /// last rank (`first + size - 1`) passes `usize::MAX`.
+    #[error("process grid {grid:?} of {size} places from rank {first} has ranks past usize::MAX")]
+    RankOverflow {
+        /// The grid.
+        grid: Vec<usize>,
+        /// Its number of places.
+        size: usize,
+        /// The first rank asked for.
+        first: usize,
+    },
     /// A group naming one rank twice.
     #[error("rank {rank} appears twice in the group")]
     DuplicateRank {

@@ -284,12 +284,26 @@ pub trait Adapter: Send + Sync + 'static {
     fn create_queue(&self, ctx: &Self::Context, device: &Self::Device, props: &QueueProps) -> Result<Self::Queue>;
     /// Submits pending work without waiting.
     fn flush(&self, queue: &Self::Queue) -> Result<()>;
-    /// Waits for all work on the queue.
+    /// Waits for all work on the queue. Like [`Adapter::wait`], returns
+    /// only when every command enqueued before it has ended (completed or
+    /// failed) or the device is lost; an error does not end the wait early.
     fn finish(&self, queue: &Self::Queue) -> Result<()>;
 
     /// Current status of an event.
     fn event_status(&self, event: &Self::Event) -> Result<EventStatus>;
     /// Waits for all events (at least one); returns the first failure.
+    ///
+    /// **The contract**: it returns, `Ok` or `Err`, only when every one of
+    /// `events` has ended, completed or failed (its command will touch no
+    /// memory any more), or when the device is lost. A failed command, a
+    /// failed flush or any other error on the way is reported after the
+    /// waiting is done, never instead of it: callers lend memory to
+    /// commands until their wait returns (the `Runtime`'s safe blocking
+    /// `read`, `write`, `read_rect`, `write_rect`, `usm_read`,
+    /// `usm_write`), so a wait that returns early lets a device write into
+    /// memory that is no longer the command's. Where the backend's own
+    /// wait gives up early, fall back to a stronger one (a wait per event,
+    /// then finishing the events' queues) before returning the error.
     fn wait(&self, events: &[&Self::Event]) -> Result<()>;
     /// Profiling timestamps of an event of a profiling queue
     /// ([`DeviceCaps::PROFILING`](crate::DeviceCaps::PROFILING)).

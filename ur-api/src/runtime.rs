@@ -209,7 +209,10 @@ impl Runtime {
         a.memory_connection(src, dst)
     }
 
-    /// Waits for events, of any adapters.
+    /// Waits for events, of any adapters. As [`Adapter::wait`]
+    /// promises, it returns only when every event is complete (or failed,
+    /// or its device lost), reporting the first failure: a failure of one
+    /// adapter's events does not cut the wait for another's short.
     pub fn wait(&self, events: &[EventId]) -> Result<()> {
         if events.iter().any(|e| self.adapter_of(*e).is_err()) {
             return Err(Error::InvalidHandle {
@@ -222,6 +225,7 @@ impl Runtime {
                 return self.adapter_of(*first)?.wait(events);
             }
         }
+        let mut first = Ok(());
         for a in &self.adapters {
             let mine: Vec<EventId> = events
                 .iter()
@@ -229,10 +233,13 @@ impl Runtime {
                 .filter(|e| e.adapter_id() == a.adapter_id())
                 .collect();
             if !mine.is_empty() {
-                a.wait(&mine)?;
+                let r = a.wait(&mine);
+                if first.is_ok() {
+                    first = r;
+                }
             }
         }
-        Ok(())
+        first
     }
 
     forward! {
@@ -323,9 +330,32 @@ impl Runtime {
         fn enqueue_barrier(&self, queue: QueueId, wait: &[EventId]) -> Result<EventId>;
     }
 
-    /// Waits for `event` and releases it.
+    /// Waits for `event` and releases it. Trusts the wait's contract
+    /// ([`Adapter::wait`]): an error means the
+    /// command failed or its device was lost. (The blocking helpers,
+    /// [`Runtime::read`] and the others, which know the command's queue,
+    /// also finish it after a failed wait.)
     pub fn complete(&self, event: EventId) -> Result<()> {
         let waited = self.wait(&[event]);
+        self.release_event(event)?;
+        waited
+    }
+
+    /// Waits for `event`, a command of `queue` just enqueued by one of the
+    /// blocking helpers below, and releases it. When the wait fails,
+    /// `queue` is finished before the wait's error is returned, so that the
+    /// command no longer runs when this returns even if the adapter's wait
+    /// broke its contract and gave up early: the helpers lend caller memory
+    /// to the command on that basis. (A finish that fails too means the
+    /// device is lost; its error is logged.)
+    fn complete_on(&self, queue: QueueId, event: EventId) -> Result<()> {
+        let waited = self.wait(&[event]);
+        if let Err(e) = &waited {
+            tracing::debug!(error = %e, "wait failed: finishing the queue before returning");
+            if let Err(f) = self.finish(queue) {
+                tracing::warn!(wait = %e, finish = %f, "finishing the queue after a failed wait failed too");
+            }
+        }
         self.release_event(event)?;
         waited
     }
@@ -345,43 +375,55 @@ impl Runtime {
 
     /// Writes `src` at `offset` of `buffer` and waits.
     pub fn write(&self, queue: QueueId, buffer: BufferId, offset: usize, src: &[u8]) -> Result<()> {
-        // SAFETY: the borrow outlives the call, which waits for the command.
+        // SAFETY: the borrow outlives the call, which returns only once the
+        // command has ended (`complete_on`: the wait, or a finish after a failed one).
         let p = unsafe { HostPtr::new(src.as_ptr().cast_mut(), src.len()) };
-        self.complete(self.enqueue_write(queue, buffer, offset, p, &[])?)
+        self.complete_on(queue, self.enqueue_write(queue, buffer, offset, p, &[])?)
     }
 
     /// Reads into `dst` from `offset` of `buffer` and waits.
     pub fn read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: &mut [u8]) -> Result<()> {
-        // SAFETY: the exclusive borrow outlives the call, which waits for the command.
+        // SAFETY: the exclusive borrow outlives the call, which returns only once
+        // the command has ended (`complete_on`: the wait, or a finish after a failed one).
         let p = unsafe { HostPtr::new(dst.as_mut_ptr(), dst.len()) };
-        self.complete(self.enqueue_read(queue, buffer, offset, p, &[])?)
+        self.complete_on(queue, self.enqueue_read(queue, buffer, offset, p, &[])?)
     }
 
     /// Reads a box into `dst` (laid out as `rect.dst`) and waits.
     pub fn read_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, dst: &mut [u8]) -> Result<()> {
-        // SAFETY: the exclusive borrow outlives the call, which waits for the command.
+        // SAFETY: the exclusive borrow outlives the call, which returns only once
+        // the command has ended (`complete_on`: the wait, or a finish after a failed one).
         let p = unsafe { HostPtr::new(dst.as_mut_ptr(), dst.len()) };
-        self.complete(self.enqueue_read_rect(queue, buffer, rect, p, &[])?)
+        self.complete_on(queue, self.enqueue_read_rect(queue, buffer, rect, p, &[])?)
     }
 
     /// Writes a box from `src` (laid out as `rect.src`) and waits.
     pub fn write_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, src: &[u8]) -> Result<()> {
-        // SAFETY: the borrow outlives the call, which waits for the command.
+        // SAFETY: the borrow outlives the call, which returns only once the
+        // command has ended (`complete_on`: the wait, or a finish after a failed one).
         let p = unsafe { HostPtr::new(src.as_ptr().cast_mut(), src.len()) };
-        self.complete(self.enqueue_write_rect(queue, buffer, rect, p, &[])?)
+        self.complete_on(queue, self.enqueue_write_rect(queue, buffer, rect, p, &[])?)
     }
 
     /// Copies `src` into USM memory at `dst` and waits.
     pub fn usm_write(&self, queue: QueueId, dst: UsmPtr, src: &[u8]) -> Result<()> {
-        // SAFETY: the borrow outlives the call, which waits for the command.
+        // SAFETY: the borrow outlives the call, which returns only once the
+        // command has ended (`complete_on`: the wait, or a finish after a failed one).
         let p = unsafe { HostPtr::new(src.as_ptr().cast_mut(), src.len()) };
-        self.complete(self.enqueue_usm_copy(queue, MemRef::Usm(dst), MemRef::Host(p), src.len(), &[])?)
+        self.complete_on(
+            queue,
+            self.enqueue_usm_copy(queue, MemRef::Usm(dst), MemRef::Host(p), src.len(), &[])?,
+        )
     }
 
     /// Copies USM memory at `src` into `dst` and waits.
     pub fn usm_read(&self, queue: QueueId, src: UsmPtr, dst: &mut [u8]) -> Result<()> {
-        // SAFETY: the exclusive borrow outlives the call, which waits for the command.
+        // SAFETY: the exclusive borrow outlives the call, which returns only once
+        // the command has ended (`complete_on`: the wait, or a finish after a failed one).
         let p = unsafe { HostPtr::new(dst.as_mut_ptr(), dst.len()) };
-        self.complete(self.enqueue_usm_copy(queue, MemRef::Host(p), MemRef::Usm(src), dst.len(), &[])?)
+        self.complete_on(
+            queue,
+            self.enqueue_usm_copy(queue, MemRef::Host(p), MemRef::Usm(src), dst.len(), &[])?,
+        )
     }
 }

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 use ur_bench_row::{parse_line, Row};
@@ -19,54 +19,52 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
-/// Runs the benchmarks (of `packages`, or all) and writes the report.
+/// The package whose bench measures an exchange between MPI ranks: under
+/// `cargo bench` it would run as one process (one rank: no exchange at all),
+/// so it runs under `mpirun` instead. Its only bench is [`MPI_BENCH`].
+const MPI_PACKAGE: &str = "ur-reorg-mpi";
+/// The MPI bench target of [`MPI_PACKAGE`].
+const MPI_BENCH: &str = "corner_turn_mpi";
+/// Ranks the MPI bench runs on (its matrix size, 4096, must be a multiple).
+pub(crate) const MPI_RANKS: usize = 4;
+/// The rows the MPI bench prints (for `--filter`).
+const MPI_ROWS: [&str; 2] = [
+    "reorg.corner_turn_mpi_over_alltoall",
+    "reorg.corner_turn_mpi_transposed_over_alltoall",
+];
+
+/// Runs the benchmarks (of `packages`, or all) and writes the report. The
+/// MPI rows run at [`MPI_RANKS`] ranks under `mpirun` (skipped with the
+/// reason where `mpirun` cannot start).
 pub fn bench(filter: Option<&str>, packages: &[String]) -> Result<()> {
-    let mut cmd = cargo();
-    cmd.arg("bench");
-    if packages.is_empty() {
-        cmd.arg("--workspace");
-    }
-    for p in packages {
-        cmd.args(["-p", p]);
-    }
-    if let Some(f) = filter {
-        // Harness-less benches receive it as their first free argument, libtest benches as a filter.
-        cmd.args(["--", f]);
-    }
-    with_backend_env(&mut cmd).stdout(Stdio::piped());
-    let shown = display(&cmd);
-    eprintln!("$ {shown}");
-    let mut child = cmd.spawn().map_err(|source| XtaskError::Spawn {
-        cmd: shown.clone(),
-        source,
-    })?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| XtaskError::Other("no stdout pipe".into()))?;
+    let (plain, mpi) = split_packages(packages);
+    let mpi = mpi && filter.is_none_or(|f| MPI_ROWS.iter().any(|r| r.contains(f)));
     let mut rows = Vec::new();
     let mut bad = Vec::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.map_err(|source| XtaskError::Io {
-            what: "reading benchmark output".into(),
-            source,
-        })?;
-        println!("{line}");
-        match parse_line(&line) {
-            Ok(Some(row)) if filter.is_none_or(|f| row.name.contains(f)) => rows.push(row),
-            Ok(_) => {}
-            Err(e) => bad.push(e.to_string()),
+    if packages.is_empty() || !plain.is_empty() {
+        let mut cmd = cargo();
+        cmd.arg("bench");
+        if packages.is_empty() {
+            cmd.args(["--workspace", "--exclude", MPI_PACKAGE]);
         }
+        for p in &plain {
+            cmd.args(["-p", p]);
+        }
+        if let Some(f) = filter {
+            // Harness-less benches receive it as their first free argument, libtest benches as a filter.
+            cmd.args(["--", f]);
+        }
+        collect_rows(with_backend_env(&mut cmd), filter, &mut rows, &mut bad)?;
     }
-    let status = child.wait().map_err(|source| XtaskError::Io {
-        what: "waiting for cargo bench".into(),
-        source,
-    })?;
-    if !status.success() {
-        return Err(XtaskError::Failed {
-            cmd: shown,
-            status: status.to_string(),
-        });
+    if mpi {
+        let exe = build_mpi_bench()?;
+        let mut run = mpirun(MPI_RANKS, &exe);
+        match collect_rows(with_backend_env(&mut run), filter, &mut rows, &mut bad) {
+            Err(XtaskError::Spawn { cmd, source }) => {
+                println!("{}: skipped: cannot start `{cmd}`: {source}", MPI_ROWS.join(", "))
+            }
+            other => other?,
+        }
     }
     if packages.is_empty() {
         // The dpctl / dpnp rows (`clients.*`), ours over UR's adapter; a
@@ -88,6 +86,96 @@ pub fn bench(filter: Option<&str>, packages: &[String]) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The packages `cargo bench` runs itself, and whether the MPI bench runs
+/// (all packages, or [`MPI_PACKAGE`] named).
+fn split_packages(packages: &[String]) -> (Vec<String>, bool) {
+    let plain: Vec<String> = packages.iter().filter(|p| *p != MPI_PACKAGE).cloned().collect();
+    let mpi = packages.is_empty() || plain.len() < packages.len();
+    (plain, mpi)
+}
+
+/// Runs `cmd`, echoing its output, and collects the `BENCH_ROW` lines it
+/// prints (those whose name contains `filter`); malformed ones go to `bad`.
+fn collect_rows(cmd: &mut Command, filter: Option<&str>, rows: &mut Vec<Row>, bad: &mut Vec<String>) -> Result<()> {
+    cmd.stdout(Stdio::piped());
+    let shown = display(cmd);
+    eprintln!("$ {shown}");
+    let mut child = cmd.spawn().map_err(|source| XtaskError::Spawn {
+        cmd: shown.clone(),
+        source,
+    })?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| XtaskError::Other("no stdout pipe".into()))?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|source| XtaskError::Io {
+            what: format!("reading the output of `{shown}`"),
+            source,
+        })?;
+        println!("{line}");
+        match parse_line(&line) {
+            Ok(Some(row)) if filter.is_none_or(|f| row.name.contains(f)) => rows.push(row),
+            Ok(_) => {}
+            Err(e) => bad.push(e.to_string()),
+        }
+    }
+    let status = child.wait().map_err(|source| XtaskError::Io {
+        what: format!("waiting for `{shown}`"),
+        source,
+    })?;
+    if !status.success() {
+        return Err(XtaskError::Failed {
+            cmd: shown,
+            status: status.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Builds the MPI bench (bench profile) and returns its executable.
+fn build_mpi_bench() -> Result<PathBuf> {
+    let mut cmd = cargo();
+    cmd.args(["bench", "-p", MPI_PACKAGE, "--bench", MPI_BENCH, "--no-run"])
+        .arg("--message-format=json-render-diagnostics")
+        .stdout(Stdio::piped());
+    let shown = display(&cmd);
+    eprintln!("$ {shown}");
+    let out = cmd.output().map_err(|source| XtaskError::Spawn {
+        cmd: shown.clone(),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(XtaskError::Failed {
+            cmd: shown,
+            status: out.status.to_string(),
+        });
+    }
+    bench_executable(&String::from_utf8_lossy(&out.stdout), MPI_BENCH)
+        .ok_or_else(|| XtaskError::Other(format!("`{shown}` named no executable for the bench `{MPI_BENCH}`")))
+}
+
+/// The executable of bench target `name` in cargo's JSON messages.
+fn bench_executable(messages: &str, name: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+}
+
+/// `mpirun -n <ranks> --oversubscribe <exe> --bench` (the argument `cargo
+/// bench` passes), allowed to run as root.
+fn mpirun(ranks: usize, exe: &std::path::Path) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["-n", &ranks.to_string(), "--oversubscribe"])
+        .arg(exe)
+        .arg("--bench")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
 }
 
 /// The cargo target folder: `CARGO_TARGET_DIR`, else `<workspace>/target`.
@@ -165,6 +253,38 @@ mod tests {
             keys,
             ["baseline_name", "baseline_value", "name", "ratio", "unit", "value"]
         );
+    }
+
+    #[test]
+    fn the_mpi_bench_runs_under_mpirun_only() {
+        let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(split_packages(&[]), (vec![], true));
+        assert_eq!(split_packages(&p(&["ur-reorg"])), (p(&["ur-reorg"]), false));
+        assert_eq!(
+            split_packages(&p(&["ur-reorg-mpi", "ur-reorg"])),
+            (p(&["ur-reorg"]), true)
+        );
+        let shown = display(&mpirun(MPI_RANKS, std::path::Path::new("/t/corner_turn_mpi-0123")));
+        assert!(
+            shown.ends_with("mpirun -n 4 --oversubscribe /t/corner_turn_mpi-0123 --bench"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn the_bench_executable_is_found_in_cargo_messages() {
+        let messages = [
+            r#"{"reason":"compiler-artifact","target":{"name":"ur_reorg","kind":["lib"]},"executable":null}"#,
+            "not json",
+            r#"{"reason":"compiler-artifact","target":{"name":"corner_turn_mpi","kind":["bench"]},"executable":"/t/release/deps/corner_turn_mpi-ab12"}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            bench_executable(&messages, "corner_turn_mpi"),
+            Some(PathBuf::from("/t/release/deps/corner_turn_mpi-ab12"))
+        );
+        assert_eq!(bench_executable(&messages, "other"), None);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! - `cargo xtask codegen [--check]`: regenerates (or checks) the committed
 //!   Level Zero bindings of `level-zero-sys` with bindgen.
 //! - `cargo xtask bench [--filter NAME]`: runs the benchmarks and collects
-//!   their `BENCH_ROW` lines into `target/bench/report.json`.
+//!   their `BENCH_ROW` lines into `target/bench/report.json` (the MPI
+//!   corner turn under `mpirun -n 4 --oversubscribe`).
 
 mod bench;
 mod ci;

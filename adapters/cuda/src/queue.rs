@@ -220,13 +220,23 @@ pub(crate) fn event_status(e: &CudaEvent) -> Result<EventStatus> {
     })
 }
 
+/// Synchronizes every event, even after one fails (`Adapter::wait`'s
+/// promise: a failure does not end the wait for the others early), and
+/// reports the first failure. `cuEventSynchronize` itself returns only
+/// once the event has completed, or with the context's sticky error (the
+/// device is lost to this process).
 pub(crate) fn wait(events: &[&CudaEvent]) -> Result<()> {
+    let mut first = Ok(());
     for e in events {
-        e.dev.bind()?;
-        // SAFETY: the event is alive.
-        check(unsafe { sys::cuEventSynchronize(e.end.ev) })?;
+        let r = e.dev.bind().and_then(|()| {
+            // SAFETY: the event is alive.
+            check(unsafe { sys::cuEventSynchronize(e.end.ev) })
+        });
+        if first.is_ok() {
+            first = r;
+        }
     }
-    Ok(())
+    first
 }
 
 pub(crate) fn event_profiling(e: &CudaEvent) -> Result<ProfilingInfo> {

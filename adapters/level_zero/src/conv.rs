@@ -155,25 +155,37 @@ pub(crate) fn fits_copy_region(rect: &RectCopy) -> bool {
             .all(|s| s.origin.iter().all(|&v| fits(v)) && fits(s.row_pitch) && fits(s.slice_pitch))
 }
 
-/// The work-group size and group counts of a launch. `suggested` is the
-/// driver's choice when the range names none (zeros, as the null driver
-/// answers, count as 1).
-pub(crate) fn launch_shape(range: &NdRange, suggested: [u32; 3]) -> Option<([u32; 3], [u32; 3])> {
+/// The work-group size and group counts of a launch. A work-group size the
+/// range names divides the global size (the dyn layer checks it, with the
+/// device's work-group limit). `suggested` is the driver's choice when the
+/// range names none: a zero (the null driver's answer, or a failed call),
+/// or a size that does not divide the global one, counts as 1. Refuses
+/// group counts past Level Zero's 32 bits.
+pub(crate) fn launch_shape(range: &NdRange, suggested: [u32; 3]) -> Result<([u32; 3], [u32; 3]), Error> {
     let local: [usize; 3] = match range.local {
         Some(l) => l,
-        None => suggested.map(|s| (s as usize).max(1)),
+        None => std::array::from_fn(|i| {
+            let s = (suggested[i] as usize).max(1);
+            if range.global[i] % s == 0 {
+                s
+            } else {
+                1
+            }
+        }),
     };
     let mut groups = [1u32; 3];
     let mut size = [1u32; 3];
     for i in 0..3 {
-        let l = local[i].max(1);
-        if range.global[i] % l != 0 {
-            return None;
-        }
-        size[i] = u32::try_from(l).ok()?;
-        groups[i] = u32::try_from(range.global[i] / l).ok()?;
+        let too_big = |what: &str, n: usize| {
+            Error::invalid(format!(
+                "dimension {i}: {n} {what} do not fit Level Zero's 32-bit launch sizes"
+            ))
+        };
+        size[i] = u32::try_from(local[i]).map_err(|_| too_big("work-items per group", local[i]))?;
+        let count = range.global[i] / local[i];
+        groups[i] = u32::try_from(count).map_err(|_| too_big("work-groups", count))?;
     }
-    Some((size, groups))
+    Ok((size, groups))
 }
 
 /// Device timestamp ticks as nanoseconds. `resolution` is
@@ -376,13 +388,16 @@ mod tests {
     #[test]
     fn launch_shapes() {
         let r = NdRange::d2(64, 4).with_local([16, 2, 1]);
-        assert_eq!(launch_shape(&r, [0; 3]), Some(([16, 2, 1], [4, 2, 1])));
-        assert_eq!(launch_shape(&NdRange::d1(10), [0, 0, 0]), Some(([1, 1, 1], [10, 1, 1])));
-        assert_eq!(
-            launch_shape(&NdRange::d1(64), [32, 1, 1]),
-            Some(([32, 1, 1], [2, 1, 1]))
-        );
-        assert_eq!(launch_shape(&NdRange::d1(10), [4, 1, 1]), None);
+        assert_eq!(launch_shape(&r, [0; 3]), Ok(([16, 2, 1], [4, 2, 1])));
+        assert_eq!(launch_shape(&NdRange::d1(10), [0, 0, 0]), Ok(([1, 1, 1], [10, 1, 1])));
+        assert_eq!(launch_shape(&NdRange::d1(64), [32, 1, 1]), Ok(([32, 1, 1], [2, 1, 1])));
+        // A suggestion that does not divide the global size is not taken.
+        assert_eq!(launch_shape(&NdRange::d1(10), [4, 1, 1]), Ok(([1, 1, 1], [10, 1, 1])));
+        // More groups than 32 bits count: refused, not truncated.
+        assert!(matches!(
+            launch_shape(&NdRange::d1(1 << 33), [0; 3]),
+            Err(Error::InvalidValue(_))
+        ));
     }
 
     #[test]

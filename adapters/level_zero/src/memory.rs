@@ -108,9 +108,9 @@ pub(crate) unsafe fn create_buffer(
     desc: &BufferDesc<&LevelZeroDevice>,
     init: Option<HostPtr>,
 ) -> Result<LevelZeroBuffer> {
-    let device = desc
-        .device_hint
-        .ok_or_else(|| Error::invalid("a buffer needs a device hint"))?;
+    let Some(device) = desc.device_hint else {
+        unreachable!("the dyn layer places every buffer (Adapter::create_buffer)")
+    };
     let mem = alloc(&ctx.0, UsmKind::Device, desc.size, SUB_BUFFER_ALIGN, Some(device))?;
     if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
         // SAFETY: `src` is readable for `size` bytes during this call (the

@@ -216,14 +216,16 @@ pub(crate) unsafe fn launch(
     }
     let mut suggested = [0u32; 3];
     if range.local.is_none() {
-        let [x, y, z] = range.global.map(|g| g as u32);
-        // SAFETY: a live kernel and three out pointers.
-        let _ = unsafe {
-            ze.zeKernelSuggestGroupSize(k.0, x, y, z, &mut suggested[0], &mut suggested[1], &mut suggested[2])
-        };
+        // Sizes past 32 bits get no suggestion (1 per group); `launch_shape`
+        // refuses their group counts.
+        if let [Ok(x), Ok(y), Ok(z)] = range.global.map(u32::try_from) {
+            // SAFETY: a live kernel and three out pointers.
+            let _ = unsafe {
+                ze.zeKernelSuggestGroupSize(k.0, x, y, z, &mut suggested[0], &mut suggested[1], &mut suggested[2])
+            };
+        }
     }
-    let (size, groups) = conv::launch_shape(range, suggested)
-        .ok_or_else(|| Error::invalid("the work-group size does not divide the global size"))?;
+    let (size, groups) = conv::launch_shape(range, suggested)?;
     // SAFETY: a live kernel.
     check(unsafe { ze.zeKernelSetGroupSize(k.0, size[0], size[1], size[2]) }).map_err(e)?;
     // The offset is kernel state: set it on every launch where the driver

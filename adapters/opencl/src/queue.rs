@@ -236,17 +236,25 @@ pub(crate) fn event_status(e: &Event) -> Result<EventStatus> {
 }
 
 /// Waits for every event with one `clWaitForEvents` (after flushing their
-/// queues where needed). Events of different contexts cannot share that
-/// call (`CL_INVALID_CONTEXT`), and a failed command makes it return early:
-/// then each event is waited for on its own and the first failure is
-/// reported.
+/// queues where needed), keeping `Adapter::wait`'s promise: it returns only
+/// when every event has ended (completed or failed) or the device is lost,
+/// whatever goes wrong on the way. A failed flush is reported after the
+/// waiting, not instead of it (`clWaitForEvents` flushes by itself).
+/// Events of different contexts cannot share that call
+/// (`CL_INVALID_CONTEXT`), and a failed command or any other error makes it
+/// return early: then each event is waited for on its own ([`wait_one`]).
+/// The first failure is reported.
 pub(crate) fn wait(events: &[&Event]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
+    let mut first = None;
     for e in events {
         if e.queue.progress.flushed.load(Ordering::Acquire) < e.seq {
-            e.queue.flush()?;
+            if let Err(err) = e.queue.flush() {
+                tracing::debug!(error = %err, "clFlush before a wait failed: waiting all the same");
+                first.get_or_insert(err);
+            }
         }
     }
     let ids: Vec<cl_event> = events.iter().map(|e| e.cl.get()).collect();
@@ -256,25 +264,41 @@ pub(crate) fn wait(events: &[&Event]) -> Result<()> {
             for e in events.iter().rev() {
                 mark_done(&e.queue.progress, e.seq);
             }
-            return Ok(());
+            return first.map_or(Ok(()), Err);
         }
         Err(code) if code == CL_INVALID_CONTEXT || code == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST => {}
-        Err(code) => return Err(conv::error(code)),
+        Err(code) => {
+            tracing::debug!(code, "clWaitForEvents failed: waiting for each event on its own");
+            first.get_or_insert(conv::error(code));
+        }
     }
-    let mut first = None;
     for e in events {
-        let r = check3(e.cl.wait()).and_then(|()| match event_status(e)? {
-            EventStatus::Failed(err) => Err(err),
-            _ => {
-                mark_done(&e.queue.progress, e.seq);
-                Ok(())
-            }
-        });
-        if let Err(err) = r {
+        if let Err(err) = wait_one(e) {
             first.get_or_insert(err);
         }
     }
     first.map_or(Ok(()), Err)
+}
+
+/// Waits for one event: its command's error once it failed; where the
+/// wait or the status query fails so that the event is not known to have
+/// ended, its queue is finished (`clFinish`: every command before it has
+/// ended then, or the device is lost) and the error reported all the same.
+fn wait_one(e: &Event) -> Result<()> {
+    let waited = check3(e.cl.wait());
+    match event_status(e) {
+        Ok(EventStatus::Complete) => waited,
+        Ok(EventStatus::Failed(err)) => Err(err),
+        status => {
+            tracing::debug!(
+                ?status,
+                ?waited,
+                "an event not known to have ended after its wait: clFinish"
+            );
+            let finished = e.queue.finish();
+            waited.and(status.map(drop)).and(finished)
+        }
+    }
 }
 
 pub(crate) fn event_profiling(e: &Event) -> Result<ProfilingInfo> {

@@ -14,6 +14,19 @@ use crate::state::SimState;
 /// ([`Error::Backend`] with backend `Sim`).
 pub const INJECTED_TRANSFER_FAULT: i64 = -9001;
 
+/// The native error code of an injected wait failure
+/// ([`SimFaults::fail_next_wait`]).
+pub const INJECTED_WAIT_FAULT: i64 = -9002;
+
+/// The error of a wait failed by an injected fault.
+pub(crate) fn wait_fault() -> Error {
+    Error::Backend {
+        backend: Backend::Sim,
+        code: INJECTED_WAIT_FAULT,
+        message: "injected wait fault: returned before the events completed".into(),
+    }
+}
+
 /// The error of a transfer stopped by an injected fault.
 pub(crate) fn transfer_fault(moved: usize, total: usize) -> Error {
     Error::Backend {
@@ -84,6 +97,16 @@ impl SimFaults {
         let d = self.index(device)?;
         self.state.faults.arm_copy(Some(d), bytes);
         Ok(())
+    }
+
+    /// The next `wait` (of any events) returns [`Error::Backend`] code
+    /// [`INJECTED_WAIT_FAULT`] at once, without waiting for its events:
+    /// a wait that breaks the `Adapter::wait` contract, as a backend's
+    /// wait that gives up on a failed flush would. For testing that
+    /// callers do not trust a failed wait (`Runtime`'s blocking helpers
+    /// finish the queue then). Replaces a wait fault armed before.
+    pub fn fail_next_wait(&self) {
+        self.state.faults.arm_wait();
     }
 
     /// Marks a device lost: every later operation on it (contexts, queues,

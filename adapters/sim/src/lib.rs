@@ -133,7 +133,7 @@ use ur_api::{
 };
 
 pub use device::{SimContext, SimDevice, SimPlatform};
-pub use faults::{LinkStats, SimFaults, SimLinks, INJECTED_TRANSFER_FAULT};
+pub use faults::{LinkStats, SimFaults, SimLinks, INJECTED_TRANSFER_FAULT, INJECTED_WAIT_FAULT};
 pub use memory::{SimBuffer, SimUsm};
 pub use program::{SimKernel, SimProgram};
 pub use queue::{SimEvent, SimQueue};
@@ -360,6 +360,10 @@ impl Adapter for SimAdapter {
     }
 
     fn wait(&self, events: &[&SimEvent]) -> Result<()> {
+        if self.state.faults.take_wait_fault() {
+            tracing::debug!(events = events.len(), "injected wait failure");
+            return Err(faults::wait_fault());
+        }
         queue::wait_all(events)
     }
 

@@ -158,6 +158,8 @@ struct ArmedFaults {
     alloc: Option<(Option<usize>, u64)>,
     /// (device filter, bytes to move before failing).
     copy: Option<(Option<usize>, usize)>,
+    /// The next wait returns at once with an error.
+    wait: bool,
     /// Device allocations attempted (buffers and device USM).
     allocations: u64,
 }
@@ -173,11 +175,22 @@ impl FaultState {
         self.armed.lock().copy = Some((device, bytes));
     }
 
-    /// Disarms both faults (the counter keeps counting).
+    /// Arms a wait fault: the next wait returns at once with an error.
+    pub(crate) fn arm_wait(&self) {
+        self.armed.lock().wait = true;
+    }
+
+    /// Consumes an armed wait fault: true when this wait must fail at once.
+    pub(crate) fn take_wait_fault(&self) -> bool {
+        std::mem::take(&mut self.armed.lock().wait)
+    }
+
+    /// Disarms every fault (the counter keeps counting).
     pub(crate) fn disarm(&self) {
         let mut g = self.armed.lock();
         g.alloc = None;
         g.copy = None;
+        g.wait = false;
     }
 
     /// Device allocations attempted so far.

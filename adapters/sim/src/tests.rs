@@ -486,3 +486,90 @@ fn static_usm_free_while_in_flight_is_deferred() {
     sim.wait(&[&last]).unwrap();
     assert_eq!(faults.memory_used("sim0").unwrap(), 0, "released after them");
 }
+
+#[test]
+fn blocking_reads_whose_wait_fails_return_only_after_the_command() {
+    // A wait that breaks its contract (returns at once with an error): the
+    // safe `read`, `read_rect` and `usm_read` must still not return while
+    // the device writes into the caller's slice (they finish the queue).
+    // The link model makes each transfer take >= 100 ms.
+    let topo = Topology::parse("platform p: d0 bw=64MiB/s lat=100ms; links on").unwrap();
+    let r = rig(topo);
+    let (ctx, q) = r.ctx_queue(0);
+    let len = 1 << 20;
+    let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+    let buf = r.rt.create_buffer_with_data(ctx, &BufferDesc::new(len), &data).unwrap();
+    let usm =
+        r.rt.usm_alloc(ctx, &UsmDesc::new(UsmKind::Device, len).on(r.devs[0]))
+            .unwrap();
+    r.rt.usm_write(q, usm, &data).unwrap();
+    // Two rows of half the buffer each: the whole buffer, packed.
+    let rect = RectCopy {
+        extent: [len / 2, 2, 1],
+        ..RectCopy::default()
+    };
+    type Read<'a> = &'a dyn Fn(&mut [u8]) -> ur_api::Result<()>;
+    let reads: [(&str, Read<'_>); 3] = [
+        ("read", &|dst| r.rt.read(q, buf, 0, dst)),
+        ("read_rect", &|dst| r.rt.read_rect(q, buf, &rect, dst)),
+        ("usm_read", &|dst| r.rt.usm_read(q, usm, dst)),
+    ];
+    let other = r.rt.create_buffer(ctx, &BufferDesc::new(4096), None).unwrap();
+    let pad = vec![1u8; 4096];
+    for (name, read) in reads {
+        let mut back = vec![0u8; len];
+        // A slow command ahead of the read on the in-order queue: the read
+        // moves no byte before it ends (>= 100 ms).
+        // SAFETY: `pad` outlives the command: the queue is finished below.
+        let src = unsafe { HostPtr::new(pad.as_ptr().cast_mut(), pad.len()) };
+        let ahead = r.rt.enqueue_write(q, other, 0, src, &[]).unwrap();
+        r.faults.fail_next_wait();
+        match read(&mut back) {
+            Err(Error::Backend { code, .. }) => assert_eq!(code, crate::INJECTED_WAIT_FAULT, "{name}"),
+            other => panic!("{name}: expected the injected wait fault, got {other:?}"),
+        }
+        // The error is the wait's, but the command had ended: every byte
+        // is there (before the fix the call returned while it still ran).
+        let whole = back == data;
+        // (Had it returned early, the command must end before `back` goes.)
+        r.rt.finish(q).unwrap();
+        r.rt.release_event(ahead).unwrap();
+        assert!(whole, "{name} returned before its command ended");
+        // One-shot.
+        back.fill(0);
+        read(&mut back).unwrap();
+        assert!(back == data, "{name}");
+    }
+    r.rt.usm_free(ctx, usm).unwrap();
+}
+
+#[test]
+fn a_failed_wait_of_one_adapter_does_not_cut_another_adapters_wait_short() {
+    let fast = SimAdapter::new(Topology::single_device());
+    let fast_faults = fast.faults();
+    let slow = SimAdapter::new(Topology::parse("platform p: d0 bw=64MiB/s lat=100ms; links on").unwrap());
+    let mut rt = Runtime::new();
+    rt.add(fast).unwrap();
+    rt.add(slow).unwrap();
+    let (da, db) = (rt.all_devices()[0], rt.all_devices()[1]);
+    let (ca, cb) = (rt.create_context(&[da]).unwrap(), rt.create_context(&[db]).unwrap());
+    let qa = rt.create_queue(ca, da, &QueueProps::default()).unwrap();
+    let qb = rt.create_queue(cb, db, &QueueProps::default()).unwrap();
+    let a = rt.create_buffer(ca, &BufferDesc::new(64), None).unwrap();
+    let b = rt.create_buffer(cb, &BufferDesc::new(1 << 20), None).unwrap();
+    let data = vec![5u8; 1 << 20];
+    let ea = rt.enqueue_fill(qa, a, 0, 64, &[1], &[]).unwrap();
+    // SAFETY: `data` outlives the command: `qb` is finished below, before it drops.
+    let src = unsafe { HostPtr::new(data.as_ptr().cast_mut(), data.len()) };
+    let eb = rt.enqueue_write(qb, b, 0, src, &[]).unwrap();
+    fast_faults.fail_next_wait();
+    assert!(rt.wait(&[ea, eb]).is_err());
+    let status = rt.event_status(eb).unwrap();
+    rt.finish(qb).unwrap();
+    assert_eq!(
+        status,
+        EventStatus::Complete,
+        "the other adapter's event was not waited for"
+    );
+    rt.finish(qa).unwrap();
+}

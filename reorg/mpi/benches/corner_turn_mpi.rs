@@ -1,7 +1,7 @@
 //! Corner turn over MPI: 4096 x 4096 complex f32 (128 MiB), row blocks over
 //! all ranks -> column blocks over all ranks, run with
-//! `mpirun -n 4 --oversubscribe target/release/deps/corner_turn_mpi-*`
-//! (or `cargo bench` under mpirun). Ours: `MpiReorg` (one `MPI_Alltoallw`
+//! `mpirun -n 4 --oversubscribe target/release/deps/corner_turn_mpi-*`,
+//! which `cargo xtask bench` does (`cargo bench` alone runs one rank). Ours: `MpiReorg` (one `MPI_Alltoallw`
 //! with derived datatypes). Baseline in the same run: hand-written pack
 //! into per-peer blocks + `MPI_Alltoall` + unpack. Time = slowest rank,
 //! interleaved repetitions, medians; rows as GiB/s of the whole matrix.

@@ -321,7 +321,10 @@ pub fn run(spec: &str, rt: Runtime, dev: DeviceId, opts: &Options<'_>) -> Result
         .map(|(_, _, bytes)| bytes);
     if let Some(path) = opts.dump {
         let bytes = copy.as_ref().ok_or("the device holds no valid copy of the dataset")?;
-        std::fs::write(path, &bytes[..len]).map_err(|e| format!("{}: {e}", path.display()))?;
+        // Through a temporary file: a failed write leaves no partial dump.
+        let out = crate::output::Output::new(path)?;
+        std::fs::write(out.path(), &bytes[..len]).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.commit()?;
         println!("  dump   {len} bytes of the device's copy -> {}", path.display());
     }
     if !opts.verify {

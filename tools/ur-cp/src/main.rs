@@ -18,9 +18,13 @@
 //! the device), the plans of the first `--plans` chunks of that path, the
 //! read and the plans' copy totals; `--verify` compares the device's copy
 //! with a separate host read.
-//! Exit status: 0 done, 1 error, 3 checksum mismatch.
+//! Exit status: 0 done, 1 error, 3 checksum mismatch. The copy is written
+//! to a temporary file next to DST and renamed over DST only when it is
+//! complete (and verified), so a failed copy (1, 3) leaves no DST, and an
+//! existing DST as it was.
 
 mod hdf5;
+mod output;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,11 +77,15 @@ struct Cli {
     /// Load the HDF5 dataset `FILE:/dataset` into the device instead of copying a file.
     #[arg(long, value_name = "FILE:/DATASET", conflicts_with_all = ["src", "dst", "backend", "direct_io", "explain"])]
     hdf5: Option<String>,
+    // The `--hdf5`-only options also conflict with the file-copy mode's
+    // arguments: clap skips a `requires` whose target conflicts with an
+    // argument present (`--hdf5` with SRC), so `requires` alone let
+    // `--plans 2 FILE` through.
     /// In `--hdf5` mode, how many chunk plans to print.
-    #[arg(long, default_value_t = 1, requires = "hdf5")]
+    #[arg(long, default_value_t = 1, requires = "hdf5", conflicts_with_all = ["src", "dst"])]
     plans: usize,
     /// In `--hdf5` mode, write the device's copy of the dataset (raw, row-major) to this file.
-    #[arg(long, value_name = "FILE", requires = "hdf5")]
+    #[arg(long, value_name = "FILE", requires = "hdf5", conflicts_with_all = ["src", "dst"])]
     dump: Option<PathBuf>,
 }
 
@@ -394,8 +402,9 @@ fn run(cli: &Cli) -> Result<bool, String> {
         ));
     }
     let mut ok = true;
-    if let Some(dst_path) = &cli.dst {
-        let dst = io.open(dst_path, OpenOptions::create()).map_err(|e| e.to_string())?;
+    let output = cli.dst.as_deref().map(output::Output::new).transpose()?;
+    if let Some(out) = &output {
+        let dst = io.open(out.path(), OpenOptions::create()).map_err(|e| e.to_string())?;
         let write = leg(
             &io,
             &dst,
@@ -412,13 +421,63 @@ fn run(cli: &Cli) -> Result<bool, String> {
         let d = device_sum(&copy, len)?;
         let mut line = format!("  verify src {s:016x} device {d:016x}");
         ok = s == d;
-        if let Some(dst_path) = &cli.dst {
-            let t = file_sum(dst_path)?;
+        if let Some(out) = &output {
+            let t = file_sum(out.path())?;
             line.push_str(&format!(" dst {t:016x}"));
             ok &= s == t;
         }
         println!("{line} {}", if ok { "OK" } else { "MISMATCH" });
     }
     io.release_bounce_buffers();
+    if let Some(out) = output.filter(|_| ok) {
+        out.commit()?;
+    }
     Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+    use clap::Parser;
+
+    use super::Cli;
+
+    #[test]
+    fn hdf5_only_options_without_hdf5_are_usage_errors() {
+        for args in [
+            &["ur-cp", "--plans", "2", "in.bin"][..],
+            &["ur-cp", "--plans", "2", "in.bin", "out.bin"],
+            &["ur-cp", "--dump", "dir", "in.bin"],
+            &["ur-cp", "in.bin", "--dump", "dir"],
+        ] {
+            let err = Cli::try_parse_from(args).expect_err(&format!("{args:?} parsed"));
+            assert!(
+                matches!(
+                    err.kind(),
+                    ErrorKind::ArgumentConflict | ErrorKind::MissingRequiredArgument
+                ),
+                "{args:?}: {err}"
+            );
+            assert_eq!(err.exit_code(), 2, "a usage error: {args:?}");
+        }
+        // Without a file either, --hdf5 is what is missing.
+        let err = Cli::try_parse_from(["ur-cp", "--plans", "2"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument, "{err}");
+    }
+
+    #[test]
+    fn hdf5_only_options_with_hdf5_parse() {
+        let cli = Cli::try_parse_from(["ur-cp", "--hdf5", "f.h5:/d", "--plans", "2", "--dump", "out.raw"]).unwrap();
+        assert_eq!(cli.plans, 2);
+        assert_eq!(cli.dump.as_deref(), Some(std::path::Path::new("out.raw")));
+        // The default number of plans does not ask for --hdf5.
+        let cli = Cli::try_parse_from(["ur-cp", "in.bin", "out.bin"]).unwrap();
+        assert_eq!((cli.plans, cli.hdf5), (1, None));
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

@@ -155,7 +155,8 @@ pub trait DynAdapter: Send + Sync {
 
     /// Status of an event.
     fn event_status(&self, event: EventId) -> Result<EventStatus>;
-    /// Waits for events (of this adapter).
+    /// Waits for events (of this adapter): returns only when all have
+    /// ended or the device is lost, as [`Adapter::wait`](crate::Adapter::wait) promises.
     fn wait(&self, events: &[EventId]) -> Result<()>;
     /// Profiling timestamps.
     fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo>;
