@@ -169,12 +169,8 @@ fn bench_executable(messages: &str, name: &str) -> Option<PathBuf> {
 /// `mpirun -n <ranks> --oversubscribe <exe> --bench` (the argument `cargo
 /// bench` passes), allowed to run as root.
 fn mpirun(ranks: usize, exe: &std::path::Path) -> Command {
-    let mut c = Command::new("mpirun");
-    c.args(["-n", &ranks.to_string(), "--oversubscribe"])
-        .arg(exe)
-        .arg("--bench")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let mut c = crate::cmd::mpirun(ranks, exe);
+    c.arg("--bench");
     c
 }
 

@@ -188,12 +188,8 @@ fn null_driver_built() -> Result<bool> {
 /// (built by the `mpi-build` step), allowed to run as root.
 fn mpirun(ranks: usize, example: &str, args: &[&str]) -> Command {
     let exe = crate::workspace_root().join("target/debug/examples").join(example);
-    let mut c = Command::new("mpirun");
-    c.args(["-n", &ranks.to_string(), "--oversubscribe"])
-        .arg(exe)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let mut c = crate::cmd::mpirun(ranks, &exe);
+    c.args(args);
     c
 }
 

@@ -244,6 +244,17 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// `mpirun -n <ranks> --oversubscribe <exe>`, allowed to run as root (CI
+/// machines and this one are root); arguments follow.
+pub fn mpirun(ranks: usize, exe: &std::path::Path) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["-n", &ranks.to_string(), "--oversubscribe"])
+        .arg(exe)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

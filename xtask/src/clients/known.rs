@@ -24,14 +24,12 @@ pub struct Known {
 /// Tests that fail (or error) through our library, each with the reason.
 /// CI fails if any of them passes (so the list stays honest) or any other
 /// test fails.
-pub const KNOWN_FAILING: &[Known] = &[
-    Known {
-        suite: "dpctl",
-        module: "test_sycl_queue",
-        test: "test_cython_api",
-        why: "needs Cython, which is not a dependency of dpctl's wheel: an error through UR's own adapter too",
-    },
-];
+pub const KNOWN_FAILING: &[Known] = &[Known {
+    suite: "dpctl",
+    module: "test_sycl_queue",
+    test: "test_cython_api",
+    why: "needs Cython, which is not a dependency of dpctl's wheel: an error through UR's own adapter too",
+}];
 
 /// The suites CI runs.
 pub const CI_SUITES: [&str; 2] = ["dpctl", "sum"];
