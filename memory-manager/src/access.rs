@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ur_api::{BufferId, EventId, QueueId};
 
 use crate::error::{MmError, Result};
-use crate::exec::events::{enqueue_after, OwnedEvent};
+use crate::events::{enqueue_after, OwnedEvent};
 use crate::exec::{self, Exec};
 use crate::manager::{LogicalBuffer, MemoryManager, Place};
 use crate::plan::Access;

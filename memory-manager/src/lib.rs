@@ -52,8 +52,9 @@
 //!   whole range, paying a route's latency only when switching source, so
 //!   small pieces are not split off for nothing. Costs are measured once per
 //!   ordered pair, before the first access that may weigh it (or by
-//!   [`MemoryManager::calibrate`]), and cached ([`Config::measure_routes`]);
-//!   with measurement off, class estimates keep plans deterministic.
+//!   [`MemoryManager::calibrate`]), and cached ([`Config::measure_routes`],
+//!   off by default); with measurement off, class estimates keep plans
+//!   deterministic.
 //!   [`MemoryManager::plan`] has no side effects: it uses cached costs or
 //!   estimates and never measures.
 //! - **Routes can be named, for measurements**: [`MemoryManager::routes`]
@@ -176,7 +177,9 @@
 
 mod access;
 mod caller;
+mod config;
 mod error;
+mod events;
 mod exec;
 mod forced;
 mod interval;

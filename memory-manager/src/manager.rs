@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use ur_api::{ContextId, DeviceCaps, Location, MemoryConnection, QueueProps, Runtime, UsmCaps};
 
+pub use crate::config::{Config, ZeroCopy};
 use crate::error::{MmError, Result};
 use crate::exec::{self, Exec};
 use crate::interval::IntervalSet;
@@ -29,64 +30,6 @@ pub enum Place {
 impl From<Location> for Place {
     fn from(l: Location) -> Self {
         Place::Device(l)
-    }
-}
-
-/// Tuning knobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Config {
-    /// Bytes per chunk of a host-staged copy.
-    pub staging_chunk: usize,
-    /// Staging buffers per ring (chunks in flight); at least 2.
-    pub staging_depth: usize,
-    /// Measure each route's bandwidth the first time a plan weighs it (and
-    /// cache it); otherwise, and when a measurement fails, use estimates.
-    /// Plans stay deterministic with this off.
-    pub measure_routes: bool,
-    /// Bytes moved by one measurement.
-    pub probe_bytes: usize,
-    /// When a `None` route maps one end instead of staging through the
-    /// pinned ring ([`Route::Mapped`](crate::Route::Mapped)).
-    pub zero_copy: ZeroCopy,
-    /// Bytes per chunk of zero-copy staging. Mapped chunks cost no staging
-    /// memory, so they are larger than ring chunks by default: a large host
-    /// copy streams (glibc's memcpy switches to non-temporal stores above a
-    /// threshold of tens of MiB on big-cache machines), smaller ones run at
-    /// about two thirds of that speed.
-    pub mapped_chunk: usize,
-}
-
-/// When a `None` route uses zero-copy staging ([`Route::Mapped`](crate::Route::Mapped)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ZeroCopy {
-    /// Map the source when both ends are host-unified devices
-    /// (`DeviceInfo::host_unified_memory`) with [`DeviceCaps::MAP`]; use
-    /// the pinned staging ring otherwise.
-    #[default]
-    Auto,
-    /// Always the pinned staging ring.
-    Off,
-    /// Map the source whenever its device has [`DeviceCaps::MAP`]
-    /// (host-unified or not; for tests and measurements).
-    MapSource,
-    /// Map the destination (`WRITE_INVALIDATE`) whenever its device has
-    /// [`DeviceCaps::MAP`] (for tests and measurements).
-    MapDestination,
-    /// Map both ends whenever both devices have [`DeviceCaps::MAP`] and
-    /// copy between the mappings on the host (for tests and measurements).
-    MapBoth,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            staging_chunk: 4 << 20,
-            staging_depth: 4,
-            measure_routes: true,
-            probe_bytes: 4 << 20,
-            zero_copy: ZeroCopy::Auto,
-            mapped_chunk: 64 << 20,
-        }
     }
 }
 

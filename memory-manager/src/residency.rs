@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ur_api::BufferId;
 
-use crate::exec::events::OwnedEvent;
+use crate::events::OwnedEvent;
 use crate::interval::IntervalSet;
 use crate::slab::HostStore;
 

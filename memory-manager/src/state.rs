@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use ur_api::{ContextId, MemoryConnection, QueueId, Runtime};
 
-use crate::manager::{Config, ZeroCopy};
+use crate::config::{Config, ZeroCopy};
 use crate::plan::{MapEnd, Route};
 use crate::residency::Residency;
 use crate::route::{LinkCost, Topology};

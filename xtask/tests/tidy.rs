@@ -619,3 +619,184 @@ fn scanners_see_code_not_comments_or_strings() {
     let names: Vec<&str> = deps.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["serde", "foo", "cudarc"]);
 }
+
+/// Crates whose top-level modules must import one another one way (no
+/// cycle): the source folder of each.
+const ONE_WAY_CRATES: [&str; 1] = ["memory-manager/src"];
+
+/// The top-level modules of a crate's source folder: name -> its files
+/// (`name.rs`, or every file under `name/`), `lib.rs` and `main.rs` left out.
+fn top_modules(src: &Path) -> std::collections::BTreeMap<String, Vec<PathBuf>> {
+    fn all_rs(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                all_rs(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut mods = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(src).into_iter().flatten().flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if p.is_dir() {
+            let mut files = Vec::new();
+            all_rs(&p, &mut files);
+            mods.insert(name, files);
+        } else if let Some(stem) = name.strip_suffix(".rs") {
+            if stem != "lib" && stem != "main" {
+                mods.insert(stem.to_owned(), vec![p]);
+            }
+        }
+    }
+    mods
+}
+
+/// The first path segments after `crate::` in `code` (a group
+/// `crate::{a, b::c}` gives `a` and `b`), with the line of each.
+fn crate_imports(code: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let mut from = 0;
+    while let Some(i) = code[from..].find("crate::") {
+        let at = from + i;
+        let rest = code[at + 7..].trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            let (mut depth, mut item, mut items) = (0usize, String::new(), Vec::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        items.push(std::mem::take(&mut item));
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(c);
+            }
+            items.push(item);
+            out.extend(items.iter().map(|it| (ident(it.trim()), line_of(at))));
+        } else {
+            out.push((ident(rest), line_of(at)));
+        }
+        from = at + 7;
+    }
+    out
+}
+
+/// Code of a library file before its unit tests (`#[cfg(test)]`), comments
+/// and string contents removed.
+fn library_code(text: &str) -> String {
+    let mut in_block = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        out.push_str(&code_of(line, &mut in_block));
+        out.push('\n');
+    }
+    out
+}
+
+/// A cycle of the module graph `edges` (module -> modules it imports, with
+/// where), as the modules in order, or `None`.
+fn find_cycle(edges: &std::collections::BTreeMap<String, Vec<(String, PathBuf, usize)>>) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        edges: &std::collections::BTreeMap<String, Vec<(String, PathBuf, usize)>>,
+        state: &mut std::collections::BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(m.to_owned(), 1);
+        path.push(m.to_owned());
+        for (to, _, _) in edges.get(m).into_iter().flatten() {
+            match state.get(to).copied().unwrap_or(0) {
+                1 => {
+                    let start = path.iter().position(|p| p == to).unwrap_or(0);
+                    let mut cycle = path[start..].to_vec();
+                    cycle.push(to.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(to, edges, state, path) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(m.to_owned(), 2);
+        None
+    }
+    let mut state = std::collections::BTreeMap::new();
+    for m in edges.keys() {
+        if state.get(m).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(m, edges, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// Rule: the top-level modules of [`ONE_WAY_CRATES`] import each other one
+/// way (ARCHITECTURE.md gives each crate's order); a cycle is reported with
+/// the import that closes it.
+#[test]
+fn module_imports_flow_one_way() {
+    let mut violations = Vec::new();
+    for krate in ONE_WAY_CRATES {
+        let src = root().join(krate);
+        let mods = top_modules(&src);
+        let mut edges = std::collections::BTreeMap::new();
+        for (name, files) in &mods {
+            let mut out: Vec<(String, PathBuf, usize)> = Vec::new();
+            for f in files {
+                let Ok(text) = std::fs::read_to_string(f) else { continue };
+                for (to, line) in crate_imports(&library_code(&text)) {
+                    if &to != name && mods.contains_key(&to) && !out.iter().any(|(t, _, _)| t == &to) {
+                        let rel = f.strip_prefix(root()).unwrap_or(f).to_path_buf();
+                        out.push((to, rel, line));
+                    }
+                }
+            }
+            edges.insert(name.clone(), out);
+        }
+        if let Some(cycle) = find_cycle(&edges) {
+            let (last, first) = (&cycle[cycle.len() - 2], &cycle[cycle.len() - 1]);
+            let (file, line) = edges[last]
+                .iter()
+                .find(|(t, _, _)| t == first)
+                .map(|(_, f, l)| (f.clone(), *l))
+                .unwrap_or_default();
+            violations.push(Violation {
+                file,
+                line,
+                msg: format!("{krate}: modules import each other in a cycle: {}", cycle.join(" -> ")),
+            });
+        }
+    }
+    check("module-cycle", violations);
+}
+
+#[test]
+fn the_module_scan_finds_grouped_imports_and_cycles() {
+    let code = "use crate::{a, b::{c, d}, e::f};\nlet x = crate::g::h();";
+    let names: Vec<String> = crate_imports(code).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["a", "b", "e", "g"]);
+    let edge = |to: &str| (to.to_owned(), PathBuf::new(), 1);
+    let mut edges = std::collections::BTreeMap::new();
+    edges.insert("a".to_owned(), vec![edge("b")]);
+    edges.insert("b".to_owned(), vec![edge("c")]);
+    edges.insert("c".to_owned(), vec![]);
+    assert_eq!(find_cycle(&edges), None);
+    edges.insert("c".to_owned(), vec![edge("a")]);
+    assert_eq!(find_cycle(&edges).unwrap(), ["a", "b", "c", "a"]);
+}

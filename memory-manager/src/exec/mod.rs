@@ -2,7 +2,6 @@
 //! host writes and reads, adapter copies and host-staged copies, blocking
 //! or chained on events ([`Exec`]).
 
-pub(crate) mod events;
 pub(crate) mod evict;
 mod measure;
 
@@ -14,13 +13,13 @@ use std::time::Duration;
 use ur_api::{BufferDesc, Error, EventId};
 
 use crate::error::{MmError, Result};
+use crate::events::{enqueue_after, OwnedEvent};
 use crate::mapped::mapped_copy;
 use crate::plan::{Access, Route, Step};
 use crate::residency::{Mem, Residency, Slot};
 use crate::route::{self, HOST};
 use crate::staging::{pipelined_copy, Side};
 use crate::state::ManagerState;
-use events::{enqueue_after, OwnedEvent};
 use evict::Evicted;
 pub(crate) use measure::{calibrate, measure_for};
 
