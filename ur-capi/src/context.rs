@@ -13,9 +13,10 @@ use std::sync::Arc;
 use ur_api::DeviceId;
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::{self, ref_count, register};
 use crate::info::{entry, put_required, Out};
-use crate::objects::{get, Context, Kind, Object};
+use crate::objects::{Context, Kind, Object};
 use crate::state::state;
 use crate::sys::*;
 

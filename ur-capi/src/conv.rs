@@ -2,8 +2,50 @@
 
 use ur_api::{Error, HandleKind};
 
-use crate::objects::Kind;
 use crate::sys::*;
+
+/// The kinds of handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `ur_adapter_handle_t`.
+    Adapter,
+    /// `ur_platform_handle_t`.
+    Platform,
+    /// `ur_device_handle_t`.
+    Device,
+    /// `ur_context_handle_t`.
+    Context,
+    /// `ur_mem_handle_t`.
+    Mem,
+    /// `ur_queue_handle_t`.
+    Queue,
+    /// `ur_event_handle_t`.
+    Event,
+    /// `ur_usm_pool_handle_t`.
+    Pool,
+    /// `ur_program_handle_t`.
+    Program,
+    /// `ur_kernel_handle_t`.
+    Kernel,
+}
+
+impl Kind {
+    /// The result of a handle that is not a live object of this kind.
+    pub fn invalid(self) -> ur_result_t {
+        let kind = match self {
+            Kind::Adapter | Kind::Pool => return UR_RESULT_ERROR_INVALID_NULL_HANDLE,
+            Kind::Platform => HandleKind::Platform,
+            Kind::Device => HandleKind::Device,
+            Kind::Context => HandleKind::Context,
+            Kind::Mem => HandleKind::Buffer,
+            Kind::Queue => HandleKind::Queue,
+            Kind::Event => HandleKind::Event,
+            Kind::Program => HandleKind::Program,
+            Kind::Kernel => HandleKind::Kernel,
+        };
+        invalid_handle(kind)
+    }
+}
 
 /// Every failure of the ABI layer; each maps to one `ur_result_t`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,35 +5,30 @@
 //! `UR_RESULT_ERROR_UNSUPPORTED_FEATURE` ([`crate::unsupported`]): no slot
 //! is null.
 
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 
 use crate::sys::*;
 use crate::{context, device, enqueue, kernel, memory, native, partition, platform, program, queue, usm};
 
-struct Ddi(ur_dditable_t);
+/// The entry points that got an `UNSUPPORTED_FEATURE` stub, recorded as
+/// the table is filled ([`crate::table`] holds the table itself).
+static STUBS: OnceLock<Vec<&'static str>> = OnceLock::new();
 
-// SAFETY: the table holds only function pointers and is never written after
-// it is built.
-unsafe impl Sync for Ddi {}
-// SAFETY: as above.
-unsafe impl Send for Ddi {}
-
-/// The table, and the entry points that got an `UNSUPPORTED_FEATURE` stub.
-static DDI: LazyLock<(Box<Ddi>, Vec<&'static str>)> = LazyLock::new(|| {
-    let mut t = build();
-    let stubs = crate::unsupported::fill(&mut t);
-    (Box::new(Ddi(t)), stubs)
-});
-
-/// The address every handle header carries.
+/// The address every handle header carries, the table filled on first use.
 pub fn table() -> *const ur_dditable_t {
-    &DDI.0 .0
+    crate::table::fill(|| {
+        let mut t = build();
+        let stubs = crate::unsupported::fill(&mut t);
+        let _ = STUBS.set(stubs);
+        t
+    })
 }
 
 /// The entry points answered by an `UNSUPPORTED_FEATURE` stub
 /// ([`crate::unsupported`]).
 pub fn unsupported() -> &'static [&'static str] {
-    &DDI.1
+    table();
+    STUBS.get().map_or(&[], Vec::as_slice)
 }
 
 fn build() -> ur_dditable_t {
@@ -170,8 +165,9 @@ macro_rules! exports {
                 if !version_ok(version) {
                     return Err(crate::conv::CapiError::Api(ur_api::Error::unsupported("this UR API version")));
                 }
-                // SAFETY: non-null and writable by the caller's promise.
-                unsafe { table.write(DDI.0 .0.$field) };
+                // SAFETY: `table()` returns the filled table ([`crate::table`]);
+                // `table` is non-null and writable by the caller's promise.
+                unsafe { table.write((*self::table()).$field) };
                 Ok(())
             })
         }

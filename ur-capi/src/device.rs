@@ -14,9 +14,10 @@ use std::time::Instant;
 use ur_api::{DeviceCaps, DeviceId, DeviceInfo, UsmCaps};
 
 use crate::conv::{device_type, type_selects, CapiError};
+use crate::handles::get;
 use crate::handles::{self, ref_count};
 use crate::info::{entry, put, Out};
-use crate::objects::{get, Kind};
+use crate::objects::Kind;
 use crate::partition;
 use crate::state::{self, platform_of};
 use crate::sys::*;

@@ -20,9 +20,10 @@ use parking_lot::Mutex;
 use ur_api::{HostPtr, MapFlags, MemRef, RectCopy, RectSide, UsmAdvice, UsmPtr};
 
 use crate::conv::CapiError;
+use crate::handles::{get, get2};
 use crate::info::entry;
 use crate::managed::Prepared;
-use crate::objects::{get, get2, Mem, Queue};
+use crate::objects::{Mem, Queue};
 use crate::queue::{deps, done};
 use crate::state::state;
 use crate::sys::*;

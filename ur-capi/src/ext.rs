@@ -13,8 +13,9 @@ use std::sync::Arc;
 use ur_api::{DeviceId, Location, MemoryConnection};
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::info::{entry, put_required};
-use crate::objects::{get, Context};
+use crate::objects::Context;
 use crate::state::state;
 use crate::sys::*;
 

@@ -21,9 +21,12 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
 
 use crate::conv::CapiError;
-use crate::objects::{Kind, Object};
+use crate::conv::Kind;
+use crate::objects::{Context, Event, Kernel, Mem, Object, Pool, Program, Queue};
 use crate::sys::ur_dditable_t;
 use parking_lot::Mutex;
+use std::sync::Arc;
+use ur_api::{DeviceId, PlatformId};
 
 /// Released headers kept before reuse.
 pub const QUARANTINE: usize = 1 << 16;
@@ -89,7 +92,7 @@ impl Table {
     /// A header never used before, from the current slab or a new one.
     fn new_header(&mut self) -> usize {
         if self.fresh.is_empty() {
-            let ddi = crate::ddi::table();
+            let ddi = crate::table::ptr();
             self.fresh = Box::leak((0..SLAB).map(|_| Header { ddi }).collect());
         }
         let (first, rest) = self.fresh.split_at(1);
@@ -208,12 +211,62 @@ pub fn ref_count<H>(handle: *mut H, kind: Kind) -> Result<u32, CapiError> {
     }
 }
 
+/// Typed lookups: `get::<Queue>(h)`.
+pub trait FromObject: Sized {
+    /// The handle kind.
+    const KIND: Kind;
+    /// The typed object, if `o` is one.
+    fn from_object(o: Object) -> Option<Self>;
+}
+
+macro_rules! from_object {
+    ($($t:ty => $variant:ident),* $(,)?) => {$(
+        impl FromObject for $t {
+            const KIND: Kind = Kind::$variant;
+            fn from_object(o: Object) -> Option<Self> {
+                match o {
+                    Object::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+from_object! {
+    PlatformId => Platform,
+    DeviceId => Device,
+    Arc<Context> => Context,
+    Arc<Mem> => Mem,
+    Queue => Queue,
+    Event => Event,
+    Arc<Pool> => Pool,
+    Arc<Program> => Program,
+    Arc<Kernel> => Kernel,
+}
+
+/// The objects of handles `a` and `b` as an `A` and a `B` (one table
+/// lookup), or the `INVALID_*` error of the first that is not.
+pub fn get2<A: FromObject, B: FromObject, HA, HB>(a: *mut HA, b: *mut HB) -> Result<(A, B), CapiError> {
+    let (oa, ob) = lookup2(a, A::KIND, b, B::KIND)?;
+    let a = A::from_object(oa).ok_or(CapiError::Invalid(A::KIND))?;
+    let b = B::from_object(ob).ok_or(CapiError::Invalid(B::KIND))?;
+    Ok((a, b))
+}
+
+/// The object of handle `h` as a `T`, or the `INVALID_*` error of `T`'s kind.
+pub fn get<T: FromObject, H>(h: *mut H) -> Result<T, CapiError> {
+    let o = lookup(h, T::KIND)?;
+    T::from_object(o).ok_or(CapiError::Invalid(T::KIND))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn headers_across_a_slab_boundary_are_distinct_and_route_to_our_table() {
+        crate::ddi::table();
         let n = SLAB + 3;
         let mut seen = std::collections::HashSet::new();
         for _ in 0..n {

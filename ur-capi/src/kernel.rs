@@ -22,48 +22,21 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
-use ur_api::{ArgValue, DeviceId, KernelGroupInfo, KernelId, NdRange, UsmPtr};
+use ur_api::{ArgValue, DeviceId, KernelGroupInfo, NdRange, UsmPtr};
 use ur_memory_manager::Access;
 
 use crate::conv::CapiError;
 use crate::handles::{self, ref_count, register};
+use crate::handles::{get, get2};
 use crate::info::{entry, Out};
 use crate::managed::Prepared;
-use crate::objects::{get, get2, Kind, Mem, Object, Queue};
+use crate::objects::{Kind, Mem, Object, Queue};
 use crate::program::Program;
 use crate::queue::{deps, done};
 use crate::state::state;
 use crate::sys::*;
 
-/// A kernel.
-#[derive(Debug)]
-pub struct Kernel {
-    /// The runtime's kernel.
-    pub id: KernelId,
-    /// Its program's handle and object (kept alive by the kernel).
-    pub program: (ur_program_handle_t, Arc<Program>),
-    /// The kernel's name.
-    pub name: String,
-    /// Its argument count, as the backend reported it.
-    pub num_args: u32,
-    /// For a kernel made from a native handle without a program of ours:
-    /// the program made for it (no handle), kept with the kernel.
-    pub _native_program: Option<Arc<Program>>,
-}
-
-// SAFETY: the raw program handle is an address used only as an answer;
-// everything else is owned, immutable data.
-unsafe impl Send for Kernel {}
-// SAFETY: as above.
-unsafe impl Sync for Kernel {}
-
-impl Drop for Kernel {
-    fn drop(&mut self) {
-        if let Err(e) = state().rt.release_kernel(self.id) {
-            tracing::warn!(error = %e, "releasing a kernel");
-        }
-    }
-}
+pub use crate::objects::Kernel;
 
 /// `urKernelCreate`.
 ///

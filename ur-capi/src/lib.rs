@@ -120,8 +120,10 @@ pub mod ddi;
 pub mod handles;
 pub mod info;
 pub mod objects;
+pub mod rt;
 pub mod state;
 pub mod sys;
+pub mod table;
 pub mod unsupported;
 
 pub mod context;

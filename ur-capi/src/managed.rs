@@ -36,29 +36,13 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ur_api::{BufferId, EventId, Location};
-use ur_memory_manager::{Access, Acquired, LogicalBuffer, MemoryManager, MmError, Place};
+use ur_memory_manager::{Access, Acquired, MemoryManager, MmError, Place};
 
 use crate::conv::CapiError;
 use crate::objects::{Context, Mem, Queue};
 use crate::state::state;
 
-/// Where a UR memory object's bytes live.
-#[derive(Debug)]
-pub enum Backing {
-    /// A runtime buffer (or sub-buffer) of a one-device context.
-    Direct(BufferId),
-    /// A range of a logical buffer of the context's memory manager.
-    Managed {
-        /// The context's manager.
-        mm: Arc<MemoryManager>,
-        /// The root buffer's logical buffer.
-        buf: LogicalBuffer,
-        /// Where this object starts in it (0 for a root buffer).
-        offset: usize,
-        /// Whether this object owns `buf` (a root buffer).
-        root: bool,
-    },
-}
+pub use crate::objects::Backing;
 
 /// A manager error as an ABI error.
 pub fn mm_error(e: MmError) -> CapiError {

@@ -15,10 +15,11 @@ use std::sync::Arc;
 use ur_api::{BufferDesc, HostPtr, MemFlags};
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::{self, ref_count, register};
 use crate::info::{entry, put_required, Out};
 use crate::managed::Backing;
-use crate::objects::{get, Context, Kind, Mem, Object};
+use crate::objects::{Context, Kind, Mem, Object};
 use crate::state::state;
 use crate::sys::*;
 

@@ -25,10 +25,11 @@ use parking_lot::Mutex;
 use ur_api::{ContextId, DeviceId, NativeHandle, NativeOf, PlatformId};
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::register;
 use crate::info::{entry, put_required};
 use crate::kernel::Kernel;
-use crate::objects::{get, Context, Event, Object, Queue};
+use crate::objects::{Context, Event, Object, Queue};
 use crate::program::{Build, Program};
 use crate::state::state;
 use crate::sys::*;

@@ -3,52 +3,12 @@
 
 use std::sync::Arc;
 
-use ur_api::{ContextId, DeviceId, EventId, HandleKind, PlatformId, QueueId};
+use parking_lot::Mutex;
+use ur_api::{BufferId, ContextId, DeviceId, EventId, KernelId, PlatformId, ProgramId, QueueId};
+use ur_memory_manager::{LogicalBuffer, MemoryManager};
 
+pub use crate::conv::Kind;
 use crate::sys::*;
-
-/// The kinds of handle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `ur_adapter_handle_t`.
-    Adapter,
-    /// `ur_platform_handle_t`.
-    Platform,
-    /// `ur_device_handle_t`.
-    Device,
-    /// `ur_context_handle_t`.
-    Context,
-    /// `ur_mem_handle_t`.
-    Mem,
-    /// `ur_queue_handle_t`.
-    Queue,
-    /// `ur_event_handle_t`.
-    Event,
-    /// `ur_usm_pool_handle_t`.
-    Pool,
-    /// `ur_program_handle_t`.
-    Program,
-    /// `ur_kernel_handle_t`.
-    Kernel,
-}
-
-impl Kind {
-    /// The result of a handle that is not a live object of this kind.
-    pub fn invalid(self) -> ur_result_t {
-        let kind = match self {
-            Kind::Adapter | Kind::Pool => return UR_RESULT_ERROR_INVALID_NULL_HANDLE,
-            Kind::Platform => HandleKind::Platform,
-            Kind::Device => HandleKind::Device,
-            Kind::Context => HandleKind::Context,
-            Kind::Mem => HandleKind::Buffer,
-            Kind::Queue => HandleKind::Queue,
-            Kind::Event => HandleKind::Event,
-            Kind::Program => HandleKind::Program,
-            Kind::Kernel => HandleKind::Kernel,
-        };
-        crate::conv::invalid_handle(kind)
-    }
-}
 
 /// A context.
 #[derive(Debug)]
@@ -73,7 +33,7 @@ pub struct Context {
 #[derive(Debug)]
 pub struct Mem {
     /// Where the bytes live.
-    pub backing: crate::managed::Backing,
+    pub backing: Backing,
     /// Its context's handle and object.
     pub context: (ur_context_handle_t, Arc<Context>),
     /// Size in bytes.
@@ -156,9 +116,9 @@ pub enum Object {
     /// A USM pool.
     Pool(Arc<Pool>),
     /// A program.
-    Program(Arc<crate::program::Program>),
+    Program(Arc<Program>),
     /// A kernel.
-    Kernel(Arc<crate::kernel::Kernel>),
+    Kernel(Arc<Kernel>),
 }
 
 macro_rules! addresses_only {
@@ -197,51 +157,92 @@ impl Object {
     }
 }
 
-/// Typed lookups: `get::<Queue>(h)`.
-pub trait FromObject: Sized {
-    /// The handle kind.
-    const KIND: Kind;
-    /// The typed object, if `o` is one.
-    fn from_object(o: Object) -> Option<Self>;
+/// Where a UR memory object's bytes live.
+#[derive(Debug)]
+pub enum Backing {
+    /// A runtime buffer (or sub-buffer) of a one-device context.
+    Direct(BufferId),
+    /// A range of a logical buffer of the context's memory manager.
+    Managed {
+        /// The context's manager.
+        mm: Arc<MemoryManager>,
+        /// The root buffer's logical buffer.
+        buf: LogicalBuffer,
+        /// Where this object starts in it (0 for a root buffer).
+        offset: usize,
+        /// Whether this object owns `buf` (a root buffer).
+        root: bool,
+    },
 }
 
-macro_rules! from_object {
-    ($($t:ty => $variant:ident),* $(,)?) => {$(
-        impl FromObject for $t {
-            const KIND: Kind = Kind::$variant;
-            fn from_object(o: Object) -> Option<Self> {
-                match o {
-                    Object::$variant(x) => Some(x),
-                    _ => None,
-                }
+/// Where a program is in its life.
+#[derive(Debug, Default)]
+pub struct Build {
+    /// The runtime program, once built.
+    pub id: Option<ProgramId>,
+    /// Options of the last build (or compile).
+    pub options: String,
+    /// The backend's log of the last failed build.
+    pub log: String,
+    /// `urProgramCompile` was called and no build since.
+    pub compiled: bool,
+    /// The last build failed.
+    pub failed: bool,
+}
+
+/// A program.
+#[derive(Debug)]
+pub struct Program {
+    /// Its context's handle and object.
+    pub context: (ur_context_handle_t, Arc<Context>),
+    /// The SPIR-V module.
+    pub il: Arc<[u8]>,
+    /// Build state.
+    pub build: Mutex<Build>,
+}
+
+// SAFETY: the raw context handle is an address used only as an answer and a
+// table key; everything else is owned data behind a lock.
+unsafe impl Send for Program {}
+// SAFETY: as above.
+unsafe impl Sync for Program {}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        if let Some(id) = self.build.get_mut().id.take() {
+            if let Err(e) = crate::rt::runtime().release_program(id) {
+                tracing::warn!(error = %e, "releasing a program");
             }
         }
-    )*};
+    }
 }
 
-from_object! {
-    PlatformId => Platform,
-    DeviceId => Device,
-    Arc<Context> => Context,
-    Arc<Mem> => Mem,
-    Queue => Queue,
-    Event => Event,
-    Arc<Pool> => Pool,
-    Arc<crate::program::Program> => Program,
-    Arc<crate::kernel::Kernel> => Kernel,
+/// A kernel.
+#[derive(Debug)]
+pub struct Kernel {
+    /// The runtime's kernel.
+    pub id: KernelId,
+    /// Its program's handle and object (kept alive by the kernel).
+    pub program: (ur_program_handle_t, Arc<Program>),
+    /// The kernel's name.
+    pub name: String,
+    /// Its argument count, as the backend reported it.
+    pub num_args: u32,
+    /// For a kernel made from a native handle without a program of ours:
+    /// the program made for it (no handle), kept with the kernel.
+    pub _native_program: Option<Arc<Program>>,
 }
 
-/// The objects of handles `a` and `b` as an `A` and a `B` (one table
-/// lookup), or the `INVALID_*` error of the first that is not.
-pub fn get2<A: FromObject, B: FromObject, HA, HB>(a: *mut HA, b: *mut HB) -> Result<(A, B), crate::conv::CapiError> {
-    let (oa, ob) = crate::handles::lookup2(a, A::KIND, b, B::KIND)?;
-    let a = A::from_object(oa).ok_or(crate::conv::CapiError::Invalid(A::KIND))?;
-    let b = B::from_object(ob).ok_or(crate::conv::CapiError::Invalid(B::KIND))?;
-    Ok((a, b))
-}
+// SAFETY: the raw program handle is an address used only as an answer;
+// everything else is owned, immutable data.
+unsafe impl Send for Kernel {}
+// SAFETY: as above.
+unsafe impl Sync for Kernel {}
 
-/// The object of handle `h` as a `T`, or the `INVALID_*` error of `T`'s kind.
-pub fn get<T: FromObject, H>(h: *mut H) -> Result<T, crate::conv::CapiError> {
-    let o = crate::handles::lookup(h, T::KIND)?;
-    T::from_object(o).ok_or(crate::conv::CapiError::Invalid(T::KIND))
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        if let Err(e) = crate::rt::runtime().release_kernel(self.id) {
+            tracing::warn!(error = %e, "releasing a kernel");
+        }
+    }
 }

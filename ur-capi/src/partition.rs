@@ -23,9 +23,10 @@ use parking_lot::Mutex;
 use ur_api::{AffinityDomains, DeviceId, Partition, PartitionKinds};
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::{self, register};
 use crate::info::{entry, put};
-use crate::objects::{get, Kind, Object};
+use crate::objects::{Kind, Object};
 use crate::state::{self, platform_of, state};
 use crate::sys::*;
 

@@ -14,9 +14,10 @@ use std::ffi::c_void;
 use ur_api::Backend;
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::{self, ref_count};
 use crate::info::{entry, put, Out};
-use crate::objects::{get, Kind};
+use crate::objects::Kind;
 use crate::state::{platform_of, state};
 use crate::sys::*;
 

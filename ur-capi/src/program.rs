@@ -30,56 +30,17 @@ use parking_lot::Mutex;
 use ur_api::{Error, ProgramId, ProgramSource};
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::{self, ref_count, register};
 use crate::info::{entry, put_required, Out};
-use crate::objects::{get, Context, Kind, Object};
+use crate::objects::{Context, Kind, Object};
 use crate::state::state;
 use crate::sys::*;
 
 /// The first word of every SPIR-V module.
 const SPIRV_MAGIC: u32 = 0x0723_0203;
 
-/// Where a program is in its life.
-#[derive(Debug, Default)]
-pub struct Build {
-    /// The runtime program, once built.
-    pub id: Option<ProgramId>,
-    /// Options of the last build (or compile).
-    pub options: String,
-    /// The backend's log of the last failed build.
-    pub log: String,
-    /// `urProgramCompile` was called and no build since.
-    pub compiled: bool,
-    /// The last build failed.
-    pub failed: bool,
-}
-
-/// A program.
-#[derive(Debug)]
-pub struct Program {
-    /// Its context's handle and object.
-    pub context: (ur_context_handle_t, Arc<Context>),
-    /// The SPIR-V module.
-    pub il: Arc<[u8]>,
-    /// Build state.
-    pub build: Mutex<Build>,
-}
-
-// SAFETY: the raw context handle is an address used only as an answer and a
-// table key; everything else is owned data behind a lock.
-unsafe impl Send for Program {}
-// SAFETY: as above.
-unsafe impl Sync for Program {}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        if let Some(id) = self.build.get_mut().id.take() {
-            if let Err(e) = state().rt.release_program(id) {
-                tracing::warn!(error = %e, "releasing a program");
-            }
-        }
-    }
-}
+pub use crate::objects::{Build, Program};
 
 impl Program {
     /// The runtime program, or `INVALID_PROGRAM_EXECUTABLE` when the

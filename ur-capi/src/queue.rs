@@ -14,9 +14,10 @@ use std::sync::Arc;
 use ur_api::{DeviceId, EventId, EventStatus, QueueProps};
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::{self, ref_count, register};
 use crate::info::{entry, put_required, wait_list, Out};
-use crate::objects::{get, Context, Event, Kind, Object, Queue};
+use crate::objects::{Context, Event, Kind, Object, Queue};
 use crate::state::state;
 use crate::sys::*;
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
-use ur_api::{DeviceId, DeviceInfo, DeviceSelector, Partition, PlatformId, Runtime};
+use ur_api::{DeviceId, DeviceInfo, Partition, PlatformId, Runtime};
 
 use crate::conv::CapiError;
 use crate::handles::register;
@@ -100,20 +100,14 @@ pub struct State {
 
 static STATE: OnceLock<State> = OnceLock::new();
 
-/// The state, built on first use. `UR_DEVICE_SELECTOR` picks devices (an
-/// invalid selector selects all, with a warning); `UR_SIM_TOPOLOGY` adds
-/// simulated devices. The host-only platforms (native, sim) are listed
+/// The state, built on first use over [`crate::rt::runtime`]. The host-only platforms (native, sim) are listed
 /// only where nothing else is, or with [`HOST_PLATFORMS_ENV`]`=1`: they
 /// run no SYCL device image, and SYCL tools (dpctl) do not know their
 /// backend, so beside real devices they only get in the way of device
 /// selection.
 pub fn state() -> &'static State {
     STATE.get_or_init(|| {
-        let selector = DeviceSelector::from_env().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "ignoring an invalid device selector");
-            DeviceSelector::all()
-        });
-        let rt = Arc::new(ur_adapters::discover(&selector));
+        let rt = crate::rt::runtime().clone();
         let adapter = register::<ur_adapter_handle_t_>(Object::Adapter) as usize;
         let mut platforms = Vec::new();
         let mut records = HashMap::new();

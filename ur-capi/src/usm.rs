@@ -19,9 +19,10 @@ use parking_lot::Mutex;
 use ur_api::{DeviceId, UsmDesc, UsmKind, UsmPtr};
 
 use crate::conv::CapiError;
+use crate::handles::get;
 use crate::handles::{self, ref_count, register};
 use crate::info::{entry, put_required, Out};
-use crate::objects::{get, Context, Kind, Object, Pool};
+use crate::objects::{Context, Kind, Object, Pool};
 use crate::state::{device_handle, state};
 use crate::sys::*;
 

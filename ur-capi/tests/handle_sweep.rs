@@ -17,8 +17,8 @@
 use std::collections::BTreeMap;
 use std::ptr::{null, null_mut};
 
+use ur_adapter_rust::ddi;
 use ur_adapter_rust::sys::*;
-use ur_adapter_rust::{ddi, unsupported};
 
 mod capi;
 use capi::ok;
@@ -189,7 +189,7 @@ fn every_handle_parameter_refuses_stale_foreign_and_mistyped_handles() {
     let foreign = foreign.as_ptr() as usize;
     let live = |ty: &str| *h.live.get(ty).unwrap_or_else(|| panic!("no live handle of type {ty}"));
 
-    let stubs = unsupported::unsupported();
+    let stubs = ddi::unsupported();
     let mut uncovered = Vec::new();
     let mut failures = Vec::new();
     let mut calls = 0;
