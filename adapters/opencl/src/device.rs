@@ -82,6 +82,11 @@ pub struct ContextInner {
     /// The Intel USM entry points, where every device of the context has
     /// the extension; `None`: USM is SVM (or absent).
     pub(crate) intel: Option<IntelUsm>,
+    /// The runtime refused the Intel allocation placement flags once
+    /// (`CL_INVALID_PROPERTY`: Intel's CPU runtime, whose memory is all host
+    /// memory): later allocations go without them, in one call, instead of
+    /// a refused call and a retry each.
+    pub(crate) placement_refused: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Context {
@@ -432,6 +437,7 @@ pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
         queues: Mutex::new(Vec::new()),
         versions: devices.iter().map(|d| d.version).collect(),
         intel: devices.iter().map(|d| d.intel).reduce(|a, b| a.and(b)).flatten(),
+        placement_refused: std::sync::atomic::AtomicBool::new(false),
     })))
 }
 

@@ -119,7 +119,8 @@ fn intel_alloc(
 ) -> Result<*mut c_void> {
     let flags = conv::intel_alloc_flags(desc.kind, desc.device.is_some(), desc.advice);
     let props: [u64; 3] = [crate::ext::MEM_ALLOC_FLAGS, flags, 0];
-    let props_ptr = if flags == 0 { ptr::null() } else { props.as_ptr() };
+    let refused = ctx.placement_refused.load(std::sync::atomic::Ordering::Relaxed);
+    let props_ptr = if flags == 0 || refused { ptr::null() } else { props.as_ptr() };
     let device = desc.device.map_or(ptr::null_mut(), |d| d.id.0);
     let alloc = |props: *const u64, code: &mut cl_int| {
         // SAFETY: a live context; `device` is null or a device of it (the
@@ -139,7 +140,8 @@ fn intel_alloc(
     if p.is_null() && code == opencl3::error_codes::CL_INVALID_PROPERTY && !props_ptr.is_null() {
         // Placement is a hint; a runtime that takes no placement (Intel's
         // CPU runtime: all its memory is host memory) allocates without it.
-        tracing::debug!("the runtime refused the placement flags; allocating without them");
+        tracing::debug!("the runtime refused the placement flags; allocating without them from now on");
+        ctx.placement_refused.store(true, std::sync::atomic::Ordering::Relaxed);
         p = alloc(ptr::null(), &mut code);
     }
     if p.is_null() {
