@@ -120,7 +120,11 @@ fn intel_alloc(
     let flags = conv::intel_alloc_flags(desc.kind, desc.device.is_some(), desc.advice);
     let props: [u64; 3] = [crate::ext::MEM_ALLOC_FLAGS, flags, 0];
     let refused = ctx.placement_refused.load(std::sync::atomic::Ordering::Relaxed);
-    let props_ptr = if flags == 0 || refused { ptr::null() } else { props.as_ptr() };
+    let props_ptr = if flags == 0 || refused {
+        ptr::null()
+    } else {
+        props.as_ptr()
+    };
     let device = desc.device.map_or(ptr::null_mut(), |d| d.id.0);
     let alloc = |props: *const u64, code: &mut cl_int| {
         // SAFETY: a live context; `device` is null or a device of it (the
