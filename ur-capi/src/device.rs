@@ -295,7 +295,7 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
 }
 
 /// `urDeviceSelectBinary`: the first device image whose target the device
-/// runs ([`binary_targets`]: `spir64` where the device takes SPIR-V), or
+/// runs ([`crate::conv::binary_targets`]: `spir64` where the device takes SPIR-V), or
 /// `INVALID_BINARY` when none does. libsycl calls this once per registered
 /// image when it selects a device (tens of thousands of calls with dpnp and
 /// oneMKL loaded), so it reads the targets the device record keeps
