@@ -16,6 +16,7 @@ use ur_api::{
 use crate::conv::{self, check3};
 use crate::ext::{self, IntelUsm};
 use crate::queue::QueueShared;
+use crate::spirv::Translator;
 
 /// An OpenCL object handle that may cross threads.
 ///
@@ -47,6 +48,9 @@ pub struct Device {
     /// The platform's `cl_intel_unified_shared_memory` entry points, where
     /// the device has the extension (USM then goes through it, not SVM).
     pub(crate) intel: Option<IntelUsm>,
+    /// The SPIR-V translator, where the device takes SPIR-V only as SPIR
+    /// bitcode (`spirv.rs`).
+    pub(crate) translator: Option<Arc<Translator>>,
 }
 
 /// An OpenCL context. Its state is shared (`ContextInner`) with the USM
@@ -87,6 +91,9 @@ pub struct ContextInner {
     /// memory): later allocations go without them, in one call, instead of
     /// a refused call and a retry each.
     pub(crate) placement_refused: std::sync::atomic::AtomicBool,
+    /// The SPIR-V translator, where every device of the context takes
+    /// SPIR-V only through it.
+    pub(crate) translator: Option<Arc<Translator>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -185,7 +192,10 @@ pub(crate) fn devices(p: &Platform) -> Result<Vec<Device>> {
         Err(code) => return Err(conv::error(code)),
     };
     let intel = IntelUsm::load(p.cl.id());
-    ids.into_iter().map(|id| describe(id, intel)).collect()
+    let translator = p.cl.version().ok().and_then(|v| Translator::find(&v));
+    ids.into_iter()
+        .map(|id| describe(id, intel, translator.as_ref()))
+        .collect()
 }
 
 /// A device capability of the Intel USM extension (a `cl_bitfield`).
@@ -196,7 +206,7 @@ fn intel_caps(d: &ClDevice, param: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
+fn describe(id: cl_device_id, intel: Option<IntelUsm>, translator: Option<&Arc<Translator>>) -> Result<Device> {
     let d = ClDevice::new(id);
     let version_text = check3(d.version())?;
     let version = conv::cl_version(&version_text).unwrap_or((1, 2));
@@ -216,7 +226,17 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
     if compiler {
         formats |= ProgramFormats::OPENCL_C;
     }
-    if il.contains("SPIR-V") {
+    // Without IL, SPIR-V goes in as SPIR bitcode where the device builds
+    // SPIR and the translator is installed (`spirv.rs`).
+    let translator = if il.contains("SPIR-V") {
+        formats |= ProgramFormats::SPIRV;
+        None
+    } else if compiler && check3(d.extensions())?.split_whitespace().any(|e| e == "cl_khr_spir") {
+        translator.cloned()
+    } else {
+        None
+    };
+    if translator.is_some() {
         formats |= ProgramFormats::SPIRV;
     }
     // HOST_REGISTER (`lock_host`) is not claimed, per device type:
@@ -278,6 +298,7 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>) -> Result<Device> {
         info,
         version,
         intel,
+        translator,
     })
 }
 
@@ -419,7 +440,9 @@ fn partition_caps(d: &ClDevice, version: (u32, u32)) -> PartitionCaps {
 pub(crate) fn partition(device: &Device, how: &Partition) -> Result<Vec<Device>> {
     let props = conv::partition_properties(how);
     let ids = opencl3::device::create_sub_devices(device.id.0, &props).map_err(conv::error)?;
-    ids.into_iter().map(|id| describe(id, device.intel)).collect()
+    ids.into_iter()
+        .map(|id| describe(id, device.intel, device.translator.as_ref()))
+        .collect()
 }
 
 pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
@@ -438,6 +461,11 @@ pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
         versions: devices.iter().map(|d| d.version).collect(),
         intel: devices.iter().map(|d| d.intel).reduce(|a, b| a.and(b)).flatten(),
         placement_refused: std::sync::atomic::AtomicBool::new(false),
+        translator: devices
+            .iter()
+            .map(|d| d.translator.clone())
+            .reduce(|a, b| a.and(b))
+            .flatten(),
     })))
 }
 

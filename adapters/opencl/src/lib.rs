@@ -93,6 +93,7 @@ mod ext;
 mod memory;
 mod program;
 mod queue;
+mod spirv;
 mod usm;
 
 pub use device::{Context, Device, Platform};

@@ -8,7 +8,6 @@ use opencl3::command_queue as cq;
 use opencl3::error_codes::{CL_BUILD_PROGRAM_FAILURE, CL_INVALID_KERNEL_NAME};
 use opencl3::kernel::{self as clk, Kernel as ClKernel, CL_KERNEL_NUM_ARGS};
 use opencl3::memory::ClMem;
-use opencl3::program::Program as ClProgram;
 use opencl3::types::{cl_mem, cl_program, cl_uint};
 use parking_lot::Mutex;
 use ur_api::{Error, KernelArg, KernelGroupInfo, KernelInfo, NativeHandle, NativeObj, NdRange, ProgramSource, Result};
@@ -20,25 +19,18 @@ use crate::OpenClAdapter;
 
 /// A program built for every device of its context: one this adapter
 /// built, or one the caller built with OpenCL itself and handed over by its
-/// handle (`Adapter::program_from_native`).
+/// handle (`Adapter::program_from_native`). Holds one reference to the
+/// OpenCL program, released on drop.
 #[derive(Debug)]
 pub struct Program {
     raw: Handle<cl_program>,
-    /// The owner of a program this adapter built (released on drop).
-    _built: Option<ClProgram>,
-    /// The reference held to a program made outside (released on drop).
-    _native: Option<NativeProgram>,
 }
 
-/// A reference to a program made outside this adapter.
-#[derive(Debug)]
-struct NativeProgram(Handle<cl_program>);
-
-impl Drop for NativeProgram {
+impl Drop for Program {
     fn drop(&mut self) {
-        // SAFETY: this adapter holds one reference to the program
-        // (retained, or handed over), released once here.
-        if let Err(code) = unsafe { cl3::program::release_program(self.0 .0) } {
+        // SAFETY: this adapter holds one reference to the program (made
+        // here, retained, or handed over), released once here.
+        if let Err(code) = unsafe { cl3::program::release_program(self.raw.0) } {
             tracing::warn!(code, "clReleaseProgram");
         }
     }
@@ -56,34 +48,76 @@ pub struct Kernel {
 /// Builds `source` for every device of `ctx`; a failed build reports every
 /// device's build log in [`Error::ProgramBuild`].
 pub(crate) fn create_program(ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
-    let mut cl = match source {
-        ProgramSource::OpenClC(src) => check3(ClProgram::create_from_source(&ctx.cl, src))?,
-        ProgramSource::SpirV(il) => check3(ClProgram::create_from_il(&ctx.cl, il))?,
-        // Not reached: the dyn layer only passes formats the devices listed.
-        other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
-    };
     if options.contains('\0') {
         return Err(Error::invalid("build options contain a NUL byte"));
     }
+    let mut options = options.to_owned();
+    let raw = match source {
+        ProgramSource::OpenClC(src) => check(cl3::program::create_program_with_source(ctx.cl.get(), &[src]))?,
+        ProgramSource::SpirV(il) => match &ctx.translator {
+            None => check(cl3::program::create_program_with_il(ctx.cl.get(), il))?,
+            // SPIR bitcode, one copy per device, built as SPIR (`spirv.rs`).
+            Some(t) => {
+                options.insert_str(0, "-x spir ");
+                from_binary(ctx, &t.bitcode(il)?)?
+            }
+        },
+        // Not reached: the dyn layer only passes formats the devices listed.
+        other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
+    };
+    // Owned from here: released on every return below.
+    let program = Program { raw: Handle(raw) };
     let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
-    match cl.build(&devices, options) {
-        Ok(()) => Ok(Program {
-            raw: Handle(cl.get()),
-            _built: Some(cl),
-            _native: None,
+    let c_options = std::ffi::CString::new(options).map_err(|_| Error::invalid("build options contain a NUL byte"))?;
+    match cl3::program::build_program(raw, &devices, &c_options, None, ptr::null_mut()) {
+        Ok(()) => Ok(program),
+        Err(CL_BUILD_PROGRAM_FAILURE) => Err(Error::ProgramBuild {
+            log: build_log(raw, &ctx.devices),
         }),
-        Err(e) if e.0 == CL_BUILD_PROGRAM_FAILURE => Err(Error::ProgramBuild {
-            log: build_log(&cl, &ctx.devices),
-        }),
-        Err(e) => Err(conv::error(e.0)),
+        Err(code) => Err(conv::error(code)),
     }
 }
 
-fn build_log(p: &ClProgram, devices: &[Handle<opencl3::types::cl_device_id>]) -> String {
+/// `clCreateProgramWithBinary` of the same `binary` for every device of
+/// `ctx`. (Not `cl3`'s wrapper: it passes its `&[&[u8]]` as the array of
+/// binary pointers, so a second device reads the first slice's length as
+/// its pointer.)
+fn from_binary(ctx: &Context, binary: &[u8]) -> Result<cl_program> {
+    let lib = cl3::load_library()
+        .as_ref()
+        .map_err(|_| Error::unsupported("the OpenCL library is not loaded"))?;
+    let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
+    let lengths = vec![binary.len(); devices.len()];
+    let pointers = vec![binary.as_ptr(); devices.len()];
+    let mut statuses = vec![0; devices.len()];
+    let mut status = opencl3::error_codes::CL_INVALID_VALUE;
+    // SAFETY: `devices`, `lengths`, `pointers` and `statuses` have one
+    // entry per device of the live context; every pointer points at
+    // `binary`, valid for its length for the call.
+    let program = lib
+        .clCreateProgramWithBinary(
+            ctx.cl.get(),
+            devices.len() as cl_uint,
+            devices.as_ptr(),
+            lengths.as_ptr(),
+            pointers.as_ptr(),
+            statuses.as_mut_ptr(),
+            &mut status,
+        )
+        .ok_or_else(|| Error::unsupported("clCreateProgramWithBinary is missing from the OpenCL library"))?;
+    if status != opencl3::error_codes::CL_SUCCESS {
+        return Err(conv::error(status));
+    }
+    Ok(program)
+}
+
+fn build_log(p: cl_program, devices: &[Handle<opencl3::types::cl_device_id>]) -> String {
     let mut log = String::new();
     for d in devices {
         let name = opencl3::device::Device::new(d.0).name().unwrap_or_default();
-        let text = p.get_build_log(d.0).unwrap_or_else(|e| format!("(no log: {e})"));
+        let text = cl3::program::get_program_build_info(p, d.0, cl3::program::CL_PROGRAM_BUILD_LOG)
+            .map(String::from)
+            .unwrap_or_else(|code| format!("(no log: {})", conv::error(code)));
         let text = text.trim_end_matches('\0').trim();
         if !text.is_empty() {
             log.push_str(&format!("[{name}]\n{text}\n"));
@@ -130,11 +164,7 @@ pub(crate) fn program_from_native(ctx: &Context, handle: NativeHandle, owned: bo
         // SAFETY: a live program (the handle's contract).
         check(unsafe { cl3::program::retain_program(raw) })?;
     }
-    Ok(Program {
-        raw: Handle(raw),
-        _built: None,
-        _native: Some(NativeProgram(Handle(raw))),
-    })
+    Ok(Program { raw: Handle(raw) })
 }
 
 /// A kernel over `handle`, a kernel the caller made in `ctx`'s OpenCL

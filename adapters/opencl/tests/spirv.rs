@@ -133,3 +133,55 @@ fn spirv_kernels_run_with_buffers_scalars_and_usm() {
         rt.release_context(ctx).unwrap();
     }
 }
+
+/// A context over every device of a platform that takes SPIR-V builds the
+/// module once for all of them (PoCL's two devices take it as SPIR bitcode
+/// through the translator: one binary per device), and a kernel runs on
+/// the last device.
+#[test]
+fn spirv_builds_for_every_device_of_a_multi_device_context() {
+    let Some(rt) = runtime("spirv") else { return };
+    let mut tried = false;
+    for p in rt.platforms() {
+        let devices = rt.devices(p).unwrap();
+        let takes = |&d: &ur_api::DeviceId| {
+            rt.device_info(d)
+                .unwrap()
+                .program_formats
+                .contains(ProgramFormats::SPIRV)
+        };
+        if devices.len() < 2 || !devices.iter().all(takes) {
+            continue;
+        }
+        tried = true;
+        let last = *devices.last().unwrap();
+        let ctx = rt.create_context(&devices).unwrap();
+        let q = rt.create_queue(ctx, last, &QueueProps::default()).unwrap();
+        let prog = rt
+            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
+            .unwrap();
+        let fill = rt.create_kernel(prog, "fill_index").unwrap();
+        let n = 256usize;
+        let buf = rt.create_buffer(ctx, &BufferDesc::new(n * 4).on(last), None).unwrap();
+        rt.complete(
+            rt.enqueue_launch(q, fill, &NdRange::d1(n), &[ArgValue::Buffer(buf)], &[])
+                .unwrap(),
+        )
+        .unwrap();
+        let mut back = vec![0u8; n * 4];
+        rt.read(q, buf, 0, &mut back).unwrap();
+        let want: Vec<u8> = (0..n as u32).flat_map(|i| i.to_ne_bytes()).collect();
+        assert_eq!(back, want);
+        rt.release_buffer(buf).unwrap();
+        rt.release_kernel(fill).unwrap();
+        rt.release_program(prog).unwrap();
+        rt.release_queue(q).unwrap();
+        rt.release_context(ctx).unwrap();
+    }
+    if !tried {
+        skip(
+            "spirv",
+            "no platform with two devices that take SPIR-V (PoCL with POCL_DEVICES=\"pthread pthread\" and llvm-spirv-15)",
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! SPIR-V for devices that take SPIR, not IL (PoCL as Debian builds it).
+//!
+//! Such a runtime answers no `CL_DEVICE_IL_VERSION` but has `cl_khr_spir`:
+//! it builds LLVM bitcode of the SPIR target given to
+//! `clCreateProgramWithBinary` and built with `-x spir`. The Khronos
+//! translator (`llvm-spirv -r`) turns a SPIR-V module into that bitcode, so
+//! with the translator present those devices take the SPIR-V that SYCL
+//! applications ship, as devices with IL do.
+//!
+//! The translator must match the runtime's LLVM (bitcode from a newer LLVM
+//! does not load in an older one), so it is looked up by the LLVM major
+//! version the platform names in its version string (`... LLVM 15.0.6 ...`):
+//! `llvm-spirv-15` on `PATH`, then `/usr/lib/llvm-15/bin/llvm-spirv`.
+//! `UR_LLVM_SPIRV=<path>` names one explicitly; `UR_LLVM_SPIRV=0` turns the
+//! translation off (those devices then report no SPIR-V).
+//!
+//! Translations are kept per translator for the process's life, keyed by
+//! the module's bytes: SYCL runtimes build the same module again for every
+//! context and option string.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_api::{Error, Result};
+
+/// The environment variable that names the translator, or `0` for none.
+pub const TRANSLATOR_ENV: &str = "UR_LLVM_SPIRV";
+
+/// A SPIR-V to SPIR bitcode translator (`llvm-spirv -r`).
+#[derive(Debug)]
+pub struct Translator {
+    path: PathBuf,
+    /// Translated modules: SPIR-V bytes -> bitcode.
+    done: Mutex<HashMap<Arc<[u8]>, Arc<[u8]>>>,
+}
+
+impl Translator {
+    /// The translator for a platform whose version string is
+    /// `platform_version`, if one is installed (see the module docs).
+    pub fn find(platform_version: &str) -> Option<Arc<Translator>> {
+        let path = match std::env::var_os(TRANSLATOR_ENV) {
+            Some(v) if v == "0" || v.is_empty() => return None,
+            Some(v) => Some(PathBuf::from(v)),
+            None => llvm_major(platform_version).and_then(|major| versioned(major, std::env::var_os("PATH"))),
+        }?;
+        tracing::debug!(path = %path.display(), "SPIR-V translator");
+        Some(Arc::new(Translator {
+            path,
+            done: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// SPIR bitcode for the SPIR-V module `il`, translated once per module.
+    /// A module the translator refuses is a build failure with its message
+    /// as the log.
+    pub fn bitcode(&self, il: &[u8]) -> Result<Arc<[u8]>> {
+        if let Some(bc) = self.done.lock().get(il) {
+            return Ok(bc.clone());
+        }
+        let bc: Arc<[u8]> = self.translate(il)?.into();
+        self.done.lock().insert(il.into(), bc.clone());
+        Ok(bc)
+    }
+
+    fn translate(&self, il: &[u8]) -> Result<Vec<u8>> {
+        let io = |what: &str, e: std::io::Error| Error::unsupported(format!("SPIR-V translation: {what}: {e}"));
+        let dir = tempfile::tempdir().map_err(|e| io("temporary directory", e))?;
+        let input = dir.path().join("module.spv");
+        let output = dir.path().join("module.bc");
+        std::fs::write(&input, il).map_err(|e| io("writing the module", e))?;
+        let out = Command::new(&self.path)
+            .arg("-r")
+            .arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .output()
+            .map_err(|e| io(&format!("running {}", self.path.display()), e))?;
+        if !out.status.success() {
+            let msg = String::from_utf8_lossy(&out.stderr);
+            return Err(Error::ProgramBuild {
+                log: format!(
+                    "{} -r refused the SPIR-V module ({}): {}",
+                    self.path.display(),
+                    out.status,
+                    msg.trim()
+                ),
+            });
+        }
+        std::fs::read(&output).map_err(|e| io("reading the bitcode", e))
+    }
+}
+
+/// The LLVM major version in a platform version string (`"... LLVM 15.0.6,
+/// ..."` -> 15).
+pub fn llvm_major(version: &str) -> Option<u32> {
+    let rest = &version[version.find("LLVM ")? + 5..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// `llvm-spirv-<major>` on `path` (a `PATH` value), else the LLVM
+/// installation's own copy.
+fn versioned(major: u32, path: Option<OsString>) -> Option<PathBuf> {
+    let name = format!("llvm-spirv-{major}");
+    let on_path = path
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(&name))
+        .find(|p| is_executable(p));
+    on_path.or_else(|| {
+        let p = PathBuf::from(format!("/usr/lib/llvm-{major}/bin/llvm-spirv"));
+        is_executable(&p).then_some(p)
+    })
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llvm_major_from_pocl_version() {
+        let v = "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6, SLEEF, DISTRO";
+        assert_eq!(llvm_major(v), Some(15));
+        assert_eq!(llvm_major("OpenCL 3.0 LINUX"), None);
+        assert_eq!(llvm_major("LLVM x"), None);
+    }
+
+    #[test]
+    fn versioned_translator_found_on_path_only_with_its_major() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("llvm-spirv-99");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        let path = Some(dir.path().as_os_str().to_owned());
+        // Not executable yet: not a translator.
+        assert_eq!(versioned(99, path.clone()), None);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(versioned(99, path.clone()), Some(exe));
+        assert_eq!(versioned(98, path), None);
+    }
+
+    #[test]
+    fn refused_module_is_a_build_failure_with_the_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("fake-llvm-spirv");
+        std::fs::write(&exe, "#!/bin/sh\necho 'InvalidModule: bad magic' >&2\nexit 3\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let t = Translator {
+            path: exe,
+            done: Mutex::new(HashMap::new()),
+        };
+        match t.bitcode(b"not spir-v") {
+            Err(Error::ProgramBuild { log }) => assert!(log.contains("bad magic"), "{log}"),
+            other => panic!("expected a build failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn translations_are_kept_per_module() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("fake-llvm-spirv");
+        let count = dir.path().join("count");
+        // Copies the input to the output and counts its runs.
+        std::fs::write(
+            &exe,
+            format!("#!/bin/sh\necho x >> {}\ncp \"$2\" \"$4\"\n", count.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let t = Translator {
+            path: exe,
+            done: Mutex::new(HashMap::new()),
+        };
+        assert_eq!(&*t.bitcode(b"one").unwrap(), b"one");
+        assert_eq!(&*t.bitcode(b"one").unwrap(), b"one");
+        assert_eq!(&*t.bitcode(b"two").unwrap(), b"two");
+        assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
+    }
+}
