@@ -222,7 +222,10 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         },
         UR_DEVICE_INFO_COMPONENT_DEVICES => out.bytes(&[]),
         UR_DEVICE_INFO_PARTITION_MAX_SUB_DEVICES => out.value(l.partition.max_sub_devices),
-        UR_DEVICE_INFO_MAX_NUM_SUB_GROUPS => out.value(l.max_num_sub_groups),
+        // OpenCL answers 0 without sub-groups (PoCL); SYCL 2020's minimum
+        // is 1: every work-item is then a sub-group of its own, as
+        // `SUB_GROUP_SIZES_INTEL` answers [1] below.
+        UR_DEVICE_INFO_MAX_NUM_SUB_GROUPS => out.value(l.max_num_sub_groups.max(1)),
         UR_DEVICE_INFO_PARTITION_AFFINITY_DOMAIN => out.value(l.partition.affinity_domains.bits()),
         // No cooperative, cluster or work-group-memory launch properties.
         UR_DEVICE_INFO_KERNEL_LAUNCH_CAPABILITIES => out.value::<ur_kernel_launch_properties_flag_t>(0),

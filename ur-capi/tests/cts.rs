@@ -696,3 +696,28 @@ fn oversized_buffers_are_refused_at_creation() {
         }
     }
 }
+
+/// Every device answers at least one sub-group and one sub-group size
+/// (SYCL 2020's minimum; OpenCL devices without sub-groups answer 0 and no
+/// sizes, which SYCL clients reject).
+#[test]
+fn every_device_has_at_least_one_sub_group() {
+    let t = t();
+    for p in platforms() {
+        for &d in &p.devices {
+            // SAFETY: a device handle of this library, u32 / size_t outputs.
+            let (n, sizes) = unsafe {
+                (
+                    capi::device_value::<u32>(t, d, UR_DEVICE_INFO_MAX_NUM_SUB_GROUPS),
+                    capi::device_array::<u32>(t, d, UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL),
+                )
+            };
+            assert!(n >= 1, "{}: MAX_NUM_SUB_GROUPS {n}", p.name);
+            assert!(
+                !sizes.is_empty() && sizes.iter().all(|&s| s >= 1),
+                "{}: sizes {sizes:?}",
+                p.name
+            );
+        }
+    }
+}
