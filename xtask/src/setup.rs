@@ -24,10 +24,14 @@ pub struct Group {
 }
 
 /// Everything `setup` installs.
-pub const GROUPS: [Group; 7] = [
+pub const GROUPS: [Group; 8] = [
     Group {
         purpose: "OpenCL: ICD loader, PoCL (CPU) and Mesa rusticl platforms, clinfo",
         packages: &["pocl-opencl-icd", "mesa-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
+    },
+    Group {
+        purpose: "SPIR-V -> SPIR translator matching PoCL's LLVM 15: PoCL builds SPIR, not SPIR-V (adapters/opencl/src/spirv.rs)",
+        packages: &["llvm-spirv-15"],
     },
     Group {
         purpose: "Level Zero loader and headers",
