@@ -344,6 +344,45 @@ pub fn rects_for_opencl(rect: &RectCopy) -> Vec<RectCopy> {
         .collect()
 }
 
+/// A host CPU cache: size and line size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostCache {
+    /// Bytes.
+    pub size: u64,
+    /// Bytes per line.
+    pub line: u64,
+}
+
+/// The last-level data cache among sysfs cache entries, each
+/// `(level, type, size, coherency_line_size)` as the files read
+/// (`"3\n"`, `"Unified\n"`, `"32768K\n"`, `"64\n"`); instruction caches
+/// and unreadable entries are skipped.
+pub fn last_level_cache(entries: impl IntoIterator<Item = (String, String, String, String)>) -> Option<HostCache> {
+    entries
+        .into_iter()
+        .filter(|(_, kind, _, _)| matches!(kind.trim(), "Data" | "Unified"))
+        .filter_map(|(level, _, size, line)| {
+            let level: u32 = level.trim().parse().ok()?;
+            let size = size.trim();
+            let (digits, unit) = match size.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+                Some((i, _)) => size.split_at(i),
+                None => (size, ""),
+            };
+            let scale = match unit {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                _ => return None,
+            };
+            let size = digits.parse::<u64>().ok()?.checked_mul(scale)?;
+            let line = line.trim().parse().ok()?;
+            Some((level, HostCache { size, line }))
+        })
+        .max_by_key(|(level, _)| *level)
+        .map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,5 +619,34 @@ mod tests {
             PartitionKinds::EQUALLY | PartitionKinds::BY_AFFINITY_DOMAIN
         );
         assert_eq!(partition_kinds(&[]), PartitionKinds::empty());
+    }
+
+    #[test]
+    fn last_level_cache_from_sysfs_entries() {
+        let e = |l: &str, t: &str, s: &str, n: &str| (l.into(), t.into(), s.into(), n.into());
+        let entries = vec![
+            e("1\n", "Data\n", "32K\n", "64\n"),
+            e("1\n", "Instruction\n", "32K\n", "64\n"),
+            e("3\n", "Unified\n", "32768K\n", "64\n"),
+            e("2\n", "Unified\n", "512K\n", "64\n"),
+            e("4\n", "Instruction\n", "1G\n", "64\n"),
+        ];
+        assert_eq!(
+            last_level_cache(entries),
+            Some(HostCache {
+                size: 32 << 20,
+                line: 64
+            })
+        );
+        assert_eq!(
+            last_level_cache(vec![e("2", "Unified", "1M", "128")]),
+            Some(HostCache {
+                size: 1 << 20,
+                line: 128
+            })
+        );
+        assert_eq!(last_level_cache(vec![e("x", "Unified", "1M", "64")]), None);
+        assert_eq!(last_level_cache(vec![e("2", "Unified", "1Q", "64")]), None);
+        assert_eq!(last_level_cache(Vec::new()), None);
     }
 }

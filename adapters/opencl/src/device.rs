@@ -302,6 +302,34 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>, translator: Option<&Arc<T
     })
 }
 
+/// `value` where the device answered it; a CPU device that answers 0
+/// (rusticl's llvmpipe) runs on the host's cores, so its cache is the
+/// host's last-level cache, read from sysfs (0 where sysfs has none).
+fn or_host_cache(d: &ClDevice, value: u64, field: impl Fn(&conv::HostCache) -> u64) -> u64 {
+    let cpu = d.dev_type().is_ok_and(|t| t & opencl3::device::CL_DEVICE_TYPE_CPU != 0);
+    if value != 0 || !cpu {
+        return value;
+    }
+    static HOST: std::sync::OnceLock<Option<conv::HostCache>> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+        let entries = std::fs::read_dir(dir).ok()?;
+        let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+        let caches = entries.flatten().map(|e| {
+            let p = e.path();
+            (
+                read(p.join("level")),
+                read(p.join("type")),
+                read(p.join("size")),
+                read(p.join("coherency_line_size")),
+            )
+        });
+        conv::last_level_cache(caches)
+    })
+    .as_ref()
+    .map_or(0, field)
+}
+
 /// `CL_DEVICE_SUB_GROUP_SIZES_INTEL` (`cl_intel_required_subgroup_size`).
 const SUB_GROUP_SIZES_INTEL: u32 = 0x4108;
 
@@ -360,8 +388,10 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
         max_work_item_sizes: sizes,
         max_clock_frequency: d.max_clock_frequency().unwrap_or(0),
         address_bits: d.address_bits().unwrap_or(0),
-        global_mem_cache_size: d.global_mem_cache_size().unwrap_or(0),
-        global_mem_cacheline_size: d.global_mem_cacheline_size().unwrap_or(0),
+        global_mem_cache_size: or_host_cache(d, d.global_mem_cache_size().unwrap_or(0), |c| c.size),
+        global_mem_cacheline_size: or_host_cache(d, d.global_mem_cacheline_size().unwrap_or(0).into(), |c| c.line)
+            .try_into()
+            .unwrap_or(u32::MAX),
         max_constant_buffer_size: d.max_constant_buffer_size().unwrap_or(0),
         max_constant_args: d.max_constant_args().unwrap_or(0),
         max_parameter_size: d.max_parameter_size().unwrap_or(0),

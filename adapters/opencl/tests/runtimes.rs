@@ -22,6 +22,19 @@ fn discovery_finds_devices_with_sane_info() {
         assert!(info.max_work_group_size >= 1);
         assert!(info.sub_buffer_align.is_power_of_two());
         assert!(info.backend_version.starts_with("OpenCL "), "{}", info.backend_version);
+        // CPU devices answer a cache (rusticl's llvmpipe answers none: the
+        // host's is reported), where the host lists one in sysfs.
+        let host_cache = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache/index0").exists();
+        if info.device_type == ur_api::DeviceType::Cpu && host_cache {
+            let l = &info.limits;
+            assert!(
+                l.global_mem_cache_size > 0 && l.global_mem_cacheline_size > 0,
+                "{}: cache {} line {}",
+                info.name,
+                l.global_mem_cache_size,
+                l.global_mem_cacheline_size
+            );
+        }
         eprintln!(
             "{} [{}] type={:?} usm={:?} caps={:?}",
             info.name,
