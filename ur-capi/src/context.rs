@@ -45,11 +45,16 @@ pub unsafe extern "C" fn urContextCreate(
             .map(|h| get::<DeviceId, _>(*h))
             .collect::<Result<Vec<_>, _>>()?;
         let rt = &state().rt;
-        let infos = ids.iter().map(|d| rt.device_info(*d)).collect::<Result<Vec<_>, _>>()?;
-        let max_alloc = infos.iter().map(|i| i.max_alloc_size).min().unwrap_or(0);
-        let use_host_ptr = infos
+        // The devices' records (registered with their handles), not a
+        // fresh copy of each description.
+        let records = ids
+            .iter()
+            .map(|d| crate::state::device(*d))
+            .collect::<Result<Vec<_>, _>>()?;
+        let max_alloc = records.iter().map(|r| r.info.max_alloc_size).min().unwrap_or(0);
+        let use_host_ptr = records
             .first()
-            .is_some_and(|i| i.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR));
+            .is_some_and(|r| r.info.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR));
         let id = rt.create_context(&ids)?;
         let h = register(Object::Context(Arc::new(Context {
             id,

@@ -161,7 +161,9 @@ unsafe fn check_sub_devices(t: &ur_dditable_t, d: ur_device_handle_t, kinds: &[u
                 bad.len()
             );
         }
-        let p = props(&[equally(1)]);
+        // The property list outlives every use of `p`, which points into it.
+        let one_each = [equally(1)];
+        let p = props(&one_each);
         let mut one = [null_mut(); 1];
         if subs.len() > 1 {
             assert_eq!(
