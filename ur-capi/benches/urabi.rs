@@ -10,6 +10,10 @@
 //!   threads, each with its own queue and buffer in one context on PoCL's
 //!   first device: operations per second of all four, ours over UR's
 //!   (target >= 1.0);
+//! - `urabi.usm_alloc_free_1mib_over_ur_opencl`: ns per 1 MiB device USM
+//!   allocation and free (`urUSMDeviceAlloc` + `urUSMFree`) on the Intel
+//!   CPU OpenCL runtime, ours over UR's (target <= 1.0; below dpctl's
+//!   `clients.usm_alloc_free_1mib_1k`);
 //! - `urabi.sycl_usm_memcpy_256mib`: ns of a SYCL program's 256 MiB USM
 //!   device memcpy on the Intel CPU OpenCL runtime, ours over UR's (target
 //!   <= 1.05).
@@ -91,9 +95,6 @@ fn dispatch_child(loader: &Path, threads: usize) -> Result<f64, String> {
     let lib = unsafe { Library::new(loader) }.map_err(|e| e.to_string())?;
     type Init = Option<unsafe extern "C" fn(u32, *mut c_void) -> ur_result_t>;
     let init = sym!(lib, "urLoaderInit", Init);
-    let adapter_get = sym!(lib, "urAdapterGet", ur_pfnAdapterGet_t);
-    let platform_get = sym!(lib, "urPlatformGet", ur_pfnPlatformGet_t);
-    let platform_info = sym!(lib, "urPlatformGetInfo", ur_pfnPlatformGetInfo_t);
     let device_get = sym!(lib, "urDeviceGet", ur_pfnDeviceGet_t);
     let context_create = sym!(lib, "urContextCreate", ur_pfnContextCreate_t);
     let queue_create = sym!(lib, "urQueueCreate", ur_pfnQueueCreate_t);
@@ -108,32 +109,7 @@ fn dispatch_child(loader: &Path, threads: usize) -> Result<f64, String> {
         if init(0, null_mut()) != UR_RESULT_SUCCESS {
             return Err("urLoaderInit failed".into());
         }
-        let mut n = 0u32;
-        adapter_get(0, null_mut(), &mut n);
-        let mut adapters = vec![null_mut(); n as usize];
-        adapter_get(n, adapters.as_mut_ptr(), null_mut());
-        let mut pocl = None;
-        for a in adapters {
-            let mut np = 0u32;
-            platform_get(a, 0, null_mut(), &mut np);
-            let mut ps = vec![null_mut(); np as usize];
-            platform_get(a, np, ps.as_mut_ptr(), null_mut());
-            for p in ps {
-                let mut name = [0u8; 256];
-                platform_info(
-                    p,
-                    UR_PLATFORM_INFO_NAME,
-                    name.len(),
-                    name.as_mut_ptr().cast(),
-                    null_mut(),
-                );
-                let name = CStr::from_bytes_until_nul(&name).map(|c| c.to_string_lossy().into_owned());
-                if name.is_ok_and(|n| n.contains("Portable Computing Language")) {
-                    pocl = Some(p);
-                }
-            }
-        }
-        let p = pocl.ok_or("no PoCL platform")?;
+        let p = find_platform(&lib, "Portable Computing Language")?;
         let mut d = null_mut();
         if device_get(p, UR_DEVICE_TYPE_ALL, 1, &mut d, null_mut()) != UR_RESULT_SUCCESS {
             return Err("urDeviceGet failed".into());
@@ -185,6 +161,92 @@ fn dispatch_child(loader: &Path, threads: usize) -> Result<f64, String> {
             .unwrap_or(CHILD_ROUNDS);
         for _ in 0..rounds {
             best = best.min(run(20_000)?);
+        }
+        Ok(best)
+    }
+}
+
+/// The first platform, over every adapter the loader loaded, whose name
+/// contains `name`. The loader is initialised.
+fn find_platform(lib: &Library, name: &str) -> Result<ur_platform_handle_t, String> {
+    let adapter_get = sym!(lib, "urAdapterGet", ur_pfnAdapterGet_t);
+    let platform_get = sym!(lib, "urPlatformGet", ur_pfnPlatformGet_t);
+    let platform_info = sym!(lib, "urPlatformGetInfo", ur_pfnPlatformGetInfo_t);
+    // SAFETY: live out-pointers of the right types and counts, handles the
+    // loader returned.
+    unsafe {
+        let mut n = 0u32;
+        adapter_get(0, null_mut(), &mut n);
+        let mut adapters = vec![null_mut(); n as usize];
+        adapter_get(n, adapters.as_mut_ptr(), null_mut());
+        for a in adapters {
+            let mut np = 0u32;
+            platform_get(a, 0, null_mut(), &mut np);
+            let mut ps = vec![null_mut(); np as usize];
+            platform_get(a, np, ps.as_mut_ptr(), null_mut());
+            for p in ps {
+                let mut text = [0u8; 256];
+                platform_info(
+                    p,
+                    UR_PLATFORM_INFO_NAME,
+                    text.len(),
+                    text.as_mut_ptr().cast(),
+                    null_mut(),
+                );
+                if CStr::from_bytes_until_nul(&text).is_ok_and(|c| c.to_string_lossy().contains(name)) {
+                    return Ok(p);
+                }
+            }
+        }
+    }
+    Err(format!("no platform named like {name:?}"))
+}
+
+/// The child side of the USM row: ns per 1 MiB device USM allocation and
+/// its free, on Intel's CPU OpenCL device, through whatever adapter the
+/// loader loads (what `dpctl.memory.MemoryUSMDevice` costs below Python).
+fn usm_child(loader: &Path) -> Result<f64, String> {
+    // SAFETY: the UR loader's initialisers are sound to run.
+    let lib = unsafe { Library::new(loader) }.map_err(|e| e.to_string())?;
+    type Init = Option<unsafe extern "C" fn(u32, *mut c_void) -> ur_result_t>;
+    let init = sym!(lib, "urLoaderInit", Init);
+    let device_get = sym!(lib, "urDeviceGet", ur_pfnDeviceGet_t);
+    let context_create = sym!(lib, "urContextCreate", ur_pfnContextCreate_t);
+    let device_alloc = sym!(lib, "urUSMDeviceAlloc", ur_pfnUSMDeviceAlloc_t);
+    let free = sym!(lib, "urUSMFree", ur_pfnUSMFree_t);
+    // SAFETY: arguments as the UR specification asks: live out-pointers,
+    // handles the loader returned, pointers it allocated, freed once.
+    unsafe {
+        if init(0, null_mut()) != UR_RESULT_SUCCESS {
+            return Err("urLoaderInit failed".into());
+        }
+        let p = find_platform(&lib, "Intel(R) OpenCL")?;
+        let mut d = null_mut();
+        if device_get(p, UR_DEVICE_TYPE_ALL, 1, &mut d, null_mut()) != UR_RESULT_SUCCESS {
+            return Err("urDeviceGet failed".into());
+        }
+        let mut c = null_mut();
+        context_create(1, &d, null(), &mut c);
+        let run = |iters: usize| -> Result<f64, String> {
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                let mut m = null_mut();
+                let r = device_alloc(c, d, null(), null_mut(), 1 << 20, &mut m);
+                if r != UR_RESULT_SUCCESS {
+                    return Err(format!("urUSMDeviceAlloc: {r}"));
+                }
+                free(c, m);
+            }
+            Ok(t0.elapsed().as_nanos() as f64 / iters as f64)
+        };
+        run(1_000)?;
+        let rounds = std::env::var("URABI_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(CHILD_ROUNDS);
+        let mut best = f64::MAX;
+        for _ in 0..rounds {
+            best = best.min(run(5_000)?);
         }
         Ok(best)
     }
@@ -244,6 +306,10 @@ fn main() {
                 Ok(ns) => println!("NS {ns}"),
                 Err(e) => println!("error: {e}"),
             },
+            "usm" => match usm_child(&loader) {
+                Ok(ns) => println!("NS {ns}"),
+                Err(e) => println!("error: {e}"),
+            },
             other => println!("error: unknown child {other}"),
         }
         return;
@@ -283,6 +349,18 @@ fn main() {
                 1e9 / theirs,
             ),
             Err(e) => println!("urabi.dispatch_4threads_over_ur_opencl: skipped: {e}"),
+        }
+    }
+    if wanted("urabi.usm_alloc_free_1mib_over_ur_opencl") {
+        match compare("usm", &exe, &lib, &icd, &so) {
+            Ok((ours, theirs)) => print_row(
+                "urabi.usm_alloc_free_1mib_over_ur_opencl",
+                ours,
+                "ns",
+                "UR's OpenCL adapter (1 MiB device USM alloc + free, Intel CPU OpenCL)",
+                theirs,
+            ),
+            Err(e) => println!("urabi.usm_alloc_free_1mib_over_ur_opencl: skipped: {e}"),
         }
     }
     if wanted("urabi.sycl_usm_memcpy_256mib") {
