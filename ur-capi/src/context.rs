@@ -20,7 +20,10 @@ use crate::objects::{Context, Kind, Object};
 use crate::state::state;
 use crate::sys::*;
 
-/// `urContextCreate`: one runtime context over devices of one platform.
+/// `urContextCreate`: one runtime context over devices of one platform;
+/// over devices of several runtimes (the one platform over every runtime),
+/// one runtime context per runtime, its buffers in one memory manager over
+/// all of them ([`crate::managed`]).
 ///
 /// # Safety
 ///
@@ -55,9 +58,32 @@ pub unsafe extern "C" fn urContextCreate(
         let use_host_ptr = records
             .first()
             .is_some_and(|r| r.info.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR));
-        let id = rt.create_context(&ids)?;
+        // One runtime context per runtime platform (one, except in the one
+        // platform over every runtime).
+        let mut groups: Vec<(ur_api::PlatformId, Vec<ur_api::DeviceId>)> = Vec::new();
+        for &d in &ids {
+            let p = rt.device_platform(d)?;
+            match groups.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, ds)) => ds.push(d),
+                None => groups.push((p, vec![d])),
+            }
+        }
+        let mut parts = Vec::with_capacity(groups.len());
+        for (_, ds) in groups {
+            match rt.create_context(&ds) {
+                Ok(c) => parts.push((c, ds)),
+                Err(e) => {
+                    for (c, _) in parts {
+                        let _ = rt.release_context(c);
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+        let id = parts[0].0;
         let h = register(Object::Context(Arc::new(Context {
             id,
+            parts,
             devices: hs.to_vec(),
             mm: std::sync::OnceLock::new(),
             max_alloc,
@@ -85,10 +111,12 @@ pub unsafe extern "C" fn urContextRetain(c: ur_context_handle_t) -> ur_result_t 
 pub unsafe extern "C" fn urContextRelease(c: ur_context_handle_t) -> ur_result_t {
     entry(|| {
         if let Some(Object::Context(ctx)) = handles::release(c, Kind::Context)? {
-            if let Err(e) = state().rt.release_context(ctx.id) {
-                // UR lets a context go while objects made in it live on; the
-                // runtime keeps it until they are released.
-                tracing::debug!(error = %e, "context released with live objects");
+            for (id, _) in &ctx.parts {
+                if let Err(e) = state().rt.release_context(*id) {
+                    // UR lets a context go while objects made in it live on;
+                    // the runtime keeps it until they are released.
+                    tracing::debug!(error = %e, "context released with live objects");
+                }
             }
         }
         Ok(())

@@ -30,7 +30,7 @@ pub const UR_RUST_MEMORY_CONNECTION_UNIFIED: u32 = 2;
 fn location(c: ur_context_handle_t, d: ur_device_handle_t) -> Result<Location, CapiError> {
     let ctx = get::<Arc<Context>, _>(c)?;
     let dev = get::<DeviceId, _>(d)?;
-    Ok(Location::new(ctx.id, dev))
+    Ok(Location::new(ctx.part_of(dev), dev))
 }
 
 /// `urRustMemoryConnectionExp`: the connection from (`src_context`,

@@ -63,11 +63,10 @@ pub fn manager(ctx: &Context) -> Result<Option<Arc<MemoryManager>>, CapiError> {
         return Ok(Some(mm.clone()));
     }
     let rt = &state().rt;
-    let locations: Vec<Location> = rt
-        .context_devices(ctx.id)?
-        .into_iter()
-        .map(|d| Location::new(ctx.id, d))
-        .collect();
+    let mut locations = Vec::new();
+    for (part, _) in &ctx.parts {
+        locations.extend(rt.context_devices(*part)?.into_iter().map(|d| Location::new(*part, d)));
+    }
     let mm = Arc::new(MemoryManager::new(rt.clone(), &locations).map_err(mm_error)?);
     Ok(Some(ctx.mm.get_or_init(|| mm).clone()))
 }
@@ -175,7 +174,9 @@ impl Drop for Prepared {
 /// any adapter sees the command: the native adapter would otherwise run
 /// it, OpenCL refuse it.
 pub fn same_context(q: &Queue, m: &Mem) -> Result<(), CapiError> {
-    if m.context.1.id == q.context.1 {
+    // The UR context handles: a context over several runtimes has one
+    // runtime context per runtime, and its queues each use their device's.
+    if m.context.0 == q.context.0 {
         Ok(())
     } else {
         Err(CapiError::WrongContext)

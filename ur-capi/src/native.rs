@@ -78,7 +78,15 @@ pub unsafe extern "C" fn urDeviceGetNativeHandle(d: ur_device_handle_t, out: *mu
 /// See the module docs.
 pub unsafe extern "C" fn urContextGetNativeHandle(c: ur_context_handle_t, out: *mut ur_native_handle_t) -> ur_result_t {
     // SAFETY: module contract.
-    entry(|| unsafe { answer(NativeOf::Context(get::<Arc<Context>, _>(c)?.id), out) })
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        // A context over several runtimes has no one native context.
+        if ctx.is_split() {
+            return Err(CapiError::Unsupported);
+        }
+        // SAFETY: as the module contract says.
+        unsafe { answer(NativeOf::Context(ctx.id), out) }
+    })
 }
 
 /// `urQueueGetNativeHandle`.

@@ -13,8 +13,13 @@ use crate::sys::*;
 /// A context.
 #[derive(Debug)]
 pub struct Context {
-    /// The runtime's context.
+    /// The runtime's context (the first of `parts`).
     pub id: ContextId,
+    /// One runtime context per runtime platform its devices belong to, with
+    /// those devices: one part, except in the one platform over every
+    /// runtime (`state::ONE_PLATFORM_ENV`), where a context may hold
+    /// devices of several runtimes.
+    pub parts: Vec<(ContextId, Vec<ur_api::DeviceId>)>,
     /// Its devices' handles, in creation order.
     pub devices: Vec<ur_device_handle_t>,
     /// For a context of several devices: the memory manager its buffers
@@ -27,6 +32,22 @@ pub struct Context {
     /// Whether the first device keeps `USE_HOST_PTR` buffers over the
     /// caller's memory (`DeviceCaps::USE_HOST_PTR`).
     pub use_host_ptr: bool,
+}
+
+impl Context {
+    /// The runtime context that holds `device` (the first part for a
+    /// device the context does not hold: the runtime then refuses it).
+    pub fn part_of(&self, device: ur_api::DeviceId) -> ContextId {
+        self.parts
+            .iter()
+            .find(|(_, ds)| ds.contains(&device))
+            .map_or(self.id, |(c, _)| *c)
+    }
+
+    /// Does the context span several runtime contexts?
+    pub fn is_split(&self) -> bool {
+        self.parts.len() > 1
+    }
 }
 
 /// A buffer or sub-buffer.

@@ -175,8 +175,18 @@ pub unsafe extern "C" fn urPlatformGetInfo(
 ) -> ur_result_t {
     entry(|| {
         let id = get::<ur_api::PlatformId, _>(p)?;
-        let info = state().rt.platform_info(id)?;
-        let backend = platform_of(id).map_or(UR_BACKEND_NATIVE_CPU, |p| p.backend);
+        let mut info = state().rt.platform_info(id)?;
+        let listed = platform_of(id);
+        let backend = listed.map_or(UR_BACKEND_NATIVE_CPU, |p| p.backend);
+        if let Some(union) = listed.filter(|p| p.is_union()) {
+            let names: Vec<String> = union
+                .members
+                .iter()
+                .filter_map(|m| state().rt.platform_info(*m).ok().map(|i| i.name))
+                .collect();
+            info.name = format!("{ONE_PLATFORM_NAME} ({})", names.join(", "));
+            info.vendor = "Unified Runtime (Rust)".to_owned();
+        }
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
         match prop {
@@ -191,6 +201,11 @@ pub unsafe extern "C" fn urPlatformGetInfo(
         }
     })
 }
+
+/// The name of the one platform over every runtime
+/// ([`crate::state::ONE_PLATFORM_ENV`]); its runtimes' names follow in
+/// parentheses.
+pub const ONE_PLATFORM_NAME: &str = "Every runtime";
 
 /// `urPlatformGetApiVersion`.
 ///

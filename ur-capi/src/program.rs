@@ -58,7 +58,15 @@ impl Program {
         }
         b.options = options.to_owned();
         b.compiled = false;
-        match rt.create_program(self.context.1.id, &ProgramSource::SpirV(self.il.to_vec()), options) {
+        let built = if self.context.1.is_split() {
+            // Not built yet: one runtime program per runtime of the context.
+            Err(Error::unsupported(
+                "programs in a context over devices of several runtimes (the one platform over every runtime)",
+            ))
+        } else {
+            rt.create_program(self.context.1.id, &ProgramSource::SpirV(self.il.to_vec()), options)
+        };
+        match built {
             Ok(id) => {
                 b.id = Some(id);
                 b.failed = false;

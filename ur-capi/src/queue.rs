@@ -114,10 +114,11 @@ pub unsafe extern "C" fn urQueueCreate(
         let qp = QueueProps {
             profiling: flags & UR_QUEUE_FLAG_PROFILING_ENABLE != 0,
         };
-        let id = state().rt.create_queue(ctx.id, dev, &qp)?;
+        let part = ctx.part_of(dev);
+        let id = state().rt.create_queue(part, dev, &qp)?;
         let h = register(Object::Queue(Queue {
             id,
-            context: (c, ctx.id),
+            context: (c, part),
             device: d,
             flags,
         }));

@@ -24,6 +24,22 @@ pub struct Platform {
     pub devices: Vec<(usize, DeviceId)>,
     /// The `ur_backend_t` it reports ([`crate::conv::ur_backend`]).
     pub backend: ur_backend_t,
+    /// For the one platform over every runtime ([`ONE_PLATFORM_ENV`]):
+    /// the runtime platforms it holds (`id` is the first). Empty for a
+    /// runtime's own platform.
+    pub members: Vec<PlatformId>,
+}
+
+impl Platform {
+    /// Does this platform list the runtime platform `id`'s devices?
+    pub fn holds(&self, id: PlatformId) -> bool {
+        self.id == id || self.members.contains(&id)
+    }
+
+    /// Is this the one platform over every runtime?
+    pub fn is_union(&self) -> bool {
+        !self.members.is_empty()
+    }
 }
 
 /// What the C API answers about one device, fixed when its handle is
@@ -79,6 +95,14 @@ impl Device {
 /// platform is present.
 pub const HOST_PLATFORMS_ENV: &str = "UR_RUST_HOST_PLATFORMS";
 
+/// Set to `1` to list one platform holding the devices of every runtime
+/// (PoCL's, rusticl's, Intel's, ...) instead of one platform per runtime:
+/// a SYCL context may then hold devices of several runtimes, and the
+/// memory manager moves its buffers between them. Opt-in: a device belongs
+/// to one platform in SYCL, and tools that count or name platforms per
+/// vendor (dpctl's filter strings) expect one per runtime.
+pub const ONE_PLATFORM_ENV: &str = "UR_RUST_ONE_PLATFORM";
+
 /// The runtime and the permanent handles.
 #[derive(Debug)]
 pub struct State {
@@ -127,6 +151,7 @@ pub fn state() -> &'static State {
                 id: p,
                 devices: Vec::new(),
                 backend,
+                members: Vec::new(),
             };
             for d in rt.devices(p).unwrap_or_default() {
                 let h = register::<ur_device_handle_t_>(Object::Device(d)) as usize;
@@ -139,6 +164,9 @@ pub fn state() -> &'static State {
                 }
             }
             platforms.push(plat);
+        }
+        if std::env::var(ONE_PLATFORM_ENV).is_ok_and(|v| v == "1") && platforms.len() > 1 {
+            platforms = vec![one_platform(platforms, &mut records)];
         }
         let backend = platforms.first().map_or(UR_BACKEND_NATIVE_CPU, |p| p.backend);
         State {
@@ -176,7 +204,44 @@ pub fn device(id: DeviceId) -> Result<Arc<Device>, CapiError> {
     }
 }
 
-/// The platform entry of a platform id.
+/// The one platform over every runtime's `platforms` (their devices keep
+/// their handles, and their own backend for binary selection); it answers
+/// the first platform's backend, or OpenCL where the runtimes differ but
+/// OpenCL is among them (libsycl offers SPIR-V images to OpenCL platforms).
+fn one_platform(platforms: Vec<Platform>, records: &mut HashMap<DeviceId, Arc<Device>>) -> Platform {
+    let first = &platforms[0];
+    let backend = if platforms.iter().all(|p| p.backend == first.backend) {
+        first.backend
+    } else if platforms.iter().any(|p| p.backend == UR_BACKEND_OPENCL) {
+        UR_BACKEND_OPENCL
+    } else {
+        first.backend
+    };
+    let handle = first.handle;
+    let members: Vec<PlatformId> = platforms.iter().map(|p| p.id).collect();
+    let devices: Vec<(usize, DeviceId)> = platforms.iter().flat_map(|p| p.devices.iter().copied()).collect();
+    for (_, d) in &devices {
+        if let Some(rec) = records.get_mut(d) {
+            if let Some(rec) = Arc::get_mut(rec) {
+                rec.platform = handle;
+            }
+        }
+    }
+    for p in &platforms[1..] {
+        // The other runtimes' platform handles are not listed; they stay
+        // registered (handles are never reused) but name no platform.
+        tracing::debug!(platform = ?p.id, "held by the one platform");
+    }
+    Platform {
+        handle,
+        id: first.id,
+        devices,
+        backend,
+        members,
+    }
+}
+
+/// The listed platform that holds the runtime platform `id`.
 pub fn platform_of(id: PlatformId) -> Option<&'static Platform> {
-    state().platforms.iter().find(|p| p.id == id)
+    state().platforms.iter().find(|p| p.holds(id))
 }

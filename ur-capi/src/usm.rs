@@ -30,6 +30,20 @@ use crate::sys::*;
 /// (`UR_USM_ALLOC_INFO_POOL`). Allocations without a pool are not listed.
 static POOL_OF: LazyLock<Mutex<HashMap<usize, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// The runtime context of `ctx` that allocated `p` (its first when none
+/// did: the runtime then answers for an unknown pointer).
+fn owner(ctx: &Context, p: *const c_void) -> ur_api::ContextId {
+    if !ctx.is_split() {
+        return ctx.id;
+    }
+    let rt = &state().rt;
+    ctx.parts
+        .iter()
+        .map(|(c, _)| *c)
+        .find(|c| rt.usm_pointer_info(*c, UsmPtr(p as u64)).is_ok())
+        .unwrap_or(ctx.id)
+}
+
 fn alloc(
     c: ur_context_handle_t,
     d: Option<ur_device_handle_t>,
@@ -64,7 +78,15 @@ fn alloc(
     if let Some(d) = device {
         udesc = udesc.on(d);
     }
-    let ptr = state().rt.usm_alloc(ctx.id, &udesc)?;
+    // A context over several runtimes: device memory in the device's
+    // runtime context; host and shared memory would have to be usable by
+    // every runtime's devices, which no runtime gives.
+    let part = match device {
+        Some(d) if kind == UsmKind::Device || !ctx.is_split() => ctx.part_of(d),
+        _ if ctx.is_split() => return Err(CapiError::Unsupported),
+        _ => ctx.id,
+    };
+    let ptr = state().rt.usm_alloc(part, &udesc)?;
     if !pool.is_null() {
         POOL_OF.lock().insert(ptr.0 as usize, pool as usize);
     }
@@ -133,7 +155,7 @@ pub unsafe extern "C" fn urUSMFree(c: ur_context_handle_t, p: *mut c_void) -> ur
         // Forgotten before the free: the address may be handed out again
         // as soon as it is freed.
         let pool = POOL_OF.lock().remove(&(p as usize));
-        let freed = state().rt.usm_free(ctx.id, UsmPtr(p as u64));
+        let freed = state().rt.usm_free(owner(&ctx, p), UsmPtr(p as u64));
         if let (Err(_), Some(pool)) = (&freed, pool) {
             POOL_OF.lock().insert(p as usize, pool);
         }
@@ -167,7 +189,7 @@ pub unsafe extern "C" fn urUSMGetMemAllocInfo(
         }
         // SAFETY: the info outputs follow the module contract.
         let out = unsafe { Out::new(size, value, size_ret) }?;
-        let info = state().rt.usm_pointer_info(ctx.id, UsmPtr(p as u64)).ok();
+        let info = state().rt.usm_pointer_info(owner(&ctx, p), UsmPtr(p as u64)).ok();
         match (prop, info) {
             (UR_USM_ALLOC_INFO_TYPE, None) => out.value(UR_USM_TYPE_UNKNOWN),
             (_, None) => Err(CapiError::InvalidValue),

@@ -1,0 +1,161 @@
+//! The one platform over every runtime (`UR_RUST_ONE_PLATFORM=1`): one UR
+//! platform lists the devices of every runtime; a context over devices of
+//! two runtimes (PoCL's and Intel's CPU OpenCL, say) holds buffers the
+//! memory manager moves between them, answers the connection of every pair,
+//! and refuses what no runtime can give (host USM usable by both, one
+//! native context, programs) with typed errors.
+
+#![allow(missing_docs)]
+
+use std::ffi::c_void;
+use std::ptr::{null, null_mut};
+
+use ur_adapter_rust::ddi;
+use ur_adapter_rust::ext::{urRustMemoryConnectionExp, UR_RUST_MEMORY_CONNECTION_NONE};
+use ur_adapter_rust::sys::*;
+
+mod capi;
+use capi::ok;
+
+fn t() -> &'static ur_dditable_t {
+    // SAFETY: the table is this library's, built once and never written.
+    unsafe { &*ddi::table() }
+}
+
+/// The connection of two (context, device) pairs.
+fn connection(c: ur_context_handle_t, a: ur_device_handle_t, b: ur_device_handle_t) -> u32 {
+    let mut out = u32::MAX;
+    // SAFETY: live handles of this library, a writable `u32`.
+    ok(
+        unsafe { urRustMemoryConnectionExp(c, a, c, b, &mut out) },
+        "urRustMemoryConnectionExp",
+    );
+    out
+}
+
+#[test]
+fn one_context_over_two_runtimes_moves_buffers_between_them() {
+    // Before the library's first call (its state reads it once).
+    std::env::set_var("UR_RUST_ONE_PLATFORM", "1");
+    let t = t();
+    // SAFETY: every call passes live out-pointers, buffers of the sizes
+    // given and handles this library returned, as the UR specification asks.
+    unsafe {
+        let plats = capi::platforms(t);
+        let with_devices: Vec<_> = plats.iter().filter(|p| !p.devices.is_empty()).collect();
+        assert_eq!(with_devices.len(), 1, "one platform listed");
+        let p = with_devices[0];
+        let devices = p.devices.clone();
+        eprintln!("one platform: {} ({} devices)", p.name, devices.len());
+
+        // A context over every device; the pair to move between is the
+        // first pair whose runtimes differ (connection None).
+        let mut c = null_mut();
+        ok(
+            t.Context.pfnCreate.unwrap()(devices.len() as u32, devices.as_ptr(), null(), &mut c),
+            "context over every device",
+        );
+        let usm = |d| capi::device_value::<ur_device_usm_access_capability_flags_t>(t, d, UR_DEVICE_INFO_USM_DEVICE_SUPPORT) != 0;
+        let mut pairs = Vec::new();
+        for &a in &devices {
+            for &b in &devices {
+                let conn = connection(c, a, b);
+                if a == b {
+                    assert_ne!(conn, UR_RUST_MEMORY_CONNECTION_NONE, "a device reaches its own memory");
+                } else if conn == UR_RUST_MEMORY_CONNECTION_NONE {
+                    pairs.push((a, b));
+                }
+            }
+        }
+        // Devices with USM where there are (rusticl here has none).
+        let pair = pairs
+            .iter()
+            .copied()
+            .find(|&(a, b)| usm(a) && usm(b))
+            .or(pairs.first().copied());
+        let Some((a, b)) = pair else {
+            assert!(
+                std::env::var("UR_REQUIRE_OPENCL").as_deref() != Ok("1"),
+                "no two devices of different runtimes (PoCL and Intel's CPU OpenCL: cargo xtask setup)"
+            );
+            eprintln!("skipped: no two devices of different runtimes");
+            ok(t.Context.pfnRelease.unwrap()(c), "release context");
+            return;
+        };
+        let (mut qa, mut qb) = (null_mut(), null_mut());
+        ok(t.Queue.pfnCreate.unwrap()(c, a, null(), &mut qa), "queue on the first runtime");
+        ok(t.Queue.pfnCreate.unwrap()(c, b, null(), &mut qb), "queue on the second");
+
+        // Written through one runtime, read through the other, then
+        // written back in part through the second and read through the
+        // first: every byte checked.
+        const N: usize = 3 << 20;
+        let mut buf = null_mut();
+        ok(
+            t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, N, null(), &mut buf),
+            "buffer",
+        );
+        let src: Vec<u8> = (0..N).map(|i| (i * 7 % 251) as u8).collect();
+        ok(
+            t.Enqueue.pfnMemBufferWrite.unwrap()(qa, buf, true, 0, N, src.as_ptr().cast(), 0, null(), null_mut()),
+            "write on the first runtime's device",
+        );
+        let mut back = vec![0u8; N];
+        ok(
+            t.Enqueue.pfnMemBufferRead.unwrap()(qb, buf, true, 0, N, back.as_mut_ptr().cast(), 0, null(), null_mut()),
+            "read on the second's",
+        );
+        assert!(back == src, "every byte read through the other runtime");
+        let patch = vec![0xA5u8; 4096];
+        ok(
+            t.Enqueue.pfnMemBufferWrite.unwrap()(qb, buf, true, N / 2, 4096, patch.as_ptr().cast(), 0, null(), null_mut()),
+            "write a page on the second",
+        );
+        let mut expect = src.clone();
+        expect[N / 2..N / 2 + 4096].fill(0xA5);
+        ok(
+            t.Enqueue.pfnMemBufferRead.unwrap()(qa, buf, true, 0, N, back.as_mut_ptr().cast(), 0, null(), null_mut()),
+            "read back on the first",
+        );
+        assert!(back == expect, "the second runtime's write is seen through the first");
+
+        // Device USM on each device; host USM (usable by every device of
+        // the context) no runtime gives across runtimes.
+        for d in [a, b].into_iter().filter(|&d| usm(d)) {
+            let mut m: *mut c_void = null_mut();
+            ok(
+                t.USM.pfnDeviceAlloc.unwrap()(c, d, null(), null_mut(), 4096, &mut m),
+                "device USM",
+            );
+            let mut ty: ur_usm_type_t = 0;
+            ok(
+                t.USM.pfnGetMemAllocInfo.unwrap()(
+                    c,
+                    m,
+                    UR_USM_ALLOC_INFO_TYPE,
+                    size_of::<ur_usm_type_t>(),
+                    (&raw mut ty).cast(),
+                    null_mut(),
+                ),
+                "USM type",
+            );
+            assert_eq!(ty, UR_USM_TYPE_DEVICE);
+            ok(t.USM.pfnFree.unwrap()(c, m), "free device USM");
+        }
+        let mut m: *mut c_void = null_mut();
+        assert_eq!(
+            t.USM.pfnHostAlloc.unwrap()(c, null(), null_mut(), 4096, &mut m),
+            UR_RESULT_ERROR_UNSUPPORTED_FEATURE
+        );
+        let mut native = 0 as ur_native_handle_t;
+        assert_eq!(
+            t.Context.pfnGetNativeHandle.unwrap()(c, &mut native),
+            UR_RESULT_ERROR_UNSUPPORTED_FEATURE
+        );
+
+        ok(t.Mem.pfnRelease.unwrap()(buf), "release buffer");
+        ok(t.Queue.pfnRelease.unwrap()(qa), "release queue");
+        ok(t.Queue.pfnRelease.unwrap()(qb), "release queue");
+        ok(t.Context.pfnRelease.unwrap()(c), "release context");
+    }
+}
