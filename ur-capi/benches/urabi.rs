@@ -14,6 +14,13 @@
 //!   allocation and free (`urUSMDeviceAlloc` + `urUSMFree`) on the Intel
 //!   CPU OpenCL runtime, ours over UR's (target <= 1.0; below dpctl's
 //!   `clients.usm_alloc_free_1mib_1k`);
+//! - `sycl.one_context_migration_256mib_over_two_contexts_ur`: a SYCL
+//!   program (`tests/sycl/one_context.cpp`) writes a 256 MiB buffer on
+//!   PoCL's first device and reads it on Intel's CPU OpenCL device: through
+//!   our library in one context over both runtimes (`UR_RUST_ONE_PLATFORM=1`:
+//!   the memory manager moves the data), through UR's adapters in two
+//!   contexts (libsycl moves it through the host); GiB/s of the read
+//!   (migration included), ours over UR's (target >= 2.0);
 //! - `urabi.sycl_usm_memcpy_256mib`: ns of a SYCL program's 256 MiB USM
 //!   device memcpy on the Intel CPU OpenCL runtime, ours over UR's (target
 //!   <= 1.05).
@@ -284,6 +291,32 @@ fn child(kind: &str, exe: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) ->
         })
 }
 
+/// The one-context row's program run once: `one` through our library
+/// with the one platform over every runtime, `two` through UR's adapter.
+fn one_context_child(prog: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) -> Result<f64, String> {
+    let mut c = Command::new(prog);
+    c.env("LD_LIBRARY_PATH", lib)
+        .env("OCL_ICD_VENDORS", icd)
+        .env("POCL_DEVICES", "pthread pthread")
+        .env("UR_ONE_CONTEXT_MIB", "256")
+        .env_remove("UR_ADAPTERS_FORCE_LOAD")
+        .env_remove("RUSTICL_ENABLE");
+    match ours {
+        Some(so) => c
+            .arg("one")
+            .env("UR_ADAPTERS_FORCE_LOAD", so)
+            .env("UR_RUST_ONE_PLATFORM", "1")
+            .env("RUSTICL_ENABLE", "swrast"),
+        None => c.arg("two"),
+    };
+    let out = c.output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("NS "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("one_context: no result ({}): {text}", out.status))
+}
+
 /// Best of `ROUNDS` alternating runs of each side: (ours, UR's).
 fn compare(kind: &str, exe: &Path, lib: &Path, icd: &Path, so: &Path) -> Result<(f64, f64), String> {
     let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
@@ -361,6 +394,31 @@ fn main() {
                 theirs,
             ),
             Err(e) => println!("urabi.usm_alloc_free_1mib_over_ur_opencl: skipped: {e}"),
+        }
+    }
+    if wanted("sycl.one_context_migration_256mib_over_two_contexts_ur") {
+        let prog = so.parent().expect("target folder").join("urabi-bench/one_context");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sycl/one_context.cpp");
+        let measured = common::build_sycl(&src, &prog, &lib).and_then(|()| {
+            let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
+            for _ in 0..ROUNDS {
+                ours = ours.min(one_context_child(&prog, &lib, &icd, Some(&so))?);
+                theirs = theirs.min(one_context_child(&prog, &lib, &icd, None)?);
+            }
+            Ok((ours, theirs))
+        });
+        // Throughput (GiB/s of the 256 MiB read on Intel's device, the
+        // migration from PoCL's included), ours over UR's.
+        let gib = |ns: f64| 0.25 / (ns * 1e-9);
+        match measured {
+            Ok((ours, theirs)) => print_row(
+                "sycl.one_context_migration_256mib_over_two_contexts_ur",
+                gib(ours),
+                "GiB/s",
+                "UR's OpenCL adapters, two contexts (256 MiB written on PoCL, read on Intel's CPU OpenCL)",
+                gib(theirs),
+            ),
+            Err(e) => println!("sycl.one_context_migration_256mib_over_two_contexts_ur: skipped: {e}"),
         }
     }
     if wanted("urabi.sycl_usm_memcpy_256mib") {

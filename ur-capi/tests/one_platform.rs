@@ -55,7 +55,9 @@ fn one_context_over_two_runtimes_moves_buffers_between_them() {
             t.Context.pfnCreate.unwrap()(devices.len() as u32, devices.as_ptr(), null(), &mut c),
             "context over every device",
         );
-        let usm = |d| capi::device_value::<ur_device_usm_access_capability_flags_t>(t, d, UR_DEVICE_INFO_USM_DEVICE_SUPPORT) != 0;
+        let usm = |d| {
+            capi::device_value::<ur_device_usm_access_capability_flags_t>(t, d, UR_DEVICE_INFO_USM_DEVICE_SUPPORT) != 0
+        };
         let mut pairs = Vec::new();
         for &a in &devices {
             for &b in &devices {
@@ -83,7 +85,10 @@ fn one_context_over_two_runtimes_moves_buffers_between_them() {
             return;
         };
         let (mut qa, mut qb) = (null_mut(), null_mut());
-        ok(t.Queue.pfnCreate.unwrap()(c, a, null(), &mut qa), "queue on the first runtime");
+        ok(
+            t.Queue.pfnCreate.unwrap()(c, a, null(), &mut qa),
+            "queue on the first runtime",
+        );
         ok(t.Queue.pfnCreate.unwrap()(c, b, null(), &mut qb), "queue on the second");
 
         // Written through one runtime, read through the other, then
@@ -108,7 +113,17 @@ fn one_context_over_two_runtimes_moves_buffers_between_them() {
         assert!(back == src, "every byte read through the other runtime");
         let patch = vec![0xA5u8; 4096];
         ok(
-            t.Enqueue.pfnMemBufferWrite.unwrap()(qb, buf, true, N / 2, 4096, patch.as_ptr().cast(), 0, null(), null_mut()),
+            t.Enqueue.pfnMemBufferWrite.unwrap()(
+                qb,
+                buf,
+                true,
+                N / 2,
+                4096,
+                patch.as_ptr().cast(),
+                0,
+                null(),
+                null_mut(),
+            ),
             "write a page on the second",
         );
         let mut expect = src.clone();

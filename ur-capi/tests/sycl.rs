@@ -157,6 +157,47 @@ fn run(exe: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) -> Output {
     c.output().expect("the program starts")
 }
 
+/// `one_context.cpp`: one `sycl::context` over PoCL's first device and
+/// Intel's CPU OpenCL device through our library's one platform over every
+/// runtime (`UR_RUST_ONE_PLATFORM=1`), a 256 MiB buffer written on one and
+/// read on the other, every byte checked by the program; and the same
+/// program with two contexts on UR's own OpenCL adapter (the baseline of
+/// the `sycl.one_context_*` bench row). The failures found.
+fn one_context(src: &Path, work: &Path, lib: &Path, icd: &Path, so: &Path) -> Vec<String> {
+    let bin = work.join("one_context");
+    if let Err(e) = common::build_sycl(&src.join("one_context.cpp"), &bin, lib) {
+        return vec![format!("one_context: {e}")];
+    }
+    let mut failures = Vec::new();
+    for (mode, ours, expect) in [
+        ("one", true, "one context over two runtimes: ok"),
+        ("two", false, "two contexts: ok"),
+    ] {
+        let mut c = Command::new(&bin);
+        c.arg(mode)
+            .env("LD_LIBRARY_PATH", lib)
+            .env("OCL_ICD_VENDORS", icd)
+            .env("POCL_DEVICES", "pthread pthread")
+            .env("UR_ONE_CONTEXT_MIB", "256");
+        if ours {
+            c.env("UR_ADAPTERS_FORCE_LOAD", so)
+                .env("UR_RUST_ONE_PLATFORM", "1")
+                .env("RUSTICL_ENABLE", "swrast");
+        }
+        let out = c.output().expect("the program starts");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let side = if ours { "our library" } else { "UR's OpenCL adapter" };
+        println!(
+            "--- one_context {mode} on {side}:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !out.status.success() || !text.lines().any(|l| l == expect) {
+            failures.push(format!("one_context {mode} on {side}: {} ({text})", out.status));
+        }
+    }
+    failures
+}
+
 fn main() {
     let required = std::env::var("UR_REQUIRE_SYCL").is_ok_and(|v| v == "1");
     let skip = |why: String| {
@@ -253,6 +294,7 @@ fn main() {
             }
         }
     }
+    failures.extend(one_context(&src, &work, &lib, &icd, &so));
     if !failures.is_empty() {
         panic!("{} SYCL failure(s):\n{}", failures.len(), failures.join("\n"));
     }
