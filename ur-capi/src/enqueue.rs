@@ -185,6 +185,11 @@ pub unsafe extern "C" fn urEnqueueMemBufferRead(
         let (q, b) = queue_mem(qh, b)?;
         // SAFETY: module contract.
         let (d, w) = unsafe { (host(dst, size)?, deps(&q, n, wl)?) };
+        // SAFETY: `dst` holds `size` bytes (module contract; `host` checked it).
+        if let Some(id) = unsafe { crate::managed::read_where_current(&q, &b, offset, dst.cast(), size, &w)? } {
+            // SAFETY: module contract for `ev`.
+            return unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ, blocking, ev) };
+        }
         let mut p = Prepared::new(w);
         let (bid, base) = p.operand(&q, &b, Access::Read, span(offset, size))?;
         let id = state().rt.enqueue_read(q.id, bid, base + offset, d, &p.wait)?;

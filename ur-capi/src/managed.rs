@@ -183,6 +183,55 @@ pub fn same_context(q: &Queue, m: &Mem) -> Result<(), CapiError> {
     }
 }
 
+/// A read of managed bytes that are not current at the queue's location:
+/// read where they are (the manager's [`MemoryManager::read`]: straight
+/// from the device allocation that holds them all, one copy), instead of
+/// moving them to the queue's device first and reading them there (two
+/// copies, three across runtimes). The caller's wait list and the queue's
+/// earlier work are waited for on the host first (the read may come from
+/// another runtime's device, whose queues cannot wait on this queue's
+/// events), and the read completes before this returns; the command's
+/// event is a barrier on the queue. `None` where the bytes are current at
+/// the queue's location (or the buffer is not managed): the caller reads
+/// there as usual.
+///
+/// # Safety
+///
+/// `dst` is valid for writes of `size` bytes for the call.
+pub unsafe fn read_where_current(
+    q: &Queue,
+    m: &Mem,
+    offset: usize,
+    dst: *mut u8,
+    size: usize,
+    wait: &[EventId],
+) -> Result<Option<EventId>, CapiError> {
+    let Backing::Managed {
+        mm, buf, offset: base, ..
+    } = &m.backing
+    else {
+        return Ok(None);
+    };
+    same_context(q, m)?;
+    let rt = &state().rt;
+    let here = Place::Device(rt.queue_location(q.id)?);
+    let range = base + offset..base + offset + size;
+    let current_here = mm
+        .residency(*buf)
+        .map_err(mm_error)?
+        .iter()
+        .any(|(p, valid)| *p == here && valid.contains(range.clone()));
+    if current_here || size == 0 {
+        return Ok(None);
+    }
+    rt.wait(wait)?;
+    rt.finish(q.id)?;
+    // SAFETY: the caller's promise on `dst`.
+    let out = unsafe { std::slice::from_raw_parts_mut(dst, size) };
+    mm.read(*buf, range.start, out).map_err(mm_error)?;
+    Ok(Some(rt.enqueue_barrier(q.id, &[])?))
+}
+
 /// Ends access `g` once `cmd` (an event of `q`) completes: through a
 /// barrier after it (the manager owns the event it is given), or, where no
 /// barrier can be enqueued, after a host wait.
