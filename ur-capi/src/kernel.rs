@@ -59,10 +59,25 @@ pub unsafe extern "C" fn urKernelCreate(
             .map_err(|_| CapiError::InvalidValue)?;
         let rt = &state().rt;
         let id = rt.create_kernel(prog.built()?, name)?;
+        // The same kernel in the program of every other runtime context.
+        let mut others = Vec::new();
+        for (part, _) in prog.context.1.parts.iter().skip(1) {
+            match prog.built_for(*part).and_then(|pid| Ok(rt.create_kernel(pid, name)?)) {
+                Ok(k) => others.push((*part, k)),
+                Err(e) => {
+                    for k in std::iter::once(id).chain(others.into_iter().map(|(_, k)| k)) {
+                        let _ = rt.release_kernel(k);
+                    }
+                    return Err(e);
+                }
+            }
+        }
         let num_args = match rt.kernel_info(id) {
             Ok(info) => info.arg_count.unwrap_or(0) as u32,
             Err(e) => {
-                let _ = rt.release_kernel(id);
+                for k in std::iter::once(id).chain(others.into_iter().map(|(_, k)| k)) {
+                    let _ = rt.release_kernel(k);
+                }
                 return Err(e.into());
             }
         };
@@ -72,6 +87,7 @@ pub unsafe extern "C" fn urKernelCreate(
             name: name.to_owned(),
             num_args,
             _native_program: None,
+            others,
         };
         let h = register(Object::Kernel(Arc::new(k)));
         // SAFETY: non-null and writable by the module contract.
@@ -132,7 +148,8 @@ fn group_info(k: ur_kernel_handle_t, d: ur_device_handle_t) -> Result<KernelGrou
     if !kernel.program.1.context.1.devices.contains(&d) {
         return Err(CapiError::Invalid(Kind::Device));
     }
-    Ok(state().rt.kernel_group_info(kernel.id, dev)?)
+    let part = kernel.program.1.context.1.part_of(dev);
+    Ok(state().rt.kernel_group_info(kernel.id_for(part), dev)?)
 }
 
 /// `urKernelGetGroupInfo`.
@@ -327,7 +344,9 @@ pub unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
                 .ok_or(CapiError::Api(ur_api::Error::InvalidKernelArgs(
                     "an argument was not given".into(),
                 )))?;
-        let id = state().rt.enqueue_launch(q.id, k.id, &range, &values, &p.wait)?;
+        let id = state()
+            .rt
+            .enqueue_launch(q.id, k.id_for(q.context.1), &range, &values, &p.wait)?;
         p.finish(&q, id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_KERNEL_LAUNCH, false, ev) }

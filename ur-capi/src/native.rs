@@ -211,6 +211,7 @@ pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
             name: info.name.unwrap_or_default(),
             num_args: info.arg_count.unwrap_or(0) as u32,
             _native_program: Some(own_program),
+            others: Vec::new(),
         };
         let h = register(Object::Kernel(Arc::new(k)));
         // SAFETY: non-null and writable (module contract).

@@ -199,8 +199,12 @@ pub enum Backing {
 /// Where a program is in its life.
 #[derive(Debug, Default)]
 pub struct Build {
-    /// The runtime program, once built.
+    /// The runtime program, once built (in the context's first runtime
+    /// context).
     pub id: Option<ProgramId>,
+    /// In a context over several runtimes: the same module built in each
+    /// other runtime context, with that context.
+    pub others: Vec<(ContextId, ProgramId)>,
     /// Options of the last build (or compile).
     pub options: String,
     /// The backend's log of the last failed build.
@@ -230,7 +234,8 @@ unsafe impl Sync for Program {}
 
 impl Drop for Program {
     fn drop(&mut self) {
-        if let Some(id) = self.build.get_mut().id.take() {
+        let b = self.build.get_mut();
+        for id in b.id.take().into_iter().chain(b.others.drain(..).map(|(_, p)| p)) {
             if let Err(e) = crate::rt::runtime().release_program(id) {
                 tracing::warn!(error = %e, "releasing a program");
             }
@@ -252,6 +257,16 @@ pub struct Kernel {
     /// For a kernel made from a native handle without a program of ours:
     /// the program made for it (no handle), kept with the kernel.
     pub _native_program: Option<Arc<Program>>,
+    /// In a context over several runtimes: the kernel in each other
+    /// runtime context's program, with that context.
+    pub others: Vec<(ContextId, KernelId)>,
+}
+
+impl Kernel {
+    /// The runtime kernel to launch in runtime context `ctx` (a queue's).
+    pub fn id_for(&self, ctx: ContextId) -> KernelId {
+        self.others.iter().find(|(c, _)| *c == ctx).map_or(self.id, |(_, k)| *k)
+    }
 }
 
 // SAFETY: the raw program handle is an address used only as an answer;
@@ -262,8 +277,10 @@ unsafe impl Sync for Kernel {}
 
 impl Drop for Kernel {
     fn drop(&mut self) {
-        if let Err(e) = crate::rt::runtime().release_kernel(self.id) {
-            tracing::warn!(error = %e, "releasing a kernel");
+        for id in std::iter::once(self.id).chain(self.others.iter().map(|(_, k)| *k)) {
+            if let Err(e) = crate::rt::runtime().release_kernel(id) {
+                tracing::warn!(error = %e, "releasing a kernel");
+            }
         }
     }
 }

@@ -49,6 +49,49 @@ impl Program {
         self.build.lock().id.ok_or(CapiError::NotBuilt)
     }
 
+    /// The module built in each runtime context of the program's context
+    /// (one, except in a context over several runtimes), in the order of
+    /// its parts; a part that fails releases those built before it, and
+    /// the log names the runtime's devices.
+    fn build_parts(&self, options: &str) -> ur_api::Result<Vec<(ur_api::ContextId, ProgramId)>> {
+        let rt = &state().rt;
+        let source = ProgramSource::SpirV(self.il.to_vec());
+        let mut built = Vec::new();
+        for (part, devices) in &self.context.1.parts {
+            match rt.create_program(*part, &source, options) {
+                Ok(id) => built.push((*part, id)),
+                Err(e) => {
+                    for (_, id) in built {
+                        let _ = rt.release_program(id);
+                    }
+                    if !self.context.1.is_split() {
+                        return Err(e);
+                    }
+                    let names: Vec<String> = devices
+                        .iter()
+                        .filter_map(|d| rt.device_info(*d).ok().map(|i| i.name))
+                        .collect();
+                    let why = match e {
+                        Error::ProgramBuild { log } => log,
+                        other => other.to_string(),
+                    };
+                    return Err(Error::ProgramBuild {
+                        log: format!("the runtime of {} did not build the module: {why}", names.join(", ")),
+                    });
+                }
+            }
+        }
+        Ok(built)
+    }
+
+    /// The runtime program built in runtime context `ctx` of the program's
+    /// context.
+    pub fn built_for(&self, ctx: ur_api::ContextId) -> Result<ProgramId, CapiError> {
+        let b = self.build.lock();
+        let first = b.id.ok_or(CapiError::NotBuilt)?;
+        Ok(b.others.iter().find(|(c, _)| *c == ctx).map_or(first, |(_, p)| *p))
+    }
+
     /// Builds (or rebuilds) the program for every device of its context.
     fn build_with(&self, options: &str) -> Result<(), CapiError> {
         let rt = &state().rt;
@@ -56,19 +99,15 @@ impl Program {
         if let Some(old) = b.id.take() {
             rt.release_program(old)?;
         }
+        for (_, old) in b.others.drain(..) {
+            rt.release_program(old)?;
+        }
         b.options = options.to_owned();
         b.compiled = false;
-        let built = if self.context.1.is_split() {
-            // Not built yet: one runtime program per runtime of the context.
-            Err(Error::unsupported(
-                "programs in a context over devices of several runtimes (the one platform over every runtime)",
-            ))
-        } else {
-            rt.create_program(self.context.1.id, &ProgramSource::SpirV(self.il.to_vec()), options)
-        };
-        match built {
-            Ok(id) => {
-                b.id = Some(id);
+        match self.build_parts(options) {
+            Ok(mut ids) => {
+                b.id = Some(ids.remove(0).1);
+                b.others = ids;
                 b.failed = false;
                 b.log.clear();
                 Ok(())

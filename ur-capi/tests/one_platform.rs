@@ -2,8 +2,10 @@
 //! platform lists the devices of every runtime; a context over devices of
 //! two runtimes (PoCL's and Intel's CPU OpenCL, say) holds buffers the
 //! memory manager moves between them, answers the connection of every pair,
-//! and refuses what no runtime can give (host USM usable by both, one
-//! native context, programs) with typed errors.
+//! builds one SPIR-V module for every runtime and launches its kernels on
+//! either device (the buffer they use moved between runtimes by the
+//! manager), and refuses what no runtime can give (host USM usable by
+//! both, one native context) with typed errors.
 
 #![allow(missing_docs)]
 
@@ -20,6 +22,36 @@ use capi::ok;
 fn t() -> &'static ur_dditable_t {
     // SAFETY: the table is this library's, built once and never written.
     unsafe { &*ddi::table() }
+}
+
+/// The committed SPIR-V module (`fill_index`, `add_one`, ...).
+const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.spv");
+
+/// Launches `k` over `n` work-items on `q` with buffer `b` as argument 0.
+///
+/// # Safety
+///
+/// Handles of this library.
+unsafe fn launch_on(t: &ur_dditable_t, q: ur_queue_handle_t, k: ur_kernel_handle_t, b: ur_mem_handle_t, n: usize) {
+    let arg = ur_exp_kernel_arg_properties_t {
+        stype: UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
+        pNext: null_mut(),
+        type_: UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ,
+        index: 0,
+        size: 8,
+        value: ur_exp_kernel_arg_value_t {
+            memObjTuple: ur_exp_kernel_arg_mem_obj_tuple_t {
+                hMem: b,
+                flags: UR_MEM_FLAG_READ_WRITE,
+            },
+        },
+    };
+    let launch = t.EnqueueExp.pfnKernelLaunchWithArgsExp.unwrap();
+    // SAFETY: the caller's handles; one argument, a one-dimensional range.
+    ok(
+        unsafe { launch(q, k, 1, null(), &n, null(), 1, &arg, null(), 0, null(), null_mut()) },
+        "kernel launch",
+    );
 }
 
 /// The connection of two (context, device) pairs.
@@ -133,6 +165,114 @@ fn one_context_over_two_runtimes_moves_buffers_between_them() {
             "read back on the first",
         );
         assert!(back == expect, "the second runtime's write is seen through the first");
+
+        let outer = (c, qa, qb);
+        // One module built for both runtimes; `fill_index` on the first,
+        // `add_one` on the second (the buffer moved by the manager), read
+        // back on the first.
+        let mut p = null_mut();
+        ok(
+            t.Program.pfnCreateWithIL.unwrap()(c, MODULE.as_ptr().cast(), MODULE.len(), null(), &mut p),
+            "urProgramCreateWithIL",
+        );
+        let built = t.Program.pfnBuild.unwrap()(c, p, c"".as_ptr());
+        let text = |d, prop| String::from_utf8_lossy(&capi::device_array::<u8>(t, d, prop)).into_owned();
+        let takes_spirv = |d| {
+            // PoCL (through llvm-spirv-15, which setup installs) and Intel's
+            // CPU runtime take SPIR-V; rusticl 22.3 does not.
+            text(d, UR_DEVICE_INFO_VERSION).contains("PoCL") || text(d, UR_DEVICE_INFO_VENDOR).contains("Intel")
+        };
+        let every = devices.iter().all(|&d| takes_spirv(d));
+        eprintln!("program over every device: {built} (every device takes SPIR-V: {every})");
+        if every {
+            assert_eq!(built, UR_RESULT_SUCCESS, "every device takes SPIR-V");
+        }
+        if built != UR_RESULT_SUCCESS {
+            // A device that takes no SPIR-V fails the build (for every
+            // device: one program object), with a log naming it.
+            assert_eq!(built, UR_RESULT_ERROR_PROGRAM_BUILD_FAILURE);
+            let mut size = 0usize;
+            ok(
+                t.Program.pfnGetBuildInfo.unwrap()(p, a, UR_PROGRAM_BUILD_INFO_LOG, 0, null_mut(), &mut size),
+                "build log size",
+            );
+            assert!(size > 1, "the failed build has a log");
+            ok(t.Program.pfnRelease.unwrap()(p), "release program");
+        }
+        // The kernels, in a context over the two devices only.
+        let (c, qa, qb, p) = if built == UR_RESULT_SUCCESS {
+            (c, qa, qb, p)
+        } else {
+            let (mut c2, mut qa2, mut qb2, mut p2) = (null_mut(), null_mut(), null_mut(), null_mut());
+            ok(
+                t.Context.pfnCreate.unwrap()(2, [a, b].as_ptr(), null(), &mut c2),
+                "context over the pair",
+            );
+            ok(t.Queue.pfnCreate.unwrap()(c2, a, null(), &mut qa2), "queue");
+            ok(t.Queue.pfnCreate.unwrap()(c2, b, null(), &mut qb2), "queue");
+            ok(
+                t.Program.pfnCreateWithIL.unwrap()(c2, MODULE.as_ptr().cast(), MODULE.len(), null(), &mut p2),
+                "urProgramCreateWithIL",
+            );
+            (c2, qa2, qb2, p2)
+        };
+        let pair_built = if built == UR_RESULT_SUCCESS {
+            built
+        } else {
+            t.Program.pfnBuild.unwrap()(c, p, c"".as_ptr())
+        };
+        if takes_spirv(a) && takes_spirv(b) {
+            assert_eq!(pair_built, UR_RESULT_SUCCESS, "both devices of the pair take SPIR-V");
+        }
+        if pair_built == UR_RESULT_SUCCESS {
+            let (mut fill, mut add) = (null_mut(), null_mut());
+            ok(
+                t.Kernel.pfnCreate.unwrap()(p, c"fill_index".as_ptr(), &mut fill),
+                "fill_index",
+            );
+            ok(t.Kernel.pfnCreate.unwrap()(p, c"add_one".as_ptr(), &mut add), "add_one");
+            const K: usize = 1 << 16;
+            let mut kb = null_mut();
+            ok(
+                t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, K * 4, null(), &mut kb),
+                "kernel buffer",
+            );
+            launch_on(t, qa, fill, kb, K);
+            launch_on(t, qb, add, kb, K);
+            let mut out = vec![0u32; K];
+            ok(
+                t.Enqueue.pfnMemBufferRead.unwrap()(
+                    qa,
+                    kb,
+                    true,
+                    0,
+                    K * 4,
+                    out.as_mut_ptr().cast(),
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+                "read the kernels' result",
+            );
+            for (i, v) in out.iter().enumerate() {
+                assert_eq!(
+                    *v,
+                    i as u32 + 1,
+                    "element {i}: filled on one runtime, incremented on the other"
+                );
+            }
+            ok(t.Mem.pfnRelease.unwrap()(kb), "release kernel buffer");
+            ok(t.Kernel.pfnRelease.unwrap()(fill), "release kernel");
+            ok(t.Kernel.pfnRelease.unwrap()(add), "release kernel");
+        }
+        ok(t.Program.pfnRelease.unwrap()(p), "release program");
+        if built != UR_RESULT_SUCCESS {
+            ok(t.Queue.pfnRelease.unwrap()(qa), "release queue");
+            ok(t.Queue.pfnRelease.unwrap()(qb), "release queue");
+            ok(t.Context.pfnRelease.unwrap()(c), "release pair context");
+        }
+        let (qa, qb) = (outer.1, outer.2);
+        let c = outer.0;
 
         // Device USM on each device; host USM (usable by every device of
         // the context) no runtime gives across runtimes.
