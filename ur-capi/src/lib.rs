@@ -28,7 +28,9 @@
 //!   ([`conv::ur_backend`]: OpenCL platforms are `UR_BACKEND_OPENCL`, so
 //!   libsycl offers them the SPIR-V images applications ship). The
 //!   host-only platforms (native, sim) are listed only where nothing else
-//!   is, or with `UR_RUST_HOST_PLATFORMS=1` ([`state::state`]).
+//!   is, or with `UR_RUST_HOST_PLATFORMS=1` ([`state::state`]). With
+//!   `UR_RUST_ONE_PLATFORM=1` one platform holds every runtime's devices,
+//!   and a context may span runtimes ([`state::ONE_PLATFORM_ENV`]).
 //! - **SYCL device code runs** ([`program`], [`kernel`]): SPIR-V programs
 //!   built for every device of their context, kernels with their queries,
 //!   `urEnqueueKernelLaunchWithArgsExp`; native handles for interop
