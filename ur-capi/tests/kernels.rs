@@ -240,19 +240,7 @@ unsafe fn run_on(t: &ur_dditable_t, d: ur_device_handle_t) {
             t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, N * 4, init.as_ptr().cast(), 0, null(), null_mut()),
             "buffer write",
         );
-        let arg = ur_exp_kernel_arg_properties_t {
-            stype: UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
-            pNext: null_mut(),
-            type_: UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ,
-            index: 0,
-            size: 8,
-            value: ur_exp_kernel_arg_value_t {
-                memObjTuple: ur_exp_kernel_arg_mem_obj_tuple_t {
-                    hMem: b,
-                    flags: UR_MEM_FLAG_READ_WRITE,
-                },
-            },
-        };
+        let arg = capi::mem_arg(0, b);
         ok(
             launch(
                 q,

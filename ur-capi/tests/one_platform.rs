@@ -33,19 +33,7 @@ const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.
 ///
 /// Handles of this library.
 unsafe fn launch_on(t: &ur_dditable_t, q: ur_queue_handle_t, k: ur_kernel_handle_t, b: ur_mem_handle_t, n: usize) {
-    let arg = ur_exp_kernel_arg_properties_t {
-        stype: UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
-        pNext: null_mut(),
-        type_: UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ,
-        index: 0,
-        size: 8,
-        value: ur_exp_kernel_arg_value_t {
-            memObjTuple: ur_exp_kernel_arg_mem_obj_tuple_t {
-                hMem: b,
-                flags: UR_MEM_FLAG_READ_WRITE,
-            },
-        },
-    };
+    let arg = capi::mem_arg(0, b);
     let launch = t.EnqueueExp.pfnKernelLaunchWithArgsExp.unwrap();
     // SAFETY: the caller's handles; one argument, a one-dimensional range.
     ok(
@@ -127,22 +115,9 @@ fn one_context_over_two_runtimes_moves_buffers_between_them() {
         // written back in part through the second and read through the
         // first: every byte checked.
         const N: usize = 3 << 20;
-        let mut buf = null_mut();
-        ok(
-            t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, N, null(), &mut buf),
-            "buffer",
-        );
         let src: Vec<u8> = (0..N).map(|i| (i * 7 % 251) as u8).collect();
-        ok(
-            t.Enqueue.pfnMemBufferWrite.unwrap()(qa, buf, true, 0, N, src.as_ptr().cast(), 0, null(), null_mut()),
-            "write on the first runtime's device",
-        );
+        let buf = capi::write_here_read_there(t, c, qa, qb, &src);
         let mut back = vec![0u8; N];
-        ok(
-            t.Enqueue.pfnMemBufferRead.unwrap()(qb, buf, true, 0, N, back.as_mut_ptr().cast(), 0, null(), null_mut()),
-            "read on the second's",
-        );
-        assert!(back == src, "every byte read through the other runtime");
         let patch = vec![0xA5u8; 4096];
         ok(
             t.Enqueue.pfnMemBufferWrite.unwrap()(

@@ -188,22 +188,8 @@ unsafe fn check_sub_devices(t: &ur_dditable_t, d: ur_device_handle_t, kinds: &[u
         );
         ok(t.Queue.pfnCreate.unwrap()(c, last, null(), &mut q1), "queue on another");
         const N: usize = 1 << 16;
-        let mut buf = null_mut();
-        ok(
-            t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, N, null(), &mut buf),
-            "buffer",
-        );
         let src: Vec<u8> = (0..N).map(|i| (i * 7 % 251) as u8).collect();
-        ok(
-            t.Enqueue.pfnMemBufferWrite.unwrap()(q0, buf, true, 0, N, src.as_ptr().cast(), 0, null(), null_mut()),
-            "write on the first sub-device",
-        );
-        let mut back = vec![0u8; N];
-        ok(
-            t.Enqueue.pfnMemBufferRead.unwrap()(q1, buf, true, 0, N, back.as_mut_ptr().cast(), 0, null(), null_mut()),
-            "read on the last",
-        );
-        assert!(back == src, "every byte read back through the other sub-device");
+        let buf = capi::write_here_read_there(t, c, q0, q1, &src);
         ok(t.Mem.pfnRelease.unwrap()(buf), "release buffer");
         ok(t.Queue.pfnRelease.unwrap()(q0), "release queue");
         ok(t.Queue.pfnRelease.unwrap()(q1), "release queue");

@@ -143,3 +143,77 @@ pub unsafe fn device_array<T: Copy + Default>(
     }
     v
 }
+
+/// A kernel argument of buffer `b` (read-write) at `index`.
+pub fn mem_arg(index: u32, b: ur_mem_handle_t) -> ur_exp_kernel_arg_properties_t {
+    ur_exp_kernel_arg_properties_t {
+        stype: UR_STRUCTURE_TYPE_EXP_KERNEL_ARG_PROPERTIES,
+        pNext: null_mut(),
+        type_: UR_EXP_KERNEL_ARG_TYPE_MEM_OBJ,
+        index,
+        size: 8,
+        value: ur_exp_kernel_arg_value_t {
+            memObjTuple: ur_exp_kernel_arg_mem_obj_tuple_t {
+                hMem: b,
+                flags: UR_MEM_FLAG_READ_WRITE,
+            },
+        },
+    }
+}
+
+/// Writes `src` into a new buffer of context `c` through `qa`, reads it
+/// back through `qb` and checks every byte; returns the buffer.
+///
+/// # Safety
+///
+/// `t` is this library's table; the handles are its, `qa` and `qb` queues
+/// of `c`.
+pub unsafe fn write_here_read_there(
+    t: &ur_dditable_t,
+    c: ur_context_handle_t,
+    qa: ur_queue_handle_t,
+    qb: ur_queue_handle_t,
+    src: &[u8],
+) -> ur_mem_handle_t {
+    let n = src.len();
+    let mut buf = null_mut();
+    // SAFETY: live out-pointers and host memory of `n` bytes; the caller's
+    // handles.
+    unsafe {
+        ok(
+            t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, n, std::ptr::null(), &mut buf),
+            "buffer",
+        );
+        ok(
+            t.Enqueue.pfnMemBufferWrite.unwrap()(
+                qa,
+                buf,
+                true,
+                0,
+                n,
+                src.as_ptr().cast(),
+                0,
+                std::ptr::null(),
+                null_mut(),
+            ),
+            "write through the first queue",
+        );
+        let mut back = vec![0u8; n];
+        ok(
+            t.Enqueue.pfnMemBufferRead.unwrap()(
+                qb,
+                buf,
+                true,
+                0,
+                n,
+                back.as_mut_ptr().cast(),
+                0,
+                std::ptr::null(),
+                null_mut(),
+            ),
+            "read through the second",
+        );
+        assert!(back == src, "every byte read back through the other queue");
+    }
+    buf
+}
