@@ -236,6 +236,27 @@ fn one_context_over_two_runtimes_moves_buffers_between_them() {
                     "element {i}: filled on one runtime, incremented on the other"
                 );
             }
+            // What a launch costs when its buffer was last written on the
+            // other runtime's device (printed, not asserted: the machine is
+            // shared): alternate `add_one` between the devices, each launch
+            // finished before the next.
+            let finish = |q| ok(t.Queue.pfnFinish.unwrap()(q), "finish");
+            let timed = |q_here, q_there, rounds: u32| {
+                let t0 = std::time::Instant::now();
+                for _ in 0..rounds {
+                    launch_on(t, q_here, add, kb, K);
+                    finish(q_here);
+                    launch_on(t, q_there, add, kb, K);
+                    finish(q_there);
+                }
+                t0.elapsed() / (2 * rounds)
+            };
+            let across = timed(qa, qb, 20);
+            let same = timed(qa, qa, 20);
+            eprintln!(
+                "launch of add_one on {} KiB: {across:?} when the buffer was last written on the other runtime's device, {same:?} on the same device",
+                K * 4 / 1024
+            );
             ok(t.Mem.pfnRelease.unwrap()(kb), "release kernel buffer");
             ok(t.Kernel.pfnRelease.unwrap()(fill), "release kernel");
             ok(t.Kernel.pfnRelease.unwrap()(add), "release kernel");
