@@ -519,6 +519,15 @@ impl MemoryManager {
             .collect())
     }
 
+    /// Is every byte of `range` current at `place`? (One place's valid
+    /// set looked at under the buffer's lock; [`MemoryManager::residency`]
+    /// copies every place's.)
+    pub fn is_current(&self, buf: LogicalBuffer, place: Place, range: Range<usize>) -> Result<bool> {
+        let p = self.index(place)?;
+        let (_, g) = self.locked(buf)?;
+        Ok(g.slots[p].as_ref().is_some_and(|s| s.valid.contains(range)))
+    }
+
     /// Reads every current range at every place whose device is not lost,
     /// without changing anything
     /// (for checks: every copy of a byte must agree).

@@ -28,8 +28,15 @@ fn step(out: &mut String, mm: &MemoryManager, b: LogicalBuffer, place: Place, ac
 
 fn residency(out: &mut String, mm: &MemoryManager, b: LogicalBuffer) {
     let _ = writeln!(out, "residency of {b}:");
+    let size = mm.size(b).unwrap();
     for (place, valid) in mm.residency(b).unwrap() {
         let _ = writeln!(out, "  {}: {valid}", mm.place_name(place).unwrap());
+        // `is_current` agrees with the residency: each valid range is
+        // current there, and the whole buffer only where all of it is.
+        for r in valid.ranges() {
+            assert!(mm.is_current(b, place, r).unwrap());
+        }
+        assert_eq!(mm.is_current(b, place, 0..size).unwrap(), valid.contains(0..size));
     }
 }
 

@@ -100,10 +100,6 @@ macro_rules! sym {
 fn dispatch_child(loader: &Path, threads: usize) -> Result<f64, String> {
     // SAFETY: the UR loader's initialisers are sound to run.
     let lib = unsafe { Library::new(loader) }.map_err(|e| e.to_string())?;
-    type Init = Option<unsafe extern "C" fn(u32, *mut c_void) -> ur_result_t>;
-    let init = sym!(lib, "urLoaderInit", Init);
-    let device_get = sym!(lib, "urDeviceGet", ur_pfnDeviceGet_t);
-    let context_create = sym!(lib, "urContextCreate", ur_pfnContextCreate_t);
     let queue_create = sym!(lib, "urQueueCreate", ur_pfnQueueCreate_t);
     let queue_finish = sym!(lib, "urQueueFinish", ur_pfnQueueFinish_t);
     let buffer_create = sym!(lib, "urMemBufferCreate", ur_pfnMemBufferCreate_t);
@@ -113,16 +109,7 @@ fn dispatch_child(loader: &Path, threads: usize) -> Result<f64, String> {
     // live out-pointers of the right types and counts, handles the loader
     // returned.
     unsafe {
-        if init(0, null_mut()) != UR_RESULT_SUCCESS {
-            return Err("urLoaderInit failed".into());
-        }
-        let p = find_platform(&lib, "Portable Computing Language")?;
-        let mut d = null_mut();
-        if device_get(p, UR_DEVICE_TYPE_ALL, 1, &mut d, null_mut()) != UR_RESULT_SUCCESS {
-            return Err("urDeviceGet failed".into());
-        }
-        let mut c = null_mut();
-        context_create(1, &d, null(), &mut c);
+        let (d, c) = device_context(&lib, "Portable Computing Language")?;
         // Each thread's queue and buffer, as addresses (handles are plain
         // pointers the loader and the adapter make thread-safe).
         let per: Vec<(usize, usize)> = (0..threads)
@@ -173,6 +160,31 @@ fn dispatch_child(loader: &Path, threads: usize) -> Result<f64, String> {
     }
 }
 
+/// Initialises the loader and answers the first device of the first
+/// platform (over every adapter it loaded) whose name contains `name`, and
+/// a context over that device.
+fn device_context(lib: &Library, name: &str) -> Result<(ur_device_handle_t, ur_context_handle_t), String> {
+    type Init = Option<unsafe extern "C" fn(u32, *mut c_void) -> ur_result_t>;
+    let init = sym!(lib, "urLoaderInit", Init);
+    let device_get = sym!(lib, "urDeviceGet", ur_pfnDeviceGet_t);
+    let context_create = sym!(lib, "urContextCreate", ur_pfnContextCreate_t);
+    // SAFETY: the loader's initialiser, then live out-pointers and handles
+    // the loader returned.
+    unsafe {
+        if init(0, null_mut()) != UR_RESULT_SUCCESS {
+            return Err("urLoaderInit failed".into());
+        }
+        let p = find_platform(lib, name)?;
+        let mut d = null_mut();
+        if device_get(p, UR_DEVICE_TYPE_ALL, 1, &mut d, null_mut()) != UR_RESULT_SUCCESS {
+            return Err("urDeviceGet failed".into());
+        }
+        let mut c = null_mut();
+        context_create(1, &d, null(), &mut c);
+        Ok((d, c))
+    }
+}
+
 /// The first platform, over every adapter the loader loaded, whose name
 /// contains `name`. The loader is initialised.
 fn find_platform(lib: &Library, name: &str) -> Result<ur_platform_handle_t, String> {
@@ -215,25 +227,12 @@ fn find_platform(lib: &Library, name: &str) -> Result<ur_platform_handle_t, Stri
 fn usm_child(loader: &Path) -> Result<f64, String> {
     // SAFETY: the UR loader's initialisers are sound to run.
     let lib = unsafe { Library::new(loader) }.map_err(|e| e.to_string())?;
-    type Init = Option<unsafe extern "C" fn(u32, *mut c_void) -> ur_result_t>;
-    let init = sym!(lib, "urLoaderInit", Init);
-    let device_get = sym!(lib, "urDeviceGet", ur_pfnDeviceGet_t);
-    let context_create = sym!(lib, "urContextCreate", ur_pfnContextCreate_t);
     let device_alloc = sym!(lib, "urUSMDeviceAlloc", ur_pfnUSMDeviceAlloc_t);
     let free = sym!(lib, "urUSMFree", ur_pfnUSMFree_t);
     // SAFETY: arguments as the UR specification asks: live out-pointers,
     // handles the loader returned, pointers it allocated, freed once.
     unsafe {
-        if init(0, null_mut()) != UR_RESULT_SUCCESS {
-            return Err("urLoaderInit failed".into());
-        }
-        let p = find_platform(&lib, "Intel(R) OpenCL")?;
-        let mut d = null_mut();
-        if device_get(p, UR_DEVICE_TYPE_ALL, 1, &mut d, null_mut()) != UR_RESULT_SUCCESS {
-            return Err("urDeviceGet failed".into());
-        }
-        let mut c = null_mut();
-        context_create(1, &d, null(), &mut c);
+        let (d, c) = device_context(&lib, "Intel(R) OpenCL")?;
         let run = |iters: usize| -> Result<f64, String> {
             let t0 = Instant::now();
             for _ in 0..iters {

@@ -58,29 +58,25 @@ pub unsafe extern "C" fn urKernelCreate(
             .to_str()
             .map_err(|_| CapiError::InvalidValue)?;
         let rt = &state().rt;
-        let id = rt.create_kernel(prog.built()?, name)?;
-        // The same kernel in the program of every other runtime context.
-        let mut others = Vec::new();
-        for (part, _) in prog.context.1.parts.iter().skip(1) {
-            match prog.built_for(*part).and_then(|pid| Ok(rt.create_kernel(pid, name)?)) {
-                Ok(k) => others.push((*part, k)),
-                Err(e) => {
-                    for k in std::iter::once(id).chain(others.into_iter().map(|(_, k)| k)) {
-                        let _ = rt.release_kernel(k);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        let num_args = match rt.kernel_info(id) {
-            Ok(info) => info.arg_count.unwrap_or(0) as u32,
+        // The kernel in the program of every runtime context (one, except
+        // in a context over several runtimes); all released on a failure.
+        let mut made: Vec<(ur_api::ContextId, ur_api::KernelId)> = Vec::new();
+        let found = prog.context.1.parts.iter().try_for_each(|(part, _)| {
+            made.push((*part, rt.create_kernel(prog.built_for(*part)?, name)?));
+            Ok::<_, CapiError>(())
+        });
+        let num_args = found.and_then(|()| Ok(rt.kernel_info(made[0].1)?.arg_count.unwrap_or(0) as u32));
+        let num_args = match num_args {
+            Ok(n) => n,
             Err(e) => {
-                for k in std::iter::once(id).chain(others.into_iter().map(|(_, k)| k)) {
+                for (_, k) in made {
                     let _ = rt.release_kernel(k);
                 }
-                return Err(e.into());
+                return Err(e);
             }
         };
+        let id = made[0].1;
+        let others = made.split_off(1);
         let k = Kernel {
             id,
             program: (p, prog),

@@ -216,12 +216,7 @@ pub unsafe fn read_where_current(
     let rt = &state().rt;
     let here = Place::Device(rt.queue_location(q.id)?);
     let range = base + offset..base + offset + size;
-    let current_here = mm
-        .residency(*buf)
-        .map_err(mm_error)?
-        .iter()
-        .any(|(p, valid)| *p == here && valid.contains(range.clone()));
-    if current_here || size == 0 {
+    if size == 0 || mm.is_current(*buf, here, range.clone()).map_err(mm_error)? {
         return Ok(None);
     }
     rt.wait(wait)?;

@@ -82,9 +82,9 @@ fn alloc(
     // runtime context; host and shared memory would have to be usable by
     // every runtime's devices, which no runtime gives.
     let part = match device {
-        Some(d) if kind == UsmKind::Device || !ctx.is_split() => ctx.part_of(d),
-        _ if ctx.is_split() => return Err(CapiError::Unsupported),
-        _ => ctx.id,
+        _ if !ctx.is_split() => ctx.id,
+        Some(d) if kind == UsmKind::Device => ctx.part_of(d),
+        _ => return Err(CapiError::Unsupported),
     };
     let ptr = state().rt.usm_alloc(part, &udesc)?;
     if !pool.is_null() {
