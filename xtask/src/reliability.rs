@@ -16,19 +16,13 @@ use std::process::Command;
 
 use crate::cmd::{with_backend_env, Result, XtaskError};
 
-/// The crates whose tests run under AddressSanitizer: every crate that needs
-/// no GPU (the OpenCL CPU devices are loaded where a test asks for them).
-pub const ASAN_CRATES: [&str; 9] = [
-    "ur-api",
-    "ur-native",
-    "ur-sim",
-    "ur-template",
-    "ur-memory-manager",
-    "ur-reorg",
-    "ur-file-io",
-    "ur-filters",
-    "ur-reliability",
-];
+/// The crates whose tests run under AddressSanitizer with leak detection
+/// off: those whose tests load the OpenCL runtimes (the ICDs keep
+/// process-lifetime allocations LeakSanitizer would report). Every other
+/// host-side crate runs once, under [`lsan_step`] (AddressSanitizer with
+/// LeakSanitizer on), instead of twice: leak detection adds a check at exit,
+/// not less instrumentation.
+pub const ASAN_CRATES: [&str; 4] = ["ur-memory-manager", "ur-file-io", "ur-filters", "ur-reliability"];
 
 /// `ASAN_OPTIONS` of the step. `use_sigaltstack=0`: the OpenCL runtimes
 /// (LLVM inside PoCL and rusticl) install their own alternate signal stack on
@@ -38,7 +32,12 @@ pub const ASAN_CRATES: [&str; 9] = [
 /// project's own crates are run with leak detection by [`lsan_step`].
 pub const ASAN_OPTIONS: &str = "detect_leaks=0:use_sigaltstack=0:abort_on_error=1:strict_string_checks=1";
 
-/// The crates [`lsan_step`] runs with LeakSanitizer on.
+/// `ASAN_OPTIONS` of [`lsan_step`]: [`ASAN_OPTIONS`] with leak detection on.
+pub const LSAN_OPTIONS: &str = "detect_leaks=1:use_sigaltstack=0:abort_on_error=1:strict_string_checks=1";
+
+/// The crates [`lsan_step`] runs under AddressSanitizer with LeakSanitizer
+/// on and no OpenCL runtime: every host-side crate that needs none, and the
+/// memory manager again (its paths over native and sim devices, for leaks).
 pub const LSAN_CRATES: [&str; 6] = [
     "ur-api",
     "ur-native",
@@ -110,7 +109,7 @@ fn asan_test(crates: &[&str], options: &str, target_dir: &str) -> Command {
     cmd
 }
 
-/// The host-side crates' unit and integration tests under AddressSanitizer
+/// [`ASAN_CRATES`]' unit and integration tests under AddressSanitizer
 /// (nightly, `target/asan`). Any report fails the step.
 pub fn asan_step() -> Command {
     asan_test(&ASAN_CRATES, ASAN_OPTIONS, "target/asan")
@@ -124,13 +123,10 @@ pub fn asan_step() -> Command {
 pub const LSAN_NO_OPENCL_VENDORS: &str = "target/asan/no-opencl-vendors";
 
 /// [`LSAN_CRATES`] under ASan with LeakSanitizer on (`detect_leaks=1`),
-/// sharing `target/asan`, with no OpenCL runtime loaded.
+/// sharing `target/asan`, with no OpenCL runtime loaded. Together with
+/// [`asan_step`] it covers every host-side crate under the sanitizer.
 pub fn lsan_step() -> Command {
-    let mut cmd = asan_test(
-        &LSAN_CRATES,
-        "detect_leaks=1:use_sigaltstack=0:abort_on_error=1",
-        "target/asan",
-    );
+    let mut cmd = asan_test(&LSAN_CRATES, LSAN_OPTIONS, "target/asan");
     cmd.env("OCL_ICD_VENDORS", crate::workspace_root().join(LSAN_NO_OPENCL_VENDORS));
     cmd
 }
@@ -369,7 +365,23 @@ mod tests {
         assert!(!s.contains("ur-opencl") && !s.contains("ur-cuda"), "{s}");
         let lsan = display(&lsan_step());
         assert!(lsan.contains("detect_leaks=1"), "{lsan}");
+        assert!(lsan.contains("strict_string_checks=1"), "{lsan}");
         assert!(lsan.contains(LSAN_NO_OPENCL_VENDORS), "{lsan}");
+        // Every host-side crate runs under the sanitizer in one of the two steps.
+        for c in [
+            "ur-api",
+            "ur-native",
+            "ur-sim",
+            "ur-template",
+            "ur-memory-manager",
+            "ur-reorg",
+            "ur-file-io",
+            "ur-filters",
+            "ur-reliability",
+        ] {
+            let p = format!("-p {c} ");
+            assert!(s.contains(&p) || lsan.contains(&p), "{c} runs under neither step");
+        }
         assert!(s.contains("UR_CENSUS_CHECK=1"), "{s}");
     }
 
