@@ -55,7 +55,7 @@ struct Handles {
 }
 
 /// The OpenCL adapter's SPIR-V test module.
-const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.spv");
+const MODULE: &[u8] = include_bytes!("../../conformance/kernels/kernels.spv");
 
 /// A kernel of a built program on the first device that takes SPIR-V (its
 /// context and program stay alive with it), or `None` where no device does.

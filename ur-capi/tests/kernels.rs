@@ -20,7 +20,7 @@ use capi::{devices, ok};
 
 /// The OpenCL adapter's SPIR-V test module (`fill_index`, `add_one`,
 /// `vec_add`, `add_scalar`; source beside it).
-const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.spv");
+const MODULE: &[u8] = include_bytes!("../../conformance/kernels/kernels.spv");
 
 /// The device's pick among `targets` (`None`: `INVALID_BINARY`).
 ///

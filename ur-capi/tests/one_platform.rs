@@ -25,7 +25,7 @@ fn t() -> &'static ur_dditable_t {
 }
 
 /// The committed SPIR-V module (`fill_index`, `add_one`, ...).
-const MODULE: &[u8] = include_bytes!("../../adapters/opencl/tests/spirv/kernels.spv");
+const MODULE: &[u8] = include_bytes!("../../conformance/kernels/kernels.spv");
 
 /// Launches `k` over `n` work-items on `q` with buffer `b` as argument 0.
 ///

@@ -1,6 +1,7 @@
 //! SPIR-V programs on every OpenCL device that takes IL (Intel's CPU
 //! runtime here; `cl_khr_il_program` / OpenCL 2.1+ `CL_DEVICE_IL_VERSION`),
-//! with the module in `tests/spirv/` (see its README for how it is made).
+//! with the conformance kernels' module (`conformance/kernels/`, see its
+//! README for how it is made).
 
 mod common;
 
@@ -11,10 +12,10 @@ use common::{runtime, skip};
 use ur_api::{ArgValue, BufferDesc, NdRange, ProgramFormats, ProgramSource, QueueProps, UsmDesc, UsmKind};
 
 /// The committed module.
-const MODULE: &[u8] = include_bytes!("spirv/kernels.spv");
+const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/kernels.spv");
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("spirv")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/kernels")
 }
 
 /// Rebuilds the module with the README's commands; `None` (with the
@@ -52,7 +53,7 @@ fn rebuild() -> Result<Vec<u8>, String> {
 #[test]
 fn the_committed_module_is_what_the_tools_make() {
     match rebuild() {
-        Ok(fresh) => assert!(fresh == MODULE, "tests/spirv/kernels.spv is stale: rebuild it (README)"),
+        Ok(fresh) => assert!(fresh == MODULE, "conformance/kernels/kernels.spv is stale: rebuild it (README)"),
         Err(why) => eprintln!("SKIP spirv rebuild: {why}"),
     }
 }

@@ -1,6 +1,7 @@
-// The conformance kernels (conformance/src/kernels.rs, OPENCL_C), compiled
-// to SPIR-V for the OpenCL adapter's IL test. Regenerate with the commands
-// in README.md.
+// The conformance kernels in OpenCL C: `ur_conformance::kernels::OPENCL_C`
+// is this file, and kernels.spv beside it is this file compiled to SPIR-V
+// (the OpenCL adapter's and the C ABI's program tests). Regenerate it with
+// the commands in README.md.
 __kernel void fill_index(__global uint* out) {
     size_t i = get_global_id(0);
     out[i] = (uint)i;
