@@ -82,16 +82,8 @@ fn host(v: &mut [u8]) -> HostPtr {
 
 fn rect(so: [usize; 3], sp: (usize, usize), dof: [usize; 3], dp: (usize, usize), extent: [usize; 3]) -> RectCopy {
     RectCopy {
-        src: RectSide {
-            origin: so,
-            row_pitch: sp.0,
-            slice_pitch: sp.1,
-        },
-        dst: RectSide {
-            origin: dof,
-            row_pitch: dp.0,
-            slice_pitch: dp.1,
-        },
+        src: RectSide::new(so, sp.0, sp.1),
+        dst: RectSide::new(dof, dp.0, dp.1),
         extent,
     }
 }

@@ -272,11 +272,7 @@ macro_rules! rt_only {
 }
 
 fn rect() -> RectCopy {
-    let side = RectSide {
-        origin: [0, 0, 0],
-        row_pitch: 16,
-        slice_pitch: 64,
-    };
+    let side = RectSide::new([0, 0, 0], 16, 64);
     RectCopy {
         src: side,
         dst: side,

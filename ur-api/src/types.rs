@@ -696,6 +696,26 @@ pub struct RectSide {
 }
 
 impl RectSide {
+    /// A side from its origin (byte in the row, row, slice) and pitches (0 = packed).
+    ///
+    /// ```
+    /// use ur_api::{RectCopy, RectSide};
+    /// // A 4-byte-wide, 2-row box from row 1 of a 16-byte-pitch image into a packed one.
+    /// let r = RectCopy {
+    ///     src: RectSide::new([0, 1, 0], 16, 0),
+    ///     dst: RectSide::default(),
+    ///     extent: [4, 2, 1],
+    /// };
+    /// assert_eq!(r.src.start(), 16);
+    /// ```
+    pub const fn new(origin: [usize; 3], row_pitch: usize, slice_pitch: usize) -> Self {
+        RectSide {
+            origin,
+            row_pitch,
+            slice_pitch,
+        }
+    }
+
     /// Byte offset of the box's first byte.
     pub fn start(&self) -> usize {
         self.origin[2] * self.slice_pitch + self.origin[1] * self.row_pitch + self.origin[0]

@@ -237,16 +237,8 @@ fn rects() -> TestResult {
     let dst = e(rt.create_buffer(env.ctx, &BufferDesc::new(100 * 20 * 4), None))?;
     e(rt.write(env.q, dst, 0, &vec![0; 100 * 20 * 4]))?;
     let rect = RectCopy {
-        src: RectSide {
-            origin: [4, 2, 1],
-            row_pitch: sw,
-            slice_pitch: sw * sh,
-        },
-        dst: RectSide {
-            origin: [10, 1, 0],
-            row_pitch: 100,
-            slice_pitch: 100 * 20,
-        },
+        src: RectSide::new([4, 2, 1], sw, sw * sh),
+        dst: RectSide::new([10, 1, 0], 100, 100 * 20),
         extent: [20, 5, 3],
     };
     let ev = e(rt.enqueue_copy_rect(env.q, src, dst, &rect, &[]))?;
@@ -259,11 +251,7 @@ fn rects() -> TestResult {
     // Read a box into host memory with its own pitches, then write it back elsewhere.
     let host_rect = RectCopy {
         src: rect.src,
-        dst: RectSide {
-            origin: [1, 0, 0],
-            row_pitch: 32,
-            slice_pitch: 32 * 6,
-        },
+        dst: RectSide::new([1, 0, 0], 32, 32 * 6),
         extent: [20, 5, 3],
     };
     let mut host = vec![0u8; 32 * 6 * 3];

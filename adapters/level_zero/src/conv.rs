@@ -358,16 +358,8 @@ mod tests {
     #[test]
     fn rect_regions_and_fallback() {
         let rect = RectCopy {
-            src: RectSide {
-                origin: [4, 1, 0],
-                row_pitch: 16,
-                slice_pitch: 64,
-            },
-            dst: RectSide {
-                origin: [0, 0, 1],
-                row_pitch: 8,
-                slice_pitch: 32,
-            },
+            src: RectSide::new([4, 1, 0], 16, 64),
+            dst: RectSide::new([0, 0, 1], 8, 32),
             extent: [8, 2, 1],
         };
         let [(s, sp, ss), (d, dp, ds)] = copy_regions(&rect);

@@ -383,16 +383,8 @@ fn rect_copies_move_exactly_the_box() {
         .unwrap();
     let dst = rt.create_buffer(ctx, &BufferDesc::new(400), None).unwrap();
     let rect = RectCopy {
-        src: RectSide {
-            origin: [2, 1, 1],
-            row_pitch: 16,
-            slice_pitch: 80,
-        },
-        dst: RectSide {
-            origin: [1, 0, 0],
-            row_pitch: 10,
-            slice_pitch: 100,
-        },
+        src: RectSide::new([2, 1, 1], 16, 80),
+        dst: RectSide::new([1, 0, 0], 10, 100),
         extent: [6, 3, 2],
     };
     rt.complete(rt.enqueue_copy_rect(q, src, dst, &rect, &[]).unwrap())
@@ -423,11 +415,7 @@ fn rect_copies_move_exactly_the_box() {
     assert_eq!(packed, expect);
     let put = RectCopy {
         src: RectSide::default(),
-        dst: RectSide {
-            origin: [0, 2, 0],
-            row_pitch: 16,
-            slice_pitch: 0,
-        },
+        dst: RectSide::new([0, 2, 0], 16, 0),
         extent: [4, 2, 1],
     };
     rt.write_rect(q, src, &put, &[7; 8]).unwrap();

@@ -535,25 +535,13 @@ mod tests {
     #[test]
     fn rects_split_only_where_opencl_refuses_the_pitches() {
         let fine = RectCopy {
-            src: RectSide {
-                origin: [1, 2, 1],
-                row_pitch: 8,
-                slice_pitch: 32,
-            },
-            dst: RectSide {
-                origin: [0, 0, 0],
-                row_pitch: 4,
-                slice_pitch: 12,
-            },
+            src: RectSide::new([1, 2, 1], 8, 32),
+            dst: RectSide::new([0, 0, 0], 4, 12),
             extent: [4, 3, 2],
         };
         assert_eq!(rects_for_opencl(&fine), vec![fine]);
         let odd = RectCopy {
-            src: RectSide {
-                origin: [1, 2, 1],
-                row_pitch: 8,
-                slice_pitch: 37,
-            },
+            src: RectSide::new([1, 2, 1], 8, 37),
             ..fine
         };
         let split = rects_for_opencl(&odd);

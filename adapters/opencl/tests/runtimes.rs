@@ -159,11 +159,7 @@ fn rect_fill_map_sub_buffer() {
             .create_buffer_with_data(ctx, &BufferDesc::new(128), &pattern(128, 1))
             .unwrap();
         let rect = RectCopy {
-            src: RectSide {
-                origin: [2, 1, 0],
-                row_pitch: 16,
-                slice_pitch: 0,
-            },
+            src: RectSide::new([2, 1, 0], 16, 0),
             dst: RectSide::default(),
             extent: [4, 3, 1],
         };
@@ -380,11 +376,7 @@ fn odd_slice_pitches_and_over_aligned_usm() {
         let src = pattern(256, 5);
         let buf = rt.create_buffer_with_data(ctx, &BufferDesc::new(256), &src).unwrap();
         let rect = RectCopy {
-            src: RectSide {
-                origin: [1, 1, 1],
-                row_pitch: 8,
-                slice_pitch: 37,
-            },
+            src: RectSide::new([1, 1, 1], 8, 37),
             dst: RectSide::default(),
             extent: [3, 2, 3],
         };

@@ -53,7 +53,10 @@ fn rebuild() -> Result<Vec<u8>, String> {
 #[test]
 fn the_committed_module_is_what_the_tools_make() {
     match rebuild() {
-        Ok(fresh) => assert!(fresh == MODULE, "conformance/kernels/kernels.spv is stale: rebuild it (README)"),
+        Ok(fresh) => assert!(
+            fresh == MODULE,
+            "conformance/kernels/kernels.spv is stale: rebuild it (README)"
+        ),
         Err(why) => eprintln!("SKIP spirv rebuild: {why}"),
     }
 }

@@ -278,11 +278,7 @@ fn rects_fills_and_sub_buffers_move_real_bytes() {
     r.rt.write(q, sub, 0, &[0xAA; 64]).unwrap();
     // A 4x4 box from the sub-buffer (row pitch 16) to a packed host box.
     let rect = RectCopy {
-        src: RectSide {
-            origin: [2, 0, 0],
-            row_pitch: 16,
-            slice_pitch: 64,
-        },
+        src: RectSide::new([2, 0, 0], 16, 64),
         dst: RectSide::default(),
         extent: [4, 4, 1],
     };

@@ -234,14 +234,6 @@ fn rect(src: RectSide, dst: RectSide, extent: [usize; 3]) -> RectCopy {
     RectCopy { src, dst, extent }
 }
 
-fn side(origin: [usize; 3], row_pitch: usize, slice_pitch: usize) -> RectSide {
-    RectSide {
-        origin,
-        row_pitch,
-        slice_pitch,
-    }
-}
-
 fn rect_zero_extent(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let (a, b) = (env.buffer(ctx, 256)?, env.buffer(ctx, 256)?);
@@ -258,9 +250,9 @@ fn rect_zero_extent(env: &DeviceEnv<'_>) -> TestResult {
 fn rect_row_pitch_below_width(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let (a, b) = (env.buffer(ctx, 256)?, env.buffer(ctx, 256)?);
-    let r = rect(side([0; 3], 7, 0), RectSide::default(), [8, 2, 1]);
+    let r = rect(RectSide::new([0; 3], 7, 0), RectSide::default(), [8, 2, 1]);
     expect_err!(env.rt.enqueue_copy_rect(q, a, b, &r, &[]), Error::InvalidValue(_));
-    let r = rect(RectSide::default(), side([0; 3], 4, 0), [8, 2, 1]);
+    let r = rect(RectSide::default(), RectSide::new([0; 3], 4, 0), [8, 2, 1]);
     expect_err!(env.rt.enqueue_copy_rect(q, a, b, &r, &[]), Error::InvalidValue(_));
     Ok(())
 }
@@ -268,7 +260,7 @@ fn rect_row_pitch_below_width(env: &DeviceEnv<'_>) -> TestResult {
 fn rect_slice_pitch_too_small(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let (a, b) = (env.buffer(ctx, 1024)?, env.buffer(ctx, 1024)?);
-    let r = rect(side([0; 3], 16, 16 * 4 - 1), RectSide::default(), [8, 4, 2]);
+    let r = rect(RectSide::new([0; 3], 16, 16 * 4 - 1), RectSide::default(), [8, 4, 2]);
     expect_err!(env.rt.enqueue_copy_rect(q, a, b, &r, &[]), Error::InvalidValue(_));
     Ok(())
 }
@@ -277,12 +269,12 @@ fn rect_out_of_bounds(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let (a, b) = (env.buffer(ctx, 64)?, env.buffer(ctx, 64)?);
     // 8x8 box at row 1 needs 72 bytes.
-    let r = rect(side([0, 1, 0], 8, 0), RectSide::default(), [8, 8, 1]);
+    let r = rect(RectSide::new([0, 1, 0], 8, 0), RectSide::default(), [8, 8, 1]);
     expect_err!(
         env.rt.enqueue_copy_rect(q, a, b, &r, &[]),
         Error::OutOfBounds { size: 64, .. }
     );
-    let r = rect(RectSide::default(), side([1, 0, 0], 8, 0), [8, 8, 1]);
+    let r = rect(RectSide::default(), RectSide::new([1, 0, 0], 8, 0), [8, 8, 1]);
     expect_err!(
         env.rt.enqueue_copy_rect(q, a, b, &r, &[]),
         Error::OutOfBounds { size: 64, .. }
@@ -293,7 +285,11 @@ fn rect_out_of_bounds(env: &DeviceEnv<'_>) -> TestResult {
 fn rect_overflowing_origin(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let (a, b) = (env.buffer(ctx, 64)?, env.buffer(ctx, 64)?);
-    let r = rect(side([0, 0, usize::MAX / 2], 8, 16), RectSide::default(), [8, 2, 1]);
+    let r = rect(
+        RectSide::new([0, 0, usize::MAX / 2], 8, 16),
+        RectSide::default(),
+        [8, 2, 1],
+    );
     expect_err!(env.rt.enqueue_copy_rect(q, a, b, &r, &[]), Error::InvalidValue(_));
     Ok(())
 }
@@ -301,7 +297,7 @@ fn rect_overflowing_origin(env: &DeviceEnv<'_>) -> TestResult {
 fn read_rect_host_too_small(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let b = env.buffer(ctx, 256)?;
-    let r = rect(RectSide::default(), side([0; 3], 16, 0), [16, 4, 1]);
+    let r = rect(RectSide::default(), RectSide::new([0; 3], 16, 0), [16, 4, 1]);
     let mut small = vec![0u8; 63];
     expect_err!(
         env.rt.read_rect(q, b, &r, &mut small),
@@ -311,7 +307,7 @@ fn read_rect_host_too_small(env: &DeviceEnv<'_>) -> TestResult {
         env.rt.write_rect(
             q,
             b,
-            &rect(side([0; 3], 16, 0), RectSide::default(), [16, 4, 1]),
+            &rect(RectSide::new([0; 3], 16, 0), RectSide::default(), [16, 4, 1]),
             &small
         ),
         Error::OutOfBounds { size: 63, .. }
@@ -322,7 +318,7 @@ fn read_rect_host_too_small(env: &DeviceEnv<'_>) -> TestResult {
 fn copy_rect_overlapping(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let a = env.buffer(ctx, 256)?;
-    let r = rect(side([0; 3], 16, 0), side([4, 4, 0], 16, 0), [8, 8, 1]);
+    let r = rect(RectSide::new([0; 3], 16, 0), RectSide::new([4, 4, 0], 16, 0), [8, 8, 1]);
     expect_err!(env.rt.enqueue_copy_rect(q, a, a, &r, &[]), Error::InvalidValue(_));
     Ok(())
 }

@@ -11,14 +11,6 @@ cases!(
     negative: []
 );
 
-fn side(origin: [usize; 3], row_pitch: usize, slice_pitch: usize) -> RectSide {
-    RectSide {
-        origin,
-        row_pitch,
-        slice_pitch,
-    }
-}
-
 /// Host reference: copies the box of `r` from `src` into `dst`; zero pitches
 /// mean packed.
 pub(crate) fn reference(src: &[u8], dst: &mut [u8], r: &RectCopy) {
@@ -53,8 +45,8 @@ fn check_copy_rect(env: &DeviceEnv<'_>, r: RectCopy, src_len: usize, dst_len: us
 
 fn copy_rect_2d(env: &DeviceEnv<'_>) -> TestResult {
     let r = RectCopy {
-        src: side([3, 2, 0], 40, 0),
-        dst: side([5, 1, 0], 64, 0),
+        src: RectSide::new([3, 2, 0], 40, 0),
+        dst: RectSide::new([5, 1, 0], 64, 0),
         extent: [17, 9, 1],
     };
     check_copy_rect(env, r, 40 * 12, 64 * 11)
@@ -62,8 +54,8 @@ fn copy_rect_2d(env: &DeviceEnv<'_>) -> TestResult {
 
 fn copy_rect_3d(env: &DeviceEnv<'_>) -> TestResult {
     let r = RectCopy {
-        src: side([1, 2, 1], 24, 24 * 8),
-        dst: side([4, 0, 2], 32, 32 * 6 + 5),
+        src: RectSide::new([1, 2, 1], 24, 24 * 8),
+        dst: RectSide::new([4, 0, 2], 32, 32 * 6 + 5),
         extent: [13, 5, 3],
     };
     check_copy_rect(env, r, 24 * 8 * 4, (32 * 6 + 5) * 5)
@@ -73,8 +65,8 @@ fn copy_rect_3d(env: &DeviceEnv<'_>) -> TestResult {
 /// layout every backend accepts), through copy, read and write.
 fn rect_3d_pitch_multiples(env: &DeviceEnv<'_>) -> TestResult {
     let r = RectCopy {
-        src: side([2, 1, 1], 20, 20 * 6),
-        dst: side([3, 2, 0], 28, 28 * 7),
+        src: RectSide::new([2, 1, 1], 20, 20 * 6),
+        dst: RectSide::new([3, 2, 0], 28, 28 * 7),
         extent: [15, 4, 3],
     };
     check_copy_rect(env, r, 20 * 6 * 4, 28 * 7 * 3)?;
@@ -99,8 +91,8 @@ fn async_rects_with_wait_lists(env: &DeviceEnv<'_>) -> TestResult {
     let ctx = env.context()?;
     let (q1, q2) = (env.queue(ctx)?, env.queue(ctx)?);
     let r = RectCopy {
-        src: side([0, 0, 0], 10, 0),
-        dst: side([4, 3, 0], 32, 0),
+        src: RectSide::new([0, 0, 0], 10, 0),
+        dst: RectSide::new([4, 3, 0], 32, 0),
         extent: [10, 6, 1],
     };
     let back = RectCopy {
@@ -129,8 +121,8 @@ fn read_rect_2d(env: &DeviceEnv<'_>) -> TestResult {
     read_rect(
         env,
         RectCopy {
-            src: side([7, 3, 0], 50, 0),
-            dst: side([2, 1, 0], 30, 0),
+            src: RectSide::new([7, 3, 0], 50, 0),
+            dst: RectSide::new([2, 1, 0], 30, 0),
             extent: [20, 6, 1],
         },
         50 * 10,
@@ -142,8 +134,8 @@ fn read_rect_3d(env: &DeviceEnv<'_>) -> TestResult {
     read_rect(
         env,
         RectCopy {
-            src: side([2, 1, 1], 16, 16 * 6),
-            dst: side([0, 0, 0], 12, 12 * 5 + 3),
+            src: RectSide::new([2, 1, 1], 16, 16 * 6),
+            dst: RectSide::new([0, 0, 0], 12, 12 * 5 + 3),
             extent: [9, 4, 3],
         },
         16 * 6 * 4,
@@ -165,8 +157,8 @@ fn read_rect(env: &DeviceEnv<'_>, r: RectCopy, buf_len: usize, host_len: usize) 
 fn write_rect_3d(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     let r = RectCopy {
-        src: side([1, 1, 0], 20, 20 * 4),
-        dst: side([3, 2, 1], 36, 36 * 7),
+        src: RectSide::new([1, 1, 0], 20, 20 * 4),
+        dst: RectSide::new([3, 2, 1], 36, 36 * 7),
         extent: [11, 3, 2],
     };
     let host = bytes(20 * 4 * 2, 74);
@@ -185,8 +177,8 @@ fn packed_default_pitches(env: &DeviceEnv<'_>) -> TestResult {
     };
     check_copy_rect(env, r, 64, 64)?;
     let r = RectCopy {
-        src: side([0, 1, 0], 0, 0),
-        dst: side([0, 0, 1], 0, 0),
+        src: RectSide::new([0, 1, 0], 0, 0),
+        dst: RectSide::new([0, 0, 1], 0, 0),
         extent: [6, 2, 1],
     };
     check_copy_rect(env, r, 6 * 3, 6 * 2 * 2)
@@ -196,8 +188,8 @@ fn copy_rect_within_one_buffer(env: &DeviceEnv<'_>) -> TestResult {
     let (ctx, q) = env.setup()?;
     // A 16x16 image; copy the top-left 8x8 block to the bottom-right.
     let r = RectCopy {
-        src: side([0, 0, 0], 16, 0),
-        dst: side([8, 8, 0], 16, 0),
+        src: RectSide::new([0, 0, 0], 16, 0),
+        dst: RectSide::new([8, 8, 0], 16, 0),
         extent: [8, 8, 1],
     };
     let init = bytes(256, 76);
@@ -217,8 +209,8 @@ mod tests {
         let src: Vec<u8> = (0..16).collect();
         let mut dst = vec![0u8; 16];
         let r = RectCopy {
-            src: side([1, 1, 0], 4, 0),
-            dst: side([0, 0, 0], 2, 0),
+            src: RectSide::new([1, 1, 0], 4, 0),
+            dst: RectSide::new([0, 0, 0], 2, 0),
             extent: [2, 2, 1],
         };
         reference(&src, &mut dst, &r);
