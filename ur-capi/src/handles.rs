@@ -1,10 +1,12 @@
-//! Handles crossing the ABI: boxed headers registered in one table.
+//! Handles crossing the ABI: boxed headers registered in one table, sharded
+//! by address so that threads working on their own objects rarely share a
+//! lock (no process-wide lock on the command path).
 //!
 //! Every UR handle we hand out points at a [`Header`] whose first field is
 //! a pointer to our [`ur_dditable_t`]: UR 0.12's loader reads the dispatch
 //! table at offset 0 of any handle to route a call, without wrapping
 //! handles. We never read through a handle ourselves: an incoming handle is
-//! only an address, looked up in the registry (`TABLE`); only a registered address of the
+//! only an address, looked up in the registry (`LIVE`); only a registered address of the
 //! expected kind reaches its object, so a released, stale, foreign or
 //! mistyped handle is an `INVALID_*` result, never a dereference.
 //!
@@ -14,7 +16,11 @@
 //! wait in a quarantine of [`QUARANTINE`] entries before they are reused, so
 //! a stale handle stays a readable header pointing at the table (the loader
 //! routes it to us, and we answer `INVALID_*`) and is only confused with a
-//! new object after that many further releases.
+//! new object after that many further releases. The quarantine is kept per
+//! releasing thread (no shared free list on the command path): a header is
+//! reused by the thread that released it after that thread released
+//! [`QUARANTINE`] more, or, once that thread has ended, after as many
+//! orphans have queued behind it in the shared pool.
 
 use std::collections::hash_map::Entry::Occupied;
 use std::collections::{HashMap, VecDeque};
@@ -72,59 +78,125 @@ impl std::hash::Hasher for AddrHasher {
 /// the module docs, so nothing is lost by allocating them together).
 ///
 /// The size also keeps these long-lived blocks out of the small-object heap:
-/// a slab (256 KiB) and the quarantine queue (512 KiB, reserved once) are
+/// a slab (256 KiB) and a thread's full quarantine queue (512 KiB) are
 /// above glibc's mmap threshold, so they are not interleaved with the
 /// per-command objects the OpenCL runtimes allocate and free there (one
 /// small never-freed block per handle was, before). No change of the
 /// `urabi` dispatch row could be measured from this on the shared machine.
 const SLAB: usize = 32 * 1024;
 
-/// Registered handles, and released headers waiting for reuse.
-#[derive(Debug, Default)]
-struct Table {
-    live: HashMap<usize, Entry, std::hash::BuildHasherDefault<AddrHasher>>,
-    free: VecDeque<usize>,
-    /// Headers of the last slab never handed out yet.
-    fresh: &'static [Header],
+/// Shards of the table of live handles (a power of two). A handle's shard
+/// is a hash of its address, so threads working on their own objects rarely
+/// meet on a lock.
+const SHARDS: usize = 16;
+
+/// Headers a thread takes from the shared pool at a time.
+const CHUNK: usize = 1024;
+
+type Live = HashMap<usize, Entry, std::hash::BuildHasherDefault<AddrHasher>>;
+
+/// One shard of live handles, on its own cache lines.
+#[repr(align(128))]
+struct Shard(Mutex<Live>);
+
+static LIVE: LazyLock<[Shard; SHARDS]> = LazyLock::new(|| std::array::from_fn(|_| Shard(Mutex::new(Live::default()))));
+
+/// The shard of a handle's address.
+fn shard(addr: usize) -> &'static Mutex<Live> {
+    let h = ((addr as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    &LIVE[(h >> (64 - SHARDS.trailing_zeros())) as usize].0
 }
 
-impl Table {
-    /// A header never used before, from the current slab or a new one.
-    fn new_header(&mut self) -> usize {
-        if self.fresh.is_empty() {
-            let ddi = crate::table::ptr();
-            self.fresh = Box::leak((0..SLAB).map(|_| Header { ddi }).collect());
+/// Headers not handed out yet: the rest of the last slab, and released
+/// headers of threads that ended (reused once more than [`QUARANTINE`]
+/// of them wait, as a thread's own are).
+#[derive(Default)]
+struct Spare {
+    slab: &'static [Header],
+    orphans: VecDeque<usize>,
+}
+
+// SAFETY: the pool holds addresses and a `'static` slice of headers that
+// are never written after creation; `Header`'s raw pointer names a
+// `'static` table.
+unsafe impl Send for Spare {}
+
+static POOL: LazyLock<Mutex<Spare>> = LazyLock::new(|| Mutex::new(Spare::default()));
+
+impl Spare {
+    /// Up to [`CHUNK`] headers for a thread: quarantined orphans first, else
+    /// never-used ones from the current slab or a new one.
+    fn chunk(&mut self) -> Vec<usize> {
+        if self.orphans.len() > QUARANTINE {
+            let n = (self.orphans.len() - QUARANTINE).min(CHUNK);
+            return self.orphans.drain(..n).collect();
         }
-        let (first, rest) = self.fresh.split_at(1);
-        self.fresh = rest;
-        &first[0] as *const Header as usize
+        if self.slab.is_empty() {
+            let ddi = crate::table::ptr();
+            self.slab = Box::leak((0..SLAB).map(|_| Header { ddi }).collect());
+        }
+        let (taken, rest) = self.slab.split_at(CHUNK.min(self.slab.len()));
+        self.slab = rest;
+        taken.iter().map(|h| h as *const Header as usize).collect()
     }
 }
 
-// SAFETY: the table only stores addresses of headers it owns; `Header`'s
-// raw pointer names a `'static` table that is never written after creation.
-unsafe impl Send for Table {}
+/// A thread's own headers: released ones in quarantine, and fresh ones
+/// taken from the [`POOL`] a chunk at a time. Registering and releasing
+/// touch no lock but the handle's shard.
+#[derive(Default)]
+struct Local {
+    free: VecDeque<usize>,
+    fresh: Vec<usize>,
+}
 
-static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| {
-    Mutex::new(Table {
-        free: VecDeque::with_capacity(QUARANTINE + 2),
-        ..Table::default()
-    })
-});
+impl Local {
+    fn header(&mut self) -> usize {
+        if self.free.len() > QUARANTINE {
+            if let Some(a) = self.free.pop_front() {
+                return a;
+            }
+        }
+        if self.fresh.is_empty() {
+            self.fresh = POOL.lock().chunk();
+        }
+        self.fresh.pop().expect("a chunk holds at least one header")
+    }
+}
+
+impl Drop for Local {
+    /// A thread that ends gives its headers back: released ones keep their
+    /// place in the quarantine order, fresh ones are orphans never used.
+    fn drop(&mut self) {
+        let mut pool = POOL.lock();
+        pool.orphans.extend(self.free.drain(..));
+        pool.orphans.extend(self.fresh.drain(..));
+    }
+}
+
+thread_local! {
+    static LOCAL: std::cell::RefCell<Local> = std::cell::RefCell::new(Local::default());
+}
+
+/// A header for a new handle: the thread's own, or (while the thread is
+/// being torn down) one straight from the pool.
+fn new_header() -> usize {
+    LOCAL
+        .try_with(|l| l.borrow_mut().header())
+        .unwrap_or_else(|_| POOL.lock().chunk()[0])
+}
+
+/// Puts a released header in the quarantine of the releasing thread.
+fn quarantine(addr: usize) {
+    if LOCAL.try_with(|l| l.borrow_mut().free.push_back(addr)).is_err() {
+        POOL.lock().orphans.push_back(addr);
+    }
+}
 
 /// Registers `obj` under a new handle with one reference.
 pub fn register<H>(obj: Object) -> *mut H {
-    let mut t = TABLE.lock();
-    let reused = if t.free.len() > QUARANTINE {
-        t.free.pop_front()
-    } else {
-        None
-    };
-    let addr = match reused {
-        Some(a) => a,
-        None => t.new_header(),
-    };
-    t.live.insert(addr, Entry { refs: 1, obj });
+    let addr = new_header();
+    shard(addr).lock().insert(addr, Entry { refs: 1, obj });
     addr as *mut H
 }
 
@@ -133,26 +205,33 @@ pub fn lookup<H>(handle: *mut H, kind: Kind) -> Result<Object, CapiError> {
     if handle.is_null() {
         return Err(CapiError::NullHandle);
     }
-    let t = TABLE.lock();
-    let e = t.live.get(&(handle as usize)).ok_or(CapiError::Invalid(kind))?;
+    let addr = handle as usize;
+    let t = shard(addr).lock();
+    let e = t.get(&addr).ok_or(CapiError::Invalid(kind))?;
     if e.obj.kind() != kind {
         return Err(CapiError::Invalid(kind));
     }
     Ok(e.obj.clone())
 }
 
-/// The objects of two handles, cloned out of the table under one lock
-/// (the buffer and queue of a command).
+/// The objects of two handles, cloned out of the table (the buffer and
+/// queue of a command): one lock when both are in the same shard.
 pub fn lookup2<A, B>(a: *mut A, ka: Kind, b: *mut B, kb: Kind) -> Result<(Object, Object), CapiError> {
     if a.is_null() || b.is_null() {
         return Err(CapiError::NullHandle);
     }
-    let t = TABLE.lock();
-    let one = |h: usize, k: Kind| match t.live.get(&h) {
+    let (a, b) = (a as usize, b as usize);
+    let one = |t: &Live, h: usize, k: Kind| match t.get(&h) {
         Some(e) if e.obj.kind() == k => Ok(e.obj.clone()),
         _ => Err(CapiError::Invalid(k)),
     };
-    Ok((one(a as usize, ka)?, one(b as usize, kb)?))
+    let (sa, sb) = (shard(a), shard(b));
+    if std::ptr::eq(sa, sb) {
+        let t = sa.lock();
+        return Ok((one(&t, a, ka)?, one(&t, b, kb)?));
+    }
+    let oa = one(&sa.lock(), a, ka)?;
+    Ok((oa, one(&sb.lock(), b, kb)?))
 }
 
 /// Adds a reference.
@@ -160,8 +239,9 @@ pub fn retain<H>(handle: *mut H, kind: Kind) -> Result<(), CapiError> {
     if handle.is_null() {
         return Err(CapiError::NullHandle);
     }
-    let mut t = TABLE.lock();
-    match t.live.get_mut(&(handle as usize)) {
+    let addr = handle as usize;
+    let mut t = shard(addr).lock();
+    match t.get_mut(&addr) {
         Some(e) if e.obj.kind() == kind => {
             e.refs = e.refs.saturating_add(1);
             Ok(())
@@ -178,10 +258,10 @@ pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiErro
         return Err(CapiError::NullHandle);
     }
     let addr = handle as usize;
-    let mut t = TABLE.lock();
+    let mut t = shard(addr).lock();
     // One probe of the table: the entry is looked at and, on the last
     // release, removed through the same slot.
-    let mut slot = match t.live.entry(addr) {
+    let mut slot = match t.entry(addr) {
         Occupied(o) if o.get().obj.kind() == kind => o,
         _ => return Err(CapiError::Invalid(kind)),
     };
@@ -195,7 +275,8 @@ pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiErro
         return Ok(None);
     }
     let obj = slot.remove().obj;
-    t.free.push_back(addr);
+    drop(t);
+    quarantine(addr);
     Ok(Some(obj))
 }
 
@@ -204,8 +285,9 @@ pub fn ref_count<H>(handle: *mut H, kind: Kind) -> Result<u32, CapiError> {
     if handle.is_null() {
         return Err(CapiError::NullHandle);
     }
-    let t = TABLE.lock();
-    match t.live.get(&(handle as usize)) {
+    let addr = handle as usize;
+    let t = shard(addr).lock();
+    match t.get(&addr) {
         Some(e) if e.obj.kind() == kind => Ok(e.refs),
         _ => Err(CapiError::Invalid(kind)),
     }
