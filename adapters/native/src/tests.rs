@@ -836,3 +836,110 @@ fn dyn_commands_allocate_no_more_than_static_ones() -> Result<()> {
     assert_eq!(dyn_allocs, static_allocs, "allocations of {N} commands, dyn vs static");
     Ok(())
 }
+
+/// Commands of queues in different lanes of the dyn layer (queues are given
+/// lanes round robin, 8 of them) wait for each other's events, and the
+/// events are released while the commands that wait for them are in flight.
+#[test]
+fn wait_lists_across_lanes_hold_their_events() {
+    let (rt, dev, ctx) = runtime();
+    let queues: Vec<QueueId> = (0..11)
+        .map(|_| rt.create_queue(ctx, dev, &QueueProps::default()).unwrap())
+        .collect();
+    let buf = rt.create_buffer(ctx, &BufferDesc::new(11 * 64), None).unwrap();
+    let data: Vec<Vec<u8>> = (0..11u8).map(|i| vec![i + 1; 64]).collect();
+    let writes: Vec<EventId> = queues
+        .iter()
+        .zip(&data)
+        .enumerate()
+        .map(|(i, (&q, d))| {
+            // SAFETY: `data` outlives the commands (waited for below).
+            let src = unsafe { HostPtr::new(d.as_ptr().cast_mut(), 64) };
+            rt.enqueue_write(q, buf, i * 64, src, &[]).unwrap()
+        })
+        .collect();
+    let mut out = vec![0u8; 11 * 64];
+    // SAFETY: `out` outlives the read (completed below).
+    let dst = unsafe { HostPtr::new(out.as_mut_ptr(), out.len()) };
+    let read = rt.enqueue_read(queues[0], buf, 0, dst, &writes).unwrap();
+    for e in writes {
+        rt.release_event(e).unwrap();
+    }
+    rt.complete(read).unwrap();
+    assert_eq!(out, data.concat());
+    // Released events are refused, whichever lane they lived in.
+    let e = rt.enqueue_barrier(queues[5], &[]).unwrap();
+    rt.release_event(e).unwrap();
+    assert!(matches!(rt.release_event(e), Err(Error::InvalidHandle { .. })));
+    for q in queues {
+        rt.release_queue(q).unwrap();
+    }
+    rt.release_buffer(buf).unwrap();
+}
+
+/// Four threads submit on their own queues, each waiting for the last event
+/// of its neighbour's queue (another lane), while a fifth creates and
+/// releases buffers and queues (retired in every lane): every command's
+/// bytes arrive and nothing borrowed is dropped early (ASan runs this).
+#[test]
+fn threads_on_their_own_lanes_with_cross_lane_waits() {
+    let (rt, dev, ctx) = runtime();
+    let rt = &rt;
+    let queues: Vec<QueueId> = (0..4)
+        .map(|_| rt.create_queue(ctx, dev, &QueueProps::default()).unwrap())
+        .collect();
+    let bufs: Vec<BufferId> = (0..4)
+        .map(|_| rt.create_buffer(ctx, &BufferDesc::new(256), None).unwrap())
+        .collect();
+    let last: Vec<parking_lot::Mutex<Option<EventId>>> = (0..4).map(|_| parking_lot::Mutex::new(None)).collect();
+    let last = &last;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let q = rt.create_queue(ctx, dev, &QueueProps::default()).unwrap();
+                let b = rt.create_buffer(ctx, &BufferDesc::new(64), None).unwrap();
+                rt.write(q, b, 0, &[9; 64]).unwrap();
+                rt.release_buffer(b).unwrap();
+                rt.release_queue(q).unwrap();
+            }
+        });
+        let workers: Vec<_> = (0..4)
+            .map(|t| {
+                let (q, b) = (queues[t], bufs[t]);
+                s.spawn(move || {
+                    for i in 0..300u32 {
+                        let v = [(i % 251) as u8; 256];
+                        // The neighbour's latest event, taken out so that
+                        // this thread releases it once its command waited.
+                        let dep = last[(t + 1) % 4].lock().take();
+                        let wait: Vec<EventId> = dep.into_iter().collect();
+                        // SAFETY: `v` outlives the write (completed below).
+                        let src = unsafe { HostPtr::new(v.as_ptr().cast_mut(), v.len()) };
+                        let w = rt.enqueue_write(q, b, 0, src, &wait).unwrap();
+                        for e in wait {
+                            rt.release_event(e).unwrap();
+                        }
+                        rt.wait(&[w]).unwrap();
+                        let mut got = [0u8; 256];
+                        rt.read(q, b, 0, &mut got).unwrap();
+                        assert_eq!(got, v);
+                        if let Some(old) = last[t].lock().replace(w) {
+                            rt.release_event(old).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let joined: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+        stop.store(true, Ordering::Relaxed);
+        for j in joined {
+            j.unwrap();
+        }
+    });
+    for l in last {
+        if let Some(e) = l.lock().take() {
+            rt.release_event(e).unwrap();
+        }
+    }
+}

@@ -1,10 +1,11 @@
 //! Commands: every `enqueue_*` of the dyn layer.
 //!
 //! Each has the same shape, written once in [`AdapterHost::command`]:
-//! resolve the queue, its wait list and the command's objects under one
-//! table lock, check them (ranges, locations, capabilities), then call the
-//! adapter outside the lock, discharging the `# Safety` contract of its
-//! `unsafe` method, and record the event.
+//! resolve the queue, its wait list and the command's objects (the tables'
+//! read lock, the events' lane locks), check them (ranges, locations,
+//! capabilities), then call the adapter outside every lock, discharging
+//! the `# Safety` contract of its `unsafe` method, and record the event in
+//! the queue's lane.
 
 use super::check;
 use super::tables::*;
@@ -48,9 +49,12 @@ impl<A: Adapter> AdapterHost<A> {
     /// The shape of every command (see the module docs).
     ///
     /// The queue, the wait list and the command's buffers are borrowed
-    /// ([`Held`]), not counted: the command is an operation of the table's
-    /// [`Grace`] from the lookups until its event is recorded (or the
-    /// call failed or panicked), so nothing it borrowed is dropped before.
+    /// ([`Held`]), not counted: the command is an operation of its queue's
+    /// lane's [`Grace`] (and of the lanes of wait-list events from other
+    /// lanes) from the lookups until its event is recorded (or the call
+    /// failed or panicked), so nothing it borrowed is dropped before. The
+    /// objects are read under the tables' shared lock; no lock is held
+    /// during the adapter's call.
     fn command<R>(
         &self,
         queue: QueueId,
@@ -59,11 +63,11 @@ impl<A: Adapter> AdapterHost<A> {
         call: impl FnOnce(&A::Queue, &R, &[&A::Event]) -> Result<A::Event>,
     ) -> Result<EventId> {
         let (q, w, r, op) = {
-            let mut t = self.tables.lock();
+            let t = self.tables.read();
             let q = self.queue_held(&t, queue)?;
-            let w = self.wait_list(&t, q.ctx, wait)?;
+            let mut op = self.begin_op(q.lane);
+            let w = op.borrow_events(Some(q.ctx), wait)?;
             let r = resolve(&t, &q)?;
-            let op = self.begin_op(&mut t);
             (q, w, r, op)
         };
         let ev = call(&q.obj, &r, &refs(&w))?;
@@ -413,7 +417,7 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn usm_advise(&self, queue: QueueId, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()> {
         let (q, span) = {
-            let t = self.tables.lock();
+            let t = self.tables.read();
             let q = self.queue(&t, queue)?;
             self.require_usm(&q)?;
             let span = self.usm_at(&t, &q, ptr, size, Use::Copy)?;

@@ -1,13 +1,15 @@
 //! Grace periods for table entries that commands borrow without a count.
 //!
-//! A command resolves its queue, buffers and wait-list events under the
-//! table lock and then calls the adapter outside it. Rather than cloning
-//! an `Arc` per object (two atomic read-modify-writes each), it borrows the
-//! entries ([`Held`]) and counts itself as one *operation* in a [`Grace`]
-//! (plain integers, under the same table lock). An entry removed from its
-//! table while operations are in flight is *retired*: kept until every
-//! operation that could have borrowed it has ended, then dropped outside
-//! the lock by whichever thread ends the last of them.
+//! A command resolves its queue and buffers under the tables' read lock and
+//! its wait-list events under their lanes' locks, then calls the adapter
+//! outside every lock. Rather than cloning an `Arc` per object (two atomic
+//! read-modify-writes each), it borrows the entries ([`Held`]) and counts
+//! itself as one *operation* in its lane's [`Grace`] (plain integers, under
+//! the lane's lock), and in the lane of any wait-list event from another
+//! lane. An entry removed while operations are in flight is *retired*: a
+//! queue or buffer in every lane, an event slot in its own; it is kept
+//! until every operation that could have borrowed it has ended, then
+//! dropped outside the lock by whichever thread ends the last of them.
 //!
 //! Two buckets bound the wait (a small RCU): operations join the current
 //! bucket; retired entries wait for the bucket they may be borrowed from.
@@ -21,10 +23,11 @@ use std::ptr::NonNull;
 
 /// An entry borrowed by an operation: valid until the operation ends.
 ///
-/// Made only from an entry found in a table under the table lock, by a
-/// thread that counts (or, in the same critical section, starts counting)
-/// an operation in the table's [`Grace`]; used only until that operation
-/// ends. Not `Send`: it stays with the operation's thread.
+/// Made only from an entry found under its table's lock (the tables' read
+/// lock, or an event's lane lock), by a thread that counts (or, in the same
+/// critical section, starts counting) an operation in a [`Grace`] the
+/// entry's removal is retired into; used only until that operation ends.
+/// Not `Send`: it stays with the operation's thread.
 pub(super) struct Held<T>(NonNull<T>);
 
 impl<T> Held<T> {
@@ -32,14 +35,15 @@ impl<T> Held<T> {
     ///
     /// # Safety
     ///
-    /// `entry` must be a live table entry found under the table lock, in
-    /// its own heap allocation (an `Arc`) or a slot of the event
-    /// [`Slab`](super::slab::Slab), neither of which the table moves. The
-    /// calling thread must either count an operation in that table's
-    /// [`Grace`] (begun before the lock is released) that ends only after
-    /// the `Held` is dropped, so a removed entry is retired, not dropped,
-    /// while the `Held` can deref it; or drop the `Held` before it
-    /// releases the lock.
+    /// `entry` must be a live table entry found under its table's lock, in
+    /// its own heap allocation (an `Arc`) or a slot of an event
+    /// [`Slab`](super::slab::Slab), neither of which moves. The calling
+    /// thread must either count an operation in a [`Grace`] the entry's
+    /// removal is retired into (a queue or buffer: any lane's, since they
+    /// are retired in every lane; an event: its own lane's), begun before
+    /// that lock is released and ending only after the `Held` is dropped,
+    /// so a removed entry is retired, not dropped, while the `Held` can
+    /// deref it; or drop the `Held` before it releases the lock.
     pub(super) unsafe fn new(entry: &T) -> Self {
         Held(NonNull::from(entry))
     }

@@ -34,7 +34,7 @@ impl<A: Adapter> AdapterHost<A> {
         desc: &BufferDesc<DeviceId>,
         init: Option<HostPtr>,
     ) -> Result<BufferId> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         if desc.size == 0 {
             return Err(Error::InvalidSize {
                 what: "buffer",
@@ -76,12 +76,12 @@ impl<A: Adapter> AdapterHost<A> {
             parent: None,
             maps: Mutex::new(Vec::new()),
         };
-        let key = self.tables.lock().buffers.insert(Arc::new(entry));
+        let key = self.tables.write().buffers.insert(Arc::new(entry));
         Ok(BufferId { host: self.id, key })
     }
 
     pub(super) fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId> {
-        let p = self.buffer(&self.tables.lock(), parent)?;
+        let p = self.buffer(&self.tables.read(), parent)?;
         if p.parent.is_some() {
             return Err(Error::invalid("a sub-buffer cannot be created from a sub-buffer"));
         }
@@ -113,12 +113,12 @@ impl<A: Adapter> AdapterHost<A> {
             parent: Some((parent.key, offset, p.clone())),
             maps: Mutex::new(Vec::new()),
         };
-        let key = self.tables.lock().buffers.insert(Arc::new(entry));
+        let key = self.tables.write().buffers.insert(Arc::new(entry));
         Ok(BufferId { host: self.id, key })
     }
 
     pub(super) fn buffer_info(&self, buffer: BufferId) -> Result<BufferInfo> {
-        let b = self.buffer(&self.tables.lock(), buffer)?;
+        let b = self.buffer(&self.tables.read(), buffer)?;
         Ok(BufferInfo {
             context: ContextId {
                 host: self.id,
@@ -139,19 +139,21 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn release_buffer(&self, buffer: BufferId) -> Result<()> {
         self.own(buffer)?;
-        let mut t = self.tables.lock();
-        let b = t.buffers.remove(buffer.key).ok_or(Error::InvalidHandle {
-            kind: HandleKind::Buffer,
-        })?;
+        let b = self
+            .tables
+            .write()
+            .buffers
+            .remove(buffer.key)
+            .ok_or(Error::InvalidHandle {
+                kind: HandleKind::Buffer,
+            })?;
         // Commands in flight may still borrow it (see `Held`).
-        let free = self.retire(&mut t, Retired::Buffer(b));
-        drop(t);
-        drop(free);
+        self.retire_everywhere(&Retired::Buffer(b));
         Ok(())
     }
 
     pub(super) fn usm_alloc(&self, context: ContextId, desc: &UsmDesc<DeviceId>) -> Result<UsmPtr> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         if desc.size == 0 {
             return Err(Error::InvalidSize {
                 what: "USM allocation",
@@ -203,12 +205,12 @@ impl<A: Adapter> AdapterHost<A> {
             size: desc.size,
             device,
         };
-        self.tables.lock().usm.insert(ptr.0, Arc::new(entry));
+        self.tables.write().usm.insert(ptr.0, Arc::new(entry));
         Ok(ptr)
     }
 
     pub(super) fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()> {
-        let mut t = self.tables.lock();
+        let mut t = self.tables.write();
         let c = self.context(&t, context)?;
         match t.usm.get(&ptr.0) {
             Some(e) if e.ctx == context.key => {}
@@ -229,7 +231,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>> {
-        let t = self.tables.lock();
+        let t = self.tables.read();
         self.context(&t, context)?;
         let e = t
             .usm
@@ -259,7 +261,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn lock_host(&self, context: ContextId, mem: HostPtr) -> Result<DeviceAddr> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         let end = check::host_range(mem.as_ptr(), mem.len())?;
         self.require_registration(&c)?;
         let start = mem.as_ptr() as usize;
@@ -280,7 +282,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn unlock_host(&self, context: ContextId, mem: HostPtr) -> Result<()> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         self.require_registration(&c)?;
         let mut regs = c.registered.lock();
         let start = mem.as_ptr() as usize;

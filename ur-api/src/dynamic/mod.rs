@@ -5,7 +5,8 @@
 //! in slot-map tables behind typed generational handles, and every parameter
 //! is checked here, once, before the adapter sees it.
 //!
-//! Files: `tables.rs` (entries, lookups, the location check), `grace.rs`
+//! Files: `tables.rs` (entries, lookups, the location check, the lanes
+//! that keep events and in-flight operations per group of queues), `grace.rs`
 //! (how commands borrow entries without a count per object), `slab.rs`
 //! (the event table), `check.rs`
 //! (pure parameter checks), `objects.rs`, `memory.rs`, `commands.rs` (the

@@ -89,12 +89,12 @@ impl<A: Adapter> AdapterHost<A> {
             devices: keys,
             registered: Mutex::new(BTreeMap::new()),
         };
-        let key = self.tables.lock().contexts.insert(Arc::new(entry));
+        let key = self.tables.write().contexts.insert(Arc::new(entry));
         Ok(ContextId { host: self.id, key })
     }
 
     pub(super) fn context_devices(&self, context: ContextId) -> Result<Vec<DeviceId>> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         Ok(c.devices.iter().map(|&key| DeviceId { host: self.id, key }).collect())
     }
 
@@ -106,7 +106,7 @@ impl<A: Adapter> AdapterHost<A> {
     /// freeing them here would leave it reading freed memory).
     pub(super) fn release_context(&self, context: ContextId) -> Result<()> {
         self.own(context)?;
-        let mut t = self.tables.lock();
+        let mut t = self.tables.write();
         let c = self.context(&t, context)?;
         let usm = t.usm.values().filter(|e| e.ctx == context.key).count();
         if usm > 0 {
@@ -129,7 +129,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn memory_connection(&self, src: Location, dst: Location) -> Result<MemoryConnection> {
-        let t = self.tables.lock();
+        let t = self.tables.read();
         let (sc, sd) = self.location(&t, src)?;
         let (dc, dd) = self.location(&t, dst)?;
         drop(t);
@@ -137,7 +137,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId> {
-        let (c, d) = self.location(&self.tables.lock(), Location::new(context, device))?;
+        let (c, d) = self.location(&self.tables.read(), Location::new(context, device))?;
         if props.profiling && !d.info.caps.contains(DeviceCaps::PROFILING) {
             return Err(Error::unsupported(format!("profiling on {}", d.info.name)));
         }
@@ -149,13 +149,14 @@ impl<A: Adapter> AdapterHost<A> {
             device: device.key,
             profiling: props.profiling,
             caps: d.info.caps,
+            lane: self.assign_lane(),
         };
-        let key = self.tables.lock().queues.insert(Arc::new(entry));
+        let key = self.tables.write().queues.insert(Arc::new(entry));
         Ok(QueueId { host: self.id, key })
     }
 
     pub(super) fn queue_location(&self, queue: QueueId) -> Result<Location> {
-        let q = self.queue(&self.tables.lock(), queue)?;
+        let q = self.queue(&self.tables.read(), queue)?;
         Ok(Location::new(
             ContextId {
                 host: self.id,
@@ -172,7 +173,7 @@ impl<A: Adapter> AdapterHost<A> {
         self.own(queue)?;
         let q = self
             .tables
-            .lock()
+            .write()
             .queues
             .remove(queue.key)
             .ok_or(Error::InvalidHandle {
@@ -181,30 +182,27 @@ impl<A: Adapter> AdapterHost<A> {
         // Pending work still runs; make sure it was submitted.
         let flushed = self.adapter.flush(&q.obj);
         // Commands in flight may still borrow it (see `Held`).
-        let free = self.retire(&mut self.tables.lock(), Retired::Queue(q));
-        drop(free);
+        self.retire_everywhere(&Retired::Queue(q));
         flushed
     }
 
     pub(super) fn flush(&self, queue: QueueId) -> Result<()> {
-        let q = self.queue(&self.tables.lock(), queue)?;
+        let q = self.queue(&self.tables.read(), queue)?;
         self.adapter.flush(&q.obj)
     }
 
     pub(super) fn finish(&self, queue: QueueId) -> Result<()> {
-        let q = self.queue(&self.tables.lock(), queue)?;
+        let q = self.queue(&self.tables.read(), queue)?;
         self.adapter.finish(&q.obj)
     }
 
     /// Runs `f` on borrowed events of this adapter, as one operation of
-    /// the table's grace (see [`Held`]): a concurrent release cannot drop
+    /// their lanes' grace (see [`Held`]): a concurrent release cannot drop
     /// them under `f`.
     fn with_events<T>(&self, events: &[EventId], f: impl FnOnce(&[&A::Event]) -> Result<T>) -> Result<T> {
-        let (es, op) = {
-            let mut t = self.tables.lock();
-            let es: Vec<_> = events.iter().map(|&e| self.event(&t, e)).collect::<Result<_>>()?;
-            (es, self.begin_op(&mut t))
-        };
+        let first = events.first().map_or(0, |e| unlane(e.key).0);
+        let mut op = self.begin_op(first);
+        let es = op.borrow_events(None, events)?;
         let r = f(&refs(&es));
         drop((es, op));
         r
@@ -222,7 +220,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo> {
-        let profiling = self.event(&self.tables.lock(), event)?.profiling;
+        let profiling = self.with_event(event, |e| e.profiling)?;
         if !profiling {
             return Err(Error::ProfilingUnavailable(
                 "the event's queue was created without profiling",
@@ -232,7 +230,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn event_context(&self, event: EventId) -> Result<ContextId> {
-        let ctx = self.event(&self.tables.lock(), event)?.ctx;
+        let ctx = self.with_event(event, |e| e.ctx)?;
         Ok(ContextId {
             host: self.id,
             key: ctx,
@@ -240,21 +238,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn release_event(&self, event: EventId) -> Result<()> {
-        self.own(event)?;
-        let mut t = self.tables.lock();
-        if t.grace.idle() {
-            // Nothing borrows it: its slot is free at once. The adapter's
-            // event is released outside the table lock.
-            let entry = t.events.take(event.key);
-            drop(t);
-            return entry.map(drop).ok_or(Error::InvalidHandle {
-                kind: HandleKind::Event,
-            });
-        }
-        let free = self.remove_event(&mut t, event.key)?;
-        drop(t);
-        drop(free);
-        Ok(())
+        self.remove_event(event)
     }
 
     pub(super) fn create_program(
@@ -263,7 +247,7 @@ impl<A: Adapter> AdapterHost<A> {
         source: &ProgramSource,
         options: &str,
     ) -> Result<ProgramId> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         for &d in &c.devices {
             let info = &self.dev(d).info;
             if !info.caps.contains(DeviceCaps::KERNELS) {
@@ -278,7 +262,7 @@ impl<A: Adapter> AdapterHost<A> {
             }
         }
         let obj = self.adapter.create_program(&c.obj, source, options)?;
-        let key = self.tables.lock().programs.insert(Arc::new(ProgramEntry {
+        let key = self.tables.write().programs.insert(Arc::new(ProgramEntry {
             obj,
             ctx: context.key,
             context: c,
@@ -289,7 +273,7 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn release_program(&self, program: ProgramId) -> Result<()> {
         self.own(program)?;
         self.tables
-            .lock()
+            .write()
             .programs
             .remove(program.key)
             .map(drop)
@@ -300,13 +284,13 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId> {
         self.own(program)?;
-        let p = lookup(&self.tables.lock().programs, program.key, HandleKind::Program)?;
+        let p = lookup(&self.tables.read().programs, program.key, HandleKind::Program)?;
         if name.is_empty() {
             return Err(Error::invalid("empty kernel name"));
         }
         let obj = self.adapter.create_kernel(&p.obj, name)?;
         let info = self.adapter.kernel_info(&obj);
-        let key = self.tables.lock().kernels.insert(Arc::new(KernelEntry {
+        let key = self.tables.write().kernels.insert(Arc::new(KernelEntry {
             obj,
             ctx: p.ctx,
             info,
@@ -316,7 +300,7 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn native_handle(&self, of: NativeOf) -> Result<NativeHandle> {
-        let t = self.tables.lock();
+        let t = self.tables.read();
         match of {
             NativeOf::Platform(p) => {
                 self.own(p)?;
@@ -349,9 +333,9 @@ impl<A: Adapter> AdapterHost<A> {
         handle: NativeHandle,
         owned: bool,
     ) -> Result<ProgramId> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         let obj = self.adapter.program_from_native(&c.obj, handle, owned)?;
-        let key = self.tables.lock().programs.insert(Arc::new(ProgramEntry {
+        let key = self.tables.write().programs.insert(Arc::new(ProgramEntry {
             obj,
             ctx: context.key,
             context: c,
@@ -365,10 +349,10 @@ impl<A: Adapter> AdapterHost<A> {
         handle: NativeHandle,
         owned: bool,
     ) -> Result<(ProgramId, KernelId)> {
-        let c = self.context(&self.tables.lock(), context)?;
+        let c = self.context(&self.tables.read(), context)?;
         let (pobj, kobj) = self.adapter.kernel_from_native(&c.obj, handle, owned)?;
         let info = self.adapter.kernel_info(&kobj);
-        let mut t = self.tables.lock();
+        let mut t = self.tables.write();
         let program = Arc::new(ProgramEntry {
             obj: pobj,
             ctx: context.key,
@@ -395,19 +379,19 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn kernel_names(&self, program: ProgramId) -> Result<Vec<String>> {
         self.own(program)?;
-        let p = lookup(&self.tables.lock().programs, program.key, HandleKind::Program)?;
+        let p = lookup(&self.tables.read().programs, program.key, HandleKind::Program)?;
         self.adapter.kernel_names(&p.obj)
     }
 
     pub(super) fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo> {
         self.own(kernel)?;
-        let k = lookup(&self.tables.lock().kernels, kernel.key, HandleKind::Kernel)?;
+        let k = lookup(&self.tables.read().kernels, kernel.key, HandleKind::Kernel)?;
         Ok(k.info.clone())
     }
 
     pub(super) fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo> {
         self.own(kernel)?;
-        let k = lookup(&self.tables.lock().kernels, kernel.key, HandleKind::Kernel)?;
+        let k = lookup(&self.tables.read().kernels, kernel.key, HandleKind::Kernel)?;
         let d = self.device(device)?;
         if !k.program.context.devices.contains(&device.key) {
             return Err(Error::DeviceNotInContext);
@@ -418,7 +402,7 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn release_kernel(&self, kernel: KernelId) -> Result<()> {
         self.own(kernel)?;
         self.tables
-            .lock()
+            .write()
             .kernels
             .remove(kernel.key)
             .map(drop)

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use slotmap::SlotMap;
+use parking_lot::{Mutex, RwLock};
+use slotmap::{Key, KeyData, SlotMap};
 
 use super::check;
 pub(super) use super::grace::{Grace, Held, Ticket};
@@ -59,6 +59,8 @@ pub(super) struct QueueEntry<A: Adapter> {
     pub(super) profiling: bool,
     /// The device's capabilities, read by every command (fixed for a queue).
     pub(super) caps: DeviceCaps,
+    /// The [`Lane`] its commands' events and operations live in.
+    pub(super) lane: usize,
 }
 
 /// An event's entry, inserted once the adapter returned its event, in a
@@ -77,27 +79,72 @@ impl<A: Adapter> EventEntry<A> {
     }
 }
 
-/// An operation in flight (see [`AdapterHost::begin_op`]).
+/// An operation in flight (see [`AdapterHost::begin_op`]): a ticket in
+/// its own lane, and one in each other lane whose events it borrowed.
 pub(super) struct OpGuard<'h, A: Adapter> {
     host: &'h AdapterHost<A>,
+    lane: usize,
     ticket: Option<Ticket>,
+    others: Vec<(usize, Ticket)>,
 }
 
 impl<A: Adapter> OpGuard<'_, A> {
-    /// Records a command's event and ends the operation.
+    /// Records a command's event (in the queue's lane, the operation's own)
+    /// and ends the operation.
     #[inline(always)]
-    pub(super) fn record(self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
-        // The guard holds nothing but the ticket: skip its drop.
-        let mut this = std::mem::ManuallyDrop::new(self);
-        let ticket = this.ticket.take().expect("an operation ends once");
-        this.host.record_event(ticket, q, obj)
+    pub(super) fn record(mut self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
+        debug_assert_eq!(self.lane, q.lane, "a command's operation lives in its queue's lane");
+        let ticket = self.ticket.take().expect("an operation ends once");
+        self.host.record_event(ticket, q, obj)
+    }
+
+    /// Borrows the events of a wait list (alive, of this adapter, of context
+    /// `ctx`), taking a ticket in each other lane they live in. Lanes are
+    /// locked one at a time.
+    pub(super) fn borrow_events(
+        &mut self,
+        ctx: Option<ContextKey>,
+        ids: &[EventId],
+    ) -> Result<Vec<Held<EventEntry<A>>>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let host = self.host;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            host.own(id)?;
+            let (lane, key) = unlane(id.key);
+            let mut l = host.lanes[lane].0.lock();
+            let e = l.events.get(key).ok_or(Error::InvalidHandle {
+                kind: HandleKind::Event,
+            })?;
+            if ctx.is_some_and(|c| c != e.ctx) {
+                return Err(Error::WrongContext {
+                    what: "wait-list event",
+                });
+            }
+            // SAFETY: a live entry in a slab slot, found under its lane's
+            // lock; this operation holds a ticket in that lane (its own, or
+            // one taken below before the lock is released), so the slot is
+            // not reclaimed before the operation ends and drops the `Held`.
+            let held = unsafe { Held::new(e) };
+            if lane != self.lane && !self.others.iter().any(|(o, _)| *o == lane) {
+                self.others.push((lane, l.grace.begin()));
+            }
+            drop(l);
+            out.push(held);
+        }
+        Ok(out)
     }
 }
 
 impl<A: Adapter> Drop for OpGuard<'_, A> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
-            self.host.end_op(ticket);
+            self.host.end_op(self.lane, ticket);
+        }
+        for (lane, ticket) in self.others.drain(..) {
+            self.host.end_op(lane, ticket);
         }
     }
 }
@@ -139,13 +186,12 @@ pub(super) struct UsmEntry<A: Adapter> {
     pub(super) device: Option<DeviceKey>,
 }
 
+/// The objects of an adapter, read (shared lock) by every command and
+/// written (exclusive lock) only when objects are made or released.
 pub(super) struct Tables<A: Adapter> {
     pub(super) contexts: SlotMap<ContextKey, Arc<ContextEntry<A>>>,
     pub(super) buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
     pub(super) queues: SlotMap<QueueKey, Arc<QueueEntry<A>>>,
-    pub(super) events: Slab<EventEntry<A>>,
-    /// Operations borrowing entries, and entries retired under them.
-    pub(super) grace: Grace<Retired<A>>,
     pub(super) programs: SlotMap<ProgramKey, Arc<ProgramEntry<A>>>,
     pub(super) kernels: SlotMap<KernelKey, Arc<KernelEntry<A>>>,
     /// USM allocations by base address. Commands hold an entry only while
@@ -153,7 +199,53 @@ pub(super) struct Tables<A: Adapter> {
     pub(super) usm: BTreeMap<u64, Arc<UsmEntry<A>>>,
 }
 
-impl<A: Adapter> Tables<A> {
+/// How many lanes an adapter host has (a power of two, at most
+/// `1 << LANE_BITS`).
+pub(super) const LANES: usize = 8;
+
+/// Bits of an event key's index that name its lane (the top ones).
+const LANE_BITS: u32 = 4;
+
+/// Bits of an event key's index left for the slot in its lane.
+const SLOT_BITS: u32 = 32 - LANE_BITS;
+
+/// The events and operations of the queues assigned to one lane: a command
+/// takes its operation's ticket and records its event in its queue's lane,
+/// and an event is released in the lane it lives in, so threads submitting
+/// to queues of different lanes share no lock but the objects' read lock.
+pub(super) struct Lane<A: Adapter> {
+    /// Events recorded by this lane's queues (keys carry the lane, see [`unlane`]).
+    pub(super) events: Slab<EventEntry<A>>,
+    /// Operations of this lane borrowing entries, and entries retired
+    /// under them. A removed queue or buffer is retired in every lane; an
+    /// event slot in its own.
+    pub(super) grace: Grace<Retired<A>>,
+}
+
+/// A lane on its own cache lines.
+#[repr(align(128))]
+pub(super) struct LaneLock<A: Adapter>(pub(super) Mutex<Lane<A>>);
+
+/// An event key as handed out: the lane in the top [`LANE_BITS`] of its
+/// index.
+fn with_lane(lane: usize, key: EventKey) -> EventKey {
+    let raw = key.data().as_ffi();
+    let index = raw & 0xffff_ffff;
+    assert!(index < 1 << SLOT_BITS, "more than 2^28 live events in one lane");
+    EventKey::from(KeyData::from_ffi(raw | ((lane as u64) << SLOT_BITS)))
+}
+
+/// The lane of an event key and the key within the lane's slab. Keys this
+/// host never made name a lane by their bits alone; a lane that does not
+/// exist is folded onto one that does, whose slab then refuses the key.
+pub(super) fn unlane(key: EventKey) -> (usize, EventKey) {
+    let raw = key.data().as_ffi();
+    let lane = ((raw >> SLOT_BITS) & ((1 << LANE_BITS) - 1)) as usize;
+    let mask = !(((1u64 << LANE_BITS) - 1) << SLOT_BITS);
+    (lane % LANES, EventKey::from(KeyData::from_ffi(raw & mask)))
+}
+
+impl<A: Adapter> Lane<A> {
     /// Ends an operation; what may be dropped now (outside the lock).
     #[inline]
     pub(super) fn end(&mut self, ticket: Ticket) -> Option<Vec<Retired<A>>> {
@@ -228,7 +320,10 @@ pub struct AdapterHost<A: Adapter> {
     pub(super) platform_order: Vec<PlatformKey>,
     pub(super) devices: SlotMap<DeviceKey, DeviceEntry<A>>,
     pub(super) subs: SubDevices<A>,
-    pub(super) tables: Mutex<Tables<A>>,
+    pub(super) tables: RwLock<Tables<A>>,
+    pub(super) lanes: Box<[LaneLock<A>]>,
+    /// The lane the next queue is given (round robin).
+    pub(super) next_lane: std::sync::atomic::AtomicUsize,
 }
 
 impl<A: Adapter> std::fmt::Debug for AdapterHost<A> {
@@ -280,16 +375,23 @@ impl<A: Adapter> AdapterHost<A> {
             platform_order,
             devices,
             subs: SubDevices::default(),
-            tables: Mutex::new(Tables {
+            tables: RwLock::new(Tables {
                 contexts: SlotMap::with_key(),
                 buffers: SlotMap::with_key(),
                 queues: SlotMap::with_key(),
-                events: Slab::default(),
-                grace: Grace::default(),
                 programs: SlotMap::with_key(),
                 kernels: SlotMap::with_key(),
                 usm: BTreeMap::new(),
             }),
+            lanes: (0..LANES)
+                .map(|_| {
+                    LaneLock(Mutex::new(Lane {
+                        events: Slab::default(),
+                        grace: Grace::default(),
+                    }))
+                })
+                .collect(),
+            next_lane: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -345,20 +447,14 @@ impl<A: Adapter> AdapterHost<A> {
         lookup(&t.queues, id.key, HandleKind::Queue)
     }
 
-    /// An event, borrowed for an operation (see [`Held`]).
-    pub(super) fn event(&self, t: &Tables<A>, id: EventId) -> Result<Held<EventEntry<A>>> {
+    /// Runs `f` on an event's entry under its lane's lock.
+    pub(super) fn with_event<T>(&self, id: EventId, f: impl FnOnce(&EventEntry<A>) -> T) -> Result<T> {
         self.own(id)?;
-        t.events
-            .get(id.key)
-            // SAFETY: a live entry found under the lock (`t` borrows the
-            // locked tables), in a slab slot; callers either begin
-            // their operation before that lock is released and drop the
-            // `Held` before it ends (`command`, `with_events`), or use it
-            // only while the lock is held (`event_profiling`, `event_context`).
-            .map(|e| unsafe { Held::new(e) })
-            .ok_or(Error::InvalidHandle {
-                kind: HandleKind::Event,
-            })
+        let (lane, key) = unlane(id.key);
+        let l = self.lanes[lane].0.lock();
+        l.events.get(key).map(f).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Event,
+        })
     }
 
     /// A queue, borrowed for an operation (see [`Held`]).
@@ -378,29 +474,6 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn kernel(&self, t: &Tables<A>, id: KernelId) -> Result<Arc<KernelEntry<A>>> {
         self.own(id)?;
         lookup(&t.kernels, id.key, HandleKind::Kernel)
-    }
-
-    /// Events of a wait list: alive, of this adapter, of the queue's context.
-    pub(super) fn wait_list(
-        &self,
-        t: &Tables<A>,
-        ctx: ContextKey,
-        wait: &[EventId],
-    ) -> Result<Vec<Held<EventEntry<A>>>> {
-        if wait.is_empty() {
-            return Ok(Vec::new());
-        }
-        wait.iter()
-            .map(|&id| {
-                let e = self.event(t, id)?;
-                if e.ctx != ctx {
-                    return Err(Error::WrongContext {
-                        what: "wait-list event",
-                    });
-                }
-                Ok(e)
-            })
-            .collect()
     }
 
     /// A context and one of its devices.
@@ -487,8 +560,9 @@ impl<A: Adapter> AdapterHost<A> {
         &self.dev(q.device).info
     }
 
-    /// Records the adapter's event of a command and ends its operation
-    /// (one critical section); the handle is handed out after it.
+    /// Records the adapter's event of a command in its queue's lane and
+    /// ends its operation there (one critical section); the handle is
+    /// handed out after it.
     #[inline(always)]
     pub(super) fn record_event(&self, ticket: Ticket, q: &QueueEntry<A>, obj: A::Event) -> EventId {
         let entry = EventEntry {
@@ -496,45 +570,81 @@ impl<A: Adapter> AdapterHost<A> {
             ctx: q.ctx,
             profiling: q.profiling,
         };
-        let mut t = self.tables.lock();
-        let key = t.events.insert(entry);
-        let free = t.end(ticket);
-        drop(t);
+        let mut l = self.lanes[q.lane].0.lock();
+        let key = l.events.insert(entry);
+        let free = l.end(ticket);
+        drop(l);
         drop(free);
-        EventId { host: self.id, key }
-    }
-
-    /// Ends an operation that recorded no event.
-    pub(super) fn end_op(&self, ticket: Ticket) {
-        let free = self.tables.lock().end(ticket);
-        drop(free);
-    }
-
-    /// Starts an operation (under the lock that made its borrows); it ends
-    /// when the guard is dropped or [`OpGuard::record`]s an event, so an
-    /// adapter call that panics still ends it.
-    pub(super) fn begin_op<'h>(&'h self, t: &mut Tables<A>) -> OpGuard<'h, A> {
-        OpGuard {
-            host: self,
-            ticket: Some(t.grace.begin()),
+        EventId {
+            host: self.id,
+            key: with_lane(q.lane, key),
         }
     }
 
-    /// Retires a removed entry: dropped now (outside the lock) if no
-    /// operation may borrow it, else once they have ended.
-    pub(super) fn retire(&self, t: &mut Tables<A>, r: Retired<A>) -> Vec<Retired<A>> {
-        let free = t.grace.retire(r);
-        t.settle(free)
+    /// Ends an operation's ticket in `lane` without recording an event.
+    pub(super) fn end_op(&self, lane: usize, ticket: Ticket) {
+        let free = self.lanes[lane].0.lock().end(ticket);
+        drop(free);
     }
 
-    /// Releases an event while operations may borrow it: its entry stays
-    /// in its slot until they end. What may be dropped now (outside the lock).
-    #[cold]
-    pub(super) fn remove_event(&self, t: &mut Tables<A>, key: EventKey) -> Result<Vec<Retired<A>>> {
-        let slot = t.events.remove(key).ok_or(Error::InvalidHandle {
+    /// Starts an operation in `lane`; it ends when the guard is dropped or
+    /// [`OpGuard::record`]s an event, so an adapter call that panics still
+    /// ends it. Objects borrowed under the tables' read lock are safe from
+    /// the moment this returns, if the read lock is still held then.
+    pub(super) fn begin_op(&self, lane: usize) -> OpGuard<'_, A> {
+        OpGuard {
+            host: self,
+            lane,
+            ticket: Some(self.lanes[lane].0.lock().grace.begin()),
+            others: Vec::new(),
+        }
+    }
+
+    /// The lane for a new queue.
+    pub(super) fn assign_lane(&self) -> usize {
+        self.next_lane.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % LANES
+    }
+
+    /// Retires a removed queue or buffer in every lane: dropped once no
+    /// operation of any lane may still borrow it (each lane holds a
+    /// reference until its operations of the time have ended).
+    pub(super) fn retire_everywhere(&self, r: &Retired<A>) {
+        for lane in self.lanes.iter() {
+            let copy = match r {
+                Retired::Queue(q) => Retired::Queue(q.clone()),
+                Retired::Buffer(b) => Retired::Buffer(b.clone()),
+                Retired::Event(_) | Retired::EventSlot(_) => unreachable!("events are retired in their lane"),
+            };
+            let mut l = lane.0.lock();
+            let free = l.grace.retire(copy);
+            let free = l.settle(free);
+            drop(l);
+            drop(free);
+        }
+    }
+
+    /// Releases an event: its slot is free at once when no operation of its
+    /// lane may borrow it, else its entry stays until they end. The
+    /// adapter's event is dropped outside the lane's lock.
+    pub(super) fn remove_event(&self, id: EventId) -> Result<()> {
+        self.own(id)?;
+        let (lane, key) = unlane(id.key);
+        let mut l = self.lanes[lane].0.lock();
+        if l.grace.idle() {
+            let entry = l.events.take(key);
+            drop(l);
+            return entry.map(drop).ok_or(Error::InvalidHandle {
+                kind: HandleKind::Event,
+            });
+        }
+        let slot = l.events.remove(key).ok_or(Error::InvalidHandle {
             kind: HandleKind::Event,
         })?;
-        Ok(self.retire(t, Retired::EventSlot(slot)))
+        let free = l.grace.retire(Retired::EventSlot(slot));
+        let free = l.settle(free);
+        drop(l);
+        drop(free);
+        Ok(())
     }
 
     /// The USM allocation containing `[ptr, ptr + len)`, usable on `q` for `how`.
