@@ -62,6 +62,18 @@
 //! allocator (`_int_malloc`, `_int_free`, `malloc_consolidate`), pthread
 //! mutexes and futex wake-ups on top, not our handle table. Not kept.
 //!
+//! What did limit four threads (2026-11-27, `perf record -e
+//! syscalls:sys_enter_sched_yield,sched:sched_switch --call-graph dwarf`
+//! on the four-thread child): parking_lot's spin-then-yield on our locks,
+//! 55% of the yields in the dyn layer's table lock when recording the
+//! event, 10% each resolving the command and releasing the event, 24% the
+//! C ABI's handle registry; 25k context switches against UR's 3.8k for
+//! the same work. Two changes, kept: the registry in 16 address shards
+//! with a quarantine per thread, and the dyn layer's events and operations
+//! in lanes per queue with the objects behind a read lock. The row went
+//! from 0.36-0.47 to 0.72 (and 0.6-1.04 in single child pairs); the
+//! one-thread row did not move (1.3 on a loaded machine).
+//!
 //! `URABI_ROUNDS=N` (child side) times N rounds of 20,000 operations
 //! instead of 5, for profiling a child under `perf` or callgrind.
 
