@@ -15,7 +15,7 @@ use ur_api::DeviceId;
 use crate::conv::CapiError;
 use crate::handles::get;
 use crate::handles::{self, ref_count, register};
-use crate::info::{entry, put_required, Out};
+use crate::info::{entry, put_required, query};
 use crate::objects::{Context, Kind, Object};
 use crate::state::state;
 use crate::sys::*;
@@ -135,16 +135,14 @@ pub unsafe extern "C" fn urContextGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let ctx = get::<Arc<Context>, _>(c)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        match prop {
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(c, (size, value, size_ret), |ctx: Arc<Context>, out| match prop {
             UR_CONTEXT_INFO_NUM_DEVICES => out.value(ctx.devices.len() as u32),
             UR_CONTEXT_INFO_DEVICES => out.array(&ctx.devices),
             UR_CONTEXT_INFO_REFERENCE_COUNT => out.value(ref_count(c, Kind::Context)?),
             UR_CONTEXT_INFO_USM_MEMCPY2D_SUPPORT | UR_CONTEXT_INFO_USM_FILL2D_SUPPORT => out.boolean(false),
             _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+        })
+    }
 }

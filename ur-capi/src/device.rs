@@ -16,7 +16,7 @@ use ur_api::{DeviceCaps, DeviceId, DeviceInfo, UsmCaps};
 use crate::conv::{device_type, type_selects, CapiError};
 use crate::handles::get;
 use crate::handles::{self, ref_count};
-use crate::info::{entry, put, Out};
+use crate::info::{entry, put, query, Out};
 use crate::objects::Kind;
 use crate::partition;
 use crate::state::{self, platform_of};
@@ -353,12 +353,12 @@ pub unsafe extern "C" fn urDeviceGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let id = get::<DeviceId, _>(d)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        device_info(d, id, prop, &out)
-    })
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(d, (size, value, size_ret), |id: DeviceId, out| {
+            device_info(d, id, prop, &out)
+        })
+    }
 }
 
 /// The host clock every timestamp of this library is on (nanoseconds since

@@ -1,11 +1,13 @@
 //! The two halves every entry point shares: the panic barrier
 //! ([`entry`]) and the `(propSize, pPropValue, pPropSizeRet)` protocol of
-//! the `urXGetInfo` queries ([`Out`]).
+//! the `urXGetInfo` queries ([`Out`]), with the queries' one prologue
+//! ([`query`]).
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::conv::CapiError;
+use crate::handles::{get, FromObject};
 use crate::sys::*;
 
 /// Runs an entry point's body: its error becomes a result code, and a panic
@@ -113,6 +115,26 @@ impl Out {
     pub fn boolean(&self, v: bool) -> Result<(), CapiError> {
         self.value::<ur_bool_t>(v.into())
     }
+}
+
+/// The shape of the `urXGetInfo` queries: the object behind `h` (typed, or
+/// its `INVALID_*` error), the output protocol checked ([`Out::new`]), then
+/// `answer`; all behind the panic barrier ([`entry`]).
+///
+/// # Safety
+///
+/// `(size, value, size_ret)` follow the UR info contract ([`Out::new`]).
+pub unsafe fn query<T: FromObject, H>(
+    h: *mut H,
+    (size, value, size_ret): (usize, *mut c_void, *mut usize),
+    answer: impl FnOnce(T, &Out) -> Result<(), CapiError>,
+) -> ur_result_t {
+    entry(|| {
+        let obj = get::<T, H>(h)?;
+        // SAFETY: forwarded info contract.
+        let out = unsafe { Out::new(size, value, size_ret) }?;
+        answer(obj, &out)
+    })
 }
 
 /// The events of a wait list.

@@ -28,7 +28,7 @@ use ur_memory_manager::Access;
 use crate::conv::CapiError;
 use crate::handles::{self, ref_count, register};
 use crate::handles::{get, get2};
-use crate::info::{entry, Out};
+use crate::info::{entry, query, Out};
 use crate::managed::Prepared;
 use crate::objects::{Kind, Mem, Object, Queue};
 use crate::program::Program;
@@ -122,11 +122,9 @@ pub unsafe extern "C" fn urKernelGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let kernel = get::<Arc<Kernel>, _>(k)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        match prop {
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(k, (size, value, size_ret), |kernel: Arc<Kernel>, out| match prop {
             UR_KERNEL_INFO_FUNCTION_NAME => out.string(&kernel.name),
             UR_KERNEL_INFO_NUM_ARGS => out.value(kernel.num_args),
             UR_KERNEL_INFO_REFERENCE_COUNT => out.value(ref_count(k, Kind::Kernel)?),
@@ -134,8 +132,8 @@ pub unsafe extern "C" fn urKernelGetInfo(
             UR_KERNEL_INFO_PROGRAM => out.value(kernel.program.0),
             UR_KERNEL_INFO_ATTRIBUTES => out.string(""),
             _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+        })
+    }
 }
 
 /// The kernel's figures on device `d` of its context.

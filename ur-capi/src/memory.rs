@@ -17,7 +17,7 @@ use ur_api::{BufferDesc, HostPtr, MemFlags};
 use crate::conv::CapiError;
 use crate::handles::get;
 use crate::handles::{self, ref_count, register};
-use crate::info::{entry, put_required, Out};
+use crate::info::{entry, put_required, query};
 use crate::managed::Backing;
 use crate::objects::{Context, Kind, Mem, Object};
 use crate::state::state;
@@ -277,17 +277,15 @@ pub unsafe extern "C" fn urMemGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let mem = get::<Arc<Mem>, _>(m)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        match prop {
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(m, (size, value, size_ret), |mem: Arc<Mem>, out| match prop {
             UR_MEM_INFO_SIZE => out.value(mem.size),
             UR_MEM_INFO_CONTEXT => out.value(mem.context.0),
             UR_MEM_INFO_REFERENCE_COUNT => out.value(ref_count(m, Kind::Mem)?),
             _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+        })
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use ur_api::{Error, ProgramId, ProgramSource};
 use crate::conv::CapiError;
 use crate::handles::get;
 use crate::handles::{self, ref_count, register};
-use crate::info::{entry, put_required, Out};
+use crate::info::{entry, put_required, query, Out};
 use crate::objects::{Context, Kind, Object};
 use crate::state::state;
 use crate::sys::*;
@@ -505,22 +505,22 @@ pub unsafe extern "C" fn urProgramGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let prog = get::<Arc<Program>, _>(p)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        let devices = &prog.context.1.devices;
-        match prop {
-            UR_PROGRAM_INFO_REFERENCE_COUNT => out.value(ref_count(p, Kind::Program)?),
-            UR_PROGRAM_INFO_CONTEXT => out.value(prog.context.0),
-            UR_PROGRAM_INFO_NUM_DEVICES => out.value(devices.len() as u32),
-            UR_PROGRAM_INFO_DEVICES => out.array(devices),
-            UR_PROGRAM_INFO_IL => out.bytes(&prog.il),
-            UR_PROGRAM_INFO_NUM_KERNELS => out.value(state().rt.kernel_names(prog.built()?)?.len()),
-            UR_PROGRAM_INFO_KERNEL_NAMES => out.string(&state().rt.kernel_names(prog.built()?)?.join(";")),
-            _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(p, (size, value, size_ret), |prog: Arc<Program>, out| {
+            let devices = &prog.context.1.devices;
+            match prop {
+                UR_PROGRAM_INFO_REFERENCE_COUNT => out.value(ref_count(p, Kind::Program)?),
+                UR_PROGRAM_INFO_CONTEXT => out.value(prog.context.0),
+                UR_PROGRAM_INFO_NUM_DEVICES => out.value(devices.len() as u32),
+                UR_PROGRAM_INFO_DEVICES => out.array(devices),
+                UR_PROGRAM_INFO_IL => out.bytes(&prog.il),
+                UR_PROGRAM_INFO_NUM_KERNELS => out.value(state().rt.kernel_names(prog.built()?)?.len()),
+                UR_PROGRAM_INFO_KERNEL_NAMES => out.string(&state().rt.kernel_names(prog.built()?)?.join(";")),
+                _ => Err(CapiError::UnsupportedEnumeration),
+            }
+        })
+    }
 }
 
 /// `urProgramGetBuildInfo`.

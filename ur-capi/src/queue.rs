@@ -16,7 +16,7 @@ use ur_api::{DeviceId, EventId, EventStatus, QueueProps};
 use crate::conv::CapiError;
 use crate::handles::get;
 use crate::handles::{self, ref_count, register};
-use crate::info::{entry, put_required, wait_list, Out};
+use crate::info::{entry, put_required, query, wait_list};
 use crate::objects::{Context, Event, Kind, Object, Queue};
 use crate::state::state;
 use crate::sys::*;
@@ -166,18 +166,16 @@ pub unsafe extern "C" fn urQueueGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let q = get::<Queue, _>(qh)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        match prop {
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(qh, (size, value, size_ret), |q: Queue, out| match prop {
             UR_QUEUE_INFO_CONTEXT => out.value(q.context.0),
             UR_QUEUE_INFO_DEVICE => out.value(q.device),
             UR_QUEUE_INFO_FLAGS => out.value(q.flags),
             UR_QUEUE_INFO_REFERENCE_COUNT => out.value(ref_count(qh, Kind::Queue)?),
             _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+        })
+    }
 }
 
 /// `urQueueFinish`.
@@ -314,11 +312,9 @@ pub unsafe extern "C" fn urEventGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let ev = get::<Event, _>(e)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        match prop {
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(e, (size, value, size_ret), |ev: Event, out| match prop {
             UR_EVENT_INFO_COMMAND_QUEUE => out.value(ev.queue),
             UR_EVENT_INFO_CONTEXT => out.value(ev.context.0),
             UR_EVENT_INFO_COMMAND_TYPE => out.value(ev.command),
@@ -338,8 +334,8 @@ pub unsafe extern "C" fn urEventGetInfo(
                 out.value(s)
             }
             _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+        })
+    }
 }
 
 /// `urEventGetProfilingInfo`.
@@ -354,22 +350,22 @@ pub unsafe extern "C" fn urEventGetProfilingInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let ev = get::<Event, _>(e)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        let id = ev.id.ok_or(CapiError::Api(ur_api::Error::ProfilingUnavailable(
-            "an event made from a native handle has no profiling information",
-        )))?;
-        let p = on_host_clock(state().rt.event_profiling(id)?, ev.host_ts);
-        match prop {
-            UR_PROFILING_INFO_COMMAND_QUEUED => out.value(p.queued),
-            UR_PROFILING_INFO_COMMAND_SUBMIT => out.value(p.submit),
-            UR_PROFILING_INFO_COMMAND_START => out.value(p.start),
-            UR_PROFILING_INFO_COMMAND_END | UR_PROFILING_INFO_COMMAND_COMPLETE => out.value(p.end),
-            _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(e, (size, value, size_ret), |ev: Event, out| {
+            let id = ev.id.ok_or(CapiError::Api(ur_api::Error::ProfilingUnavailable(
+                "an event made from a native handle has no profiling information",
+            )))?;
+            let p = on_host_clock(state().rt.event_profiling(id)?, ev.host_ts);
+            match prop {
+                UR_PROFILING_INFO_COMMAND_QUEUED => out.value(p.queued),
+                UR_PROFILING_INFO_COMMAND_SUBMIT => out.value(p.submit),
+                UR_PROFILING_INFO_COMMAND_START => out.value(p.start),
+                UR_PROFILING_INFO_COMMAND_END | UR_PROFILING_INFO_COMMAND_COMPLETE => out.value(p.end),
+                _ => Err(CapiError::UnsupportedEnumeration),
+            }
+        })
+    }
 }
 
 /// Moves a command's profiling times onto the host clock that

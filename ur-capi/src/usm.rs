@@ -21,7 +21,7 @@ use ur_api::{DeviceId, UsmDesc, UsmKind, UsmPtr};
 use crate::conv::CapiError;
 use crate::handles::get;
 use crate::handles::{self, ref_count, register};
-use crate::info::{entry, put_required, Out};
+use crate::info::{entry, put_required, query, Out};
 use crate::objects::{Context, Kind, Object, Pool};
 use crate::state::{device_handle, state};
 use crate::sys::*;
@@ -264,14 +264,12 @@ pub unsafe extern "C" fn urUSMPoolGetInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> ur_result_t {
-    entry(|| {
-        let pool = get::<Arc<Pool>, _>(p)?;
-        // SAFETY: the info outputs follow the module contract.
-        let out = unsafe { Out::new(size, value, size_ret) }?;
-        match prop {
+    // SAFETY: the info outputs follow the module contract.
+    unsafe {
+        query(p, (size, value, size_ret), |pool: Arc<Pool>, out| match prop {
             UR_USM_POOL_INFO_REFERENCE_COUNT => out.value(ref_count(p, Kind::Pool)?),
             UR_USM_POOL_INFO_CONTEXT => out.value(pool.context.0),
             _ => Err(CapiError::UnsupportedEnumeration),
-        }
-    })
+        })
+    }
 }
