@@ -356,7 +356,7 @@ pub unsafe extern "C" fn urDeviceGetInfo(
     // SAFETY: the info outputs follow the module contract.
     unsafe {
         query(d, (size, value, size_ret), |id: DeviceId, out| {
-            device_info(d, id, prop, &out)
+            device_info(d, id, prop, out)
         })
     }
 }
