@@ -55,6 +55,37 @@ fn queue_mem(q: ur_queue_handle_t, m: ur_mem_handle_t) -> Result<(Queue, Arc<Mem
     get2::<Queue, Arc<Mem>, _, _>(q, m)
 }
 
+/// The shape of the buffer commands: the queue and the command's memory
+/// objects (`mems`, in that order of checks), its wait list (events of
+/// another context waited for on the host), then `body`, which checks the
+/// rest, makes its operands current through the [`Prepared`] and
+/// enqueues; its event is handed back ([`done`]), waited for first when
+/// `blocking`, after the operands' accesses are handed back to their
+/// managers.
+///
+/// # Safety
+///
+/// The module's command contract for the wait list and `ev`.
+unsafe fn buffer_command<M>(
+    qh: ur_queue_handle_t,
+    mems: impl FnOnce() -> Result<M, CapiError>,
+    (n, wl): (u32, *const ur_event_handle_t),
+    (command, blocking, ev): (ur_command_t, bool, *mut ur_event_handle_t),
+    body: impl FnOnce(&Queue, M, &mut Prepared) -> Result<ur_api::EventId, CapiError>,
+) -> ur_result_t {
+    entry(|| {
+        let q = queue(qh)?;
+        let m = mems()?;
+        // SAFETY: module contract.
+        let w = unsafe { deps(&q, n, wl) }?;
+        let mut p = Prepared::new(w);
+        let id = body(&q, m, &mut p)?;
+        p.finish(&q, id);
+        // SAFETY: module contract for `ev`.
+        unsafe { done(qh, &q, id, command, blocking, ev) }
+    })
+}
+
 /// Host memory of a command.
 ///
 /// # Safety
@@ -181,22 +212,19 @@ pub unsafe extern "C" fn urEnqueueMemBufferRead(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    entry(|| {
-        let (q, b) = queue_mem(qh, b)?;
+    let command = (UR_COMMAND_MEM_BUFFER_READ, blocking, ev);
+    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
         // SAFETY: module contract.
-        let (d, w) = unsafe { (host(dst, size)?, deps(&q, n, wl)?) };
+        let d = unsafe { host(dst, size) }?;
         // SAFETY: `dst` holds `size` bytes (module contract; `host` checked it).
-        if let Some(id) = unsafe { crate::managed::read_where_current(&q, &b, offset, dst.cast(), size, &w)? } {
-            // SAFETY: module contract for `ev`.
-            return unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ, blocking, ev) };
+        if let Some(id) = unsafe { crate::managed::read_where_current(q, &b, offset, dst.cast(), size, &p.wait)? } {
+            return Ok(id);
         }
-        let mut p = Prepared::new(w);
-        let (bid, base) = p.operand(&q, &b, Access::Read, span(offset, size))?;
-        let id = state().rt.enqueue_read(q.id, bid, base + offset, d, &p.wait)?;
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ, blocking, ev) }
-    })
+        let (bid, base) = p.operand(q, &b, Access::Read, span(offset, size))?;
+        Ok(state().rt.enqueue_read(q.id, bid, base + offset, d, &p.wait)?)
+    };
+    // SAFETY: module contract.
+    unsafe { buffer_command(qh, || mem(b), (n, wl), command, body) }
 }
 
 /// `urEnqueueMemBufferWrite`.
@@ -215,17 +243,15 @@ pub unsafe extern "C" fn urEnqueueMemBufferWrite(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    entry(|| {
-        let (q, b) = queue_mem(qh, b)?;
+    let command = (UR_COMMAND_MEM_BUFFER_WRITE, blocking, ev);
+    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
         // SAFETY: module contract.
-        let (s, w) = unsafe { (host(src, size)?, deps(&q, n, wl)?) };
-        let mut p = Prepared::new(w);
-        let (bid, base) = p.operand(&q, &b, Access::Write, span(offset, size))?;
-        let id = state().rt.enqueue_write(q.id, bid, base + offset, s, &p.wait)?;
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_WRITE, blocking, ev) }
-    })
+        let s = unsafe { host(src, size) }?;
+        let (bid, base) = p.operand(q, &b, Access::Write, span(offset, size))?;
+        Ok(state().rt.enqueue_write(q.id, bid, base + offset, s, &p.wait)?)
+    };
+    // SAFETY: module contract.
+    unsafe { buffer_command(qh, || mem(b), (n, wl), command, body) }
 }
 
 /// `urEnqueueMemBufferCopy`.
@@ -244,20 +270,22 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopy(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    entry(|| {
-        let (q, s, d) = (queue(qh)?, mem(src)?, mem(dst)?);
-        // SAFETY: module contract.
-        let w = unsafe { deps(&q, n, wl) }?;
-        let mut p = Prepared::new(w);
-        let (sid, sbase) = p.operand(&q, &s, Access::Read, span(src_offset, size))?;
-        let (did, dbase) = p.operand(&q, &d, Access::Write, span(dst_offset, size))?;
-        let id = state()
-            .rt
-            .enqueue_copy(q.id, sid, sbase + src_offset, did, dbase + dst_offset, size, &p.wait)?;
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY, false, ev) }
-    })
+    let body = |q: &Queue, (s, d): (Arc<Mem>, Arc<Mem>), p: &mut Prepared| {
+        let (sid, sbase) = p.operand(q, &s, Access::Read, span(src_offset, size))?;
+        let (did, dbase) = p.operand(q, &d, Access::Write, span(dst_offset, size))?;
+        let (so, doff) = (sbase + src_offset, dbase + dst_offset);
+        Ok(state().rt.enqueue_copy(q.id, sid, so, did, doff, size, &p.wait)?)
+    };
+    // SAFETY: module contract.
+    unsafe {
+        buffer_command(
+            qh,
+            || Ok((mem(src)?, mem(dst)?)),
+            (n, wl),
+            (UR_COMMAND_MEM_BUFFER_COPY, false, ev),
+            body,
+        )
+    }
 }
 
 /// `urEnqueueMemBufferFill`.
@@ -276,8 +304,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferFill(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    entry(|| {
-        let (q, b) = queue_mem(qh, b)?;
+    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
         if pattern.is_null() {
             return Err(CapiError::NullPointer);
         }
@@ -287,30 +314,22 @@ pub unsafe extern "C" fn urEnqueueMemBufferFill(
         }
         // SAFETY: the pattern is readable for `pattern_size` bytes during the call (module contract).
         let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
-        // SAFETY: module contract.
-        let w = unsafe { deps(&q, n, wl) }?;
-        let mut p = Prepared::new(w);
-        let (bid, base) = p.operand(&q, &b, Access::Write, span(offset, size))?;
+        let (bid, base) = p.operand(q, &b, Access::Write, span(offset, size))?;
         let rt = &state().rt;
-        let id = if pattern_size <= BACKEND_PATTERN_MAX {
+        Ok(if pattern_size <= BACKEND_PATTERN_MAX {
             rt.enqueue_fill(q.id, bid, base + offset, size, pat, &p.wait)?
         } else {
-            fill_by_writes(&q, pat, size, &p.wait, |start, host, w| {
+            fill_by_writes(q, pat, size, &p.wait, |start, host, w| {
                 rt.enqueue_write(q.id, bid, base + offset + start, host, w)
             })?
-        };
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_FILL, false, ev) }
-    })
+        })
+    };
+    // SAFETY: module contract.
+    unsafe { buffer_command(qh, || mem(b), (n, wl), (UR_COMMAND_MEM_BUFFER_FILL, false, ev), body) }
 }
 
 fn side(o: ur_rect_offset_t, row: usize, slice: usize) -> RectSide {
-    RectSide {
-        origin: [o.x as usize, o.y as usize, o.z as usize],
-        row_pitch: row,
-        slice_pitch: slice,
-    }
+    RectSide::new([o.x as usize, o.y as usize, o.z as usize], row, slice)
 }
 
 /// A rect copy, and the host span its host side covers.
@@ -363,28 +382,29 @@ unsafe fn rect_transfer(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     let read = dir == Direction::Read;
-    entry(|| {
-        let (q, b) = queue_mem(qh, b)?;
+    let command = if read {
+        UR_COMMAND_MEM_BUFFER_READ_RECT
+    } else {
+        UR_COMMAND_MEM_BUFFER_WRITE_RECT
+    };
+    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
         let (buffer_origin, host_origin, region, pitches) = boxes;
         let (mut r, span) = rect(buffer_origin, host_origin, region, pitches, read)?;
         // SAFETY: module contract: the host box lies inside `mem`.
-        let (h, w) = unsafe { (host(mem, span)?, deps(&q, n, wl)?) };
-        let mut p = Prepared::new(w);
+        let h = unsafe { host(mem, span) }?;
         let access = if read { Access::Read } else { Access::Write };
-        let (bid, base) = p.operand(&q, &b, access, 0..b.size)?;
-        let (id, command) = if read {
+        let (bid, base) = p.operand(q, &b, access, 0..b.size)?;
+        let rt = &state().rt;
+        Ok(if read {
             r.src.origin[0] += base;
-            let id = state().rt.enqueue_read_rect(q.id, bid, &r, h, &p.wait)?;
-            (id, UR_COMMAND_MEM_BUFFER_READ_RECT)
+            rt.enqueue_read_rect(q.id, bid, &r, h, &p.wait)?
         } else {
             r.dst.origin[0] += base;
-            let id = state().rt.enqueue_write_rect(q.id, bid, &r, h, &p.wait)?;
-            (id, UR_COMMAND_MEM_BUFFER_WRITE_RECT)
-        };
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, command, blocking, ev) }
-    })
+            rt.enqueue_write_rect(q.id, bid, &r, h, &p.wait)?
+        })
+    };
+    // SAFETY: module contract.
+    unsafe { buffer_command(qh, || self::mem(b), (n, wl), (command, blocking, ev), body) }
 }
 
 /// `urEnqueueMemBufferReadRect`.
@@ -461,26 +481,29 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopyRect(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    entry(|| {
-        let (q, s, d) = (queue(qh)?, mem(src)?, mem(dst)?);
+    let body = |q: &Queue, (s, d): (Arc<Mem>, Arc<Mem>), p: &mut Prepared| {
         let extent = [region.width as usize, region.height as usize, region.depth as usize];
         let mut r = RectCopy {
             src: side(src_origin, src_row_pitch, src_slice_pitch),
             dst: side(dst_origin, dst_row_pitch, dst_slice_pitch),
             extent,
         };
-        // SAFETY: module contract.
-        let w = unsafe { deps(&q, n, wl) }?;
-        let mut p = Prepared::new(w);
-        let (sid, sbase) = p.operand(&q, &s, Access::Read, 0..s.size)?;
-        let (did, dbase) = p.operand(&q, &d, Access::Write, 0..d.size)?;
+        let (sid, sbase) = p.operand(q, &s, Access::Read, 0..s.size)?;
+        let (did, dbase) = p.operand(q, &d, Access::Write, 0..d.size)?;
         r.src.origin[0] += sbase;
         r.dst.origin[0] += dbase;
-        let id = state().rt.enqueue_copy_rect(q.id, sid, did, &r, &p.wait)?;
-        p.finish(&q, id);
-        // SAFETY: module contract for `ev`.
-        unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY_RECT, false, ev) }
-    })
+        Ok(state().rt.enqueue_copy_rect(q.id, sid, did, &r, &p.wait)?)
+    };
+    // SAFETY: module contract.
+    unsafe {
+        buffer_command(
+            qh,
+            || Ok((mem(src)?, mem(dst)?)),
+            (n, wl),
+            (UR_COMMAND_MEM_BUFFER_COPY_RECT, false, ev),
+            body,
+        )
+    }
 }
 
 /// `urEnqueueMemBufferMap`.
