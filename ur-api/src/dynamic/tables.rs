@@ -100,7 +100,7 @@ impl<A: Adapter> OpGuard<'_, A> {
 
     /// Borrows the events of a wait list (alive, of this adapter, of context
     /// `ctx`), taking a ticket in each other lane they live in. Lanes are
-    /// locked one at a time.
+    /// locked one at a time, once per run of events of the same lane.
     pub(super) fn borrow_events(
         &mut self,
         ctx: Option<ContextKey>,
@@ -111,10 +111,18 @@ impl<A: Adapter> OpGuard<'_, A> {
         }
         let host = self.host;
         let mut out = Vec::with_capacity(ids.len());
+        // The lane locked now: consecutive events of one lane (the usual
+        // wait list) are looked up under one lock hold.
+        let mut locked: Option<(usize, parking_lot::MutexGuard<'_, Lane<A>>)> = None;
         for &id in ids {
             host.own(id)?;
             let (lane, key) = unlane(id.key);
-            let mut l = host.lanes[lane].0.lock();
+            if locked.as_ref().is_none_or(|(held, _)| *held != lane) {
+                // One lane at a time: the previous lock goes first.
+                drop(locked.take());
+                locked = Some((lane, host.lanes[lane].0.lock()));
+            }
+            let (_, l) = locked.as_mut().expect("locked just above");
             let e = l.events.get(key).ok_or(Error::InvalidHandle {
                 kind: HandleKind::Event,
             })?;
@@ -131,7 +139,6 @@ impl<A: Adapter> OpGuard<'_, A> {
             if lane != self.lane && !self.others.iter().any(|(o, _)| *o == lane) {
                 self.others.push((lane, l.grace.begin()));
             }
-            drop(l);
             out.push(held);
         }
         Ok(out)
