@@ -5,7 +5,10 @@
 
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::nvrtc::sys::nvrtcResult;
-use ur_api::{Backend, Error, MemoryConnection, NdRange, ProfilingInfo, Result, UsmAdvice};
+use ur_api::{
+    AtomicOrders, AtomicScopes, Backend, DeviceLimits, Error, FpCaps, MemoryConnection, NdRange, ProfilingInfo, Result,
+    UsmAccess, UsmAdvice,
+};
 
 /// A driver result as `Ok(())` or the matching [`Error`].
 pub(crate) fn check(r: CUresult) -> Result<()> {
@@ -279,6 +282,106 @@ pub(crate) fn launch_dims(
     Ok((grid, blk))
 }
 
+/// What the driver answers about a device's limits
+/// (`cuDeviceGetAttribute`; 0 where an attribute is not reported).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LimitAttrs {
+    /// Compute capability (major, minor).
+    pub cc: (i32, i32),
+    /// Threads per block, per dimension.
+    pub max_block: [usize; 3],
+    /// Threads per block in all.
+    pub max_threads: usize,
+    /// Threads per warp.
+    pub warp: u32,
+    /// Peak clock in kHz (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`, gone from newer drivers: 0).
+    pub clock_khz: u32,
+    /// L2 cache in bytes.
+    pub l2_bytes: u64,
+    /// Constant memory in bytes.
+    pub const_bytes: u64,
+    /// Managed memory the host and device may touch concurrently.
+    pub concurrent_managed: bool,
+}
+
+/// NVIDIA's PCI vendor id.
+pub(crate) const NVIDIA_VENDOR_ID: u32 = 0x10de;
+
+/// Bytes of kernel parameters every CUDA version accepts (newer drivers
+/// take more on Volta and later; 4 KiB is the floor).
+pub(crate) const MAX_PARAMETER_BYTES: usize = 4096;
+
+/// Global memory cache line of NVIDIA GPUs in bytes.
+pub(crate) const CACHE_LINE_BYTES: u32 = 128;
+
+/// Event timing resolution in ns (`cuEventElapsedTime`: about 0.5 µs).
+pub(crate) const TIMER_RESOLUTION_NS: usize = 500;
+
+/// A device's [`DeviceLimits`] from its attributes: work-item sizes, the
+/// warp as the one sub-group size, caches, IEEE fp32/fp64 (fp16 from
+/// compute capability 5.3), 64-bit atomics, the memory orders and scopes
+/// CUDA's memory model gives from compute capability 7.0 (relaxed,
+/// device-wide before), and USM access per allocation kind. Values the
+/// driver does not report stay 0 ("not reported").
+pub(crate) fn limits(a: &LimitAttrs) -> DeviceLimits {
+    let ieee = FpCaps::DENORM
+        | FpCaps::INF_NAN
+        | FpCaps::ROUND_TO_NEAREST
+        | FpCaps::ROUND_TO_ZERO
+        | FpCaps::ROUND_TO_INF
+        | FpCaps::FMA
+        | FpCaps::CORRECTLY_ROUNDED_DIVIDE_SQRT;
+    let volta = a.cc >= (7, 0);
+    let orders = if volta {
+        AtomicOrders::RELAXED
+            | AtomicOrders::ACQUIRE
+            | AtomicOrders::RELEASE
+            | AtomicOrders::ACQ_REL
+            | AtomicOrders::SEQ_CST
+    } else {
+        AtomicOrders::RELAXED
+    };
+    let mut scopes =
+        AtomicScopes::WORK_ITEM | AtomicScopes::SUB_GROUP | AtomicScopes::WORK_GROUP | AtomicScopes::DEVICE;
+    if a.cc >= (6, 0) {
+        scopes |= AtomicScopes::SYSTEM;
+    }
+    let plain = UsmAccess::ACCESS | UsmAccess::ATOMIC_ACCESS;
+    let shared = if a.concurrent_managed {
+        plain | UsmAccess::CONCURRENT_ACCESS | UsmAccess::ATOMIC_CONCURRENT_ACCESS
+    } else {
+        plain
+    };
+    DeviceLimits {
+        vendor_id: NVIDIA_VENDOR_ID,
+        max_work_item_sizes: a.max_block,
+        max_clock_frequency: a.clock_khz / 1000,
+        address_bits: 64,
+        global_mem_cache_size: a.l2_bytes,
+        global_mem_cacheline_size: CACHE_LINE_BYTES,
+        max_constant_buffer_size: a.const_bytes,
+        max_parameter_size: MAX_PARAMETER_BYTES,
+        fp16: if a.cc >= (5, 3) { ieee } else { FpCaps::empty() },
+        fp32: ieee,
+        fp64: ieee,
+        atomic64: true,
+        atomic_orders: orders,
+        atomic_scopes: scopes,
+        fence_orders: orders,
+        fence_scopes: scopes,
+        usm_access: [plain, plain, shared],
+        sub_group_sizes: if a.warp > 0 { vec![a.warp] } else { Vec::new() },
+        max_num_sub_groups: if a.warp > 0 {
+            (a.max_threads / a.warp as usize) as u32
+        } else {
+            0
+        },
+        sub_group_independent_forward_progress: volta,
+        profiling_timer_resolution: TIMER_RESOLUTION_NS,
+        ..DeviceLimits::default()
+    }
+}
+
 /// Profiling timestamps from CUDA event times.
 ///
 /// CUDA events give only differences (`cuEventElapsedTime`, in ms as `f32`,
@@ -427,6 +530,45 @@ mod tests {
             nvrtc_error(nvrtcResult::NVRTC_ERROR_INVALID_OPTION),
             Error::ProgramBuild { .. }
         ));
+    }
+
+    #[test]
+    fn limits_follow_the_attributes() {
+        let h100 = LimitAttrs {
+            cc: (9, 0),
+            max_block: [1024, 1024, 64],
+            max_threads: 1024,
+            warp: 32,
+            clock_khz: 1_980_000,
+            l2_bytes: 50 << 20,
+            const_bytes: 64 << 10,
+            concurrent_managed: true,
+        };
+        let l = limits(&h100);
+        assert_eq!(l.vendor_id, 0x10de);
+        assert_eq!(l.max_work_item_sizes, [1024, 1024, 64]);
+        assert_eq!(l.max_clock_frequency, 1980);
+        assert_eq!((l.sub_group_sizes.as_slice(), l.max_num_sub_groups), (&[32][..], 32));
+        assert!(l.sub_group_independent_forward_progress);
+        assert!(l.atomic_orders.contains(AtomicOrders::SEQ_CST) && l.atomic_scopes.contains(AtomicScopes::SYSTEM));
+        assert!(!l.fp16.is_empty() && !l.fp64.is_empty());
+        assert!(l.usm_access[2].contains(UsmAccess::CONCURRENT_ACCESS));
+        // An old device: relaxed device-scope atomics, no fp16, no
+        // concurrent managed access; unreported attributes stay 0.
+        let kepler = LimitAttrs {
+            cc: (3, 5),
+            concurrent_managed: false,
+            clock_khz: 0,
+            warp: 0,
+            ..h100
+        };
+        let l = limits(&kepler);
+        assert_eq!(l.atomic_orders, AtomicOrders::RELAXED);
+        assert!(!l.atomic_scopes.contains(AtomicScopes::SYSTEM));
+        assert!(l.fp16.is_empty());
+        assert!(!l.usm_access[2].contains(UsmAccess::CONCURRENT_ACCESS));
+        assert_eq!((l.max_clock_frequency, l.max_num_sub_groups), (0, 0));
+        assert!(l.sub_group_sizes.is_empty());
     }
 
     #[test]

@@ -177,6 +177,8 @@ pub(crate) struct DevInner {
     pub map_host: bool,
     /// Devices whose memory this device can access directly (peer capable).
     pub peers: Vec<sys::CUdevice>,
+    /// What the driver reports of the device's limits.
+    pub limits: conv::LimitAttrs,
     pub driver_version: i32,
     pub siblings: Arc<Siblings>,
     /// Timing-free events kept for reuse (creating one per command costs).
@@ -317,6 +319,26 @@ pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
             }
         }
         let a = |x| attr(dev, x);
+        // Limits a driver may no longer report (the clock rate, deprecated
+        // in CUDA 13) read as 0, never as a failed enumeration.
+        let opt = |x| attr(dev, x).map_or(0, |v| v.max(0));
+        let limits = conv::LimitAttrs {
+            cc: (
+                a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            max_block: [
+                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
+                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
+                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
+            ],
+            max_threads: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as usize,
+            warp: opt(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE) as u32,
+            clock_khz: opt(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
+            l2_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) as u64,
+            const_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY) as u64,
+            concurrent_managed: opt(Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0,
+        };
         let mut ctx: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer; released in `DevInner::drop`.
         check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
@@ -324,18 +346,11 @@ pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
             dev,
             ctx,
             name,
-            cc: (
-                a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-                a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-            ),
+            cc: limits.cc,
             total_mem: total,
             sm_count: a(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-            max_threads: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as usize,
-            max_block: [
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
-            ],
+            max_threads: limits.max_threads,
+            max_block: limits.max_block,
             max_grid: [
                 a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as usize,
                 a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as usize,
@@ -351,6 +366,7 @@ pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
             map_host: a(Attr::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0
                 && a(Attr::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? != 0,
             peers,
+            limits,
             driver_version: p.driver_version,
             siblings: siblings.clone(),
             event_pool: Mutex::new(Vec::new()),
@@ -399,6 +415,7 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         // Reported although no launch takes local-memory arguments: it is
         // what a kernel's `__shared__` declarations may use per block.
         .local_mem(d.shared_mem)
+        .limits(conv::limits(&d.limits))
         .versions(
             conv::cuda_version(d.driver_version),
             format!("compute capability {}.{}", d.cc.0, d.cc.1),

@@ -106,6 +106,21 @@ fn device_info() -> TestResult {
     ensure(rt.all_devices().len() == count as usize, "every device in the platform")?;
     let info = e(rt.device_info(env.dev))?;
     println!("{info:?}");
+    let l = &info.limits;
+    ensure(l.vendor_id == 0x10de, "NVIDIA's vendor id")?;
+    ensure(
+        l.max_work_item_sizes.iter().all(|&n| n > 0) && l.max_work_item_sizes[0] <= info.max_work_group_size,
+        "work-item sizes per dimension",
+    )?;
+    ensure(l.sub_group_sizes == [32], "the warp as the sub-group size")?;
+    ensure(
+        l.max_num_sub_groups as usize * 32 == info.max_work_group_size,
+        "sub-groups per work group",
+    )?;
+    ensure(
+        l.global_mem_cache_size > 0 && l.max_constant_buffer_size > 0,
+        "L2 and constant memory sizes",
+    )?;
     ensure(
         info.device_type == DeviceType::Gpu && !info.name.is_empty(),
         "a named GPU",
