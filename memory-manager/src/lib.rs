@@ -67,7 +67,11 @@
 //!   what the planner's choice gains.
 //! - **Plans are data** ([`Plan`], [`Step`], [`Route`]); [`Plan::explain`]
 //!   prints one without addresses or timings (snapshot-tested on seven sim
-//!   topologies). [`MemoryManager::plan`] shows what an access would do.
+//!   topologies). [`MemoryManager::plan`] shows what an access would do,
+//!   [`MemoryManager::plan_creation`] what a creation would do
+//!   ([`PlanKind::Create`]: its allocations and the write of its initial
+//!   data, [`Step::Init`], with the path the caller's slice takes); the
+//!   same executor runs both kinds.
 //! - **Faults lose nothing.** Out of memory at a device: evict the least
 //!   recently used allocation on that device (any of its contexts) that no
 //!   live guard holds, writing back to the host first whatever of it the
@@ -91,7 +95,8 @@
 //!   a later kernel (a hint `Unified` with an earlier hint's allocation
 //!   shares it). Initial data is written once, from the caller's slice
 //!   straight into the first hint's allocation (no host store on the way),
-//!   or into the host store without a hint.
+//!   or into the host store without a hint. Creation is a plan like an
+//!   access's; a failed step frees every allocation the creation made.
 //! - **Asynchronous access** ([`MemoryManager::acquire_async`]): copies on
 //!   adapter routes (host write/read, adapter copy, fill) are enqueued after
 //!   the caller's wait list and the work pending on the allocations they
@@ -200,7 +205,7 @@ pub use error::{MmError, Result};
 pub use interval::IntervalSet;
 pub use manager::{Config, LogicalBuffer, MemoryManager, Place, Stats, ZeroCopy};
 pub use pinned::{Locker, PinError, Pinned, PinnedRegistry, RuntimeLocker, UnionPolicy};
-pub use plan::{Access, MapEnd, Plan, Route, Step};
+pub use plan::{Access, InitPath, MapEnd, Plan, PlanKind, Route, Step};
 pub use route::LinkCost;
 pub use spec::BufferSpec;
 pub use transfer::{HostTransfer, TransferPath, TransferThresholds};
