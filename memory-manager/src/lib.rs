@@ -110,9 +110,14 @@
 //!   ends an access once the caller's kernel event completes, without
 //!   blocking: until then the allocation is pinned, and every later
 //!   operation of the manager on it (a copy from or into it, a host read,
-//!   its release) waits for that event. **Events**: the manager releases
-//!   the events it creates and those handed to `release_after` (they pass
-//!   to it); the ready events it returns are the caller's to release. A copy
+//!   its release) waits for that event. **Events follow one rule, the
+//!   runtime's** ([`ur_api::Runtime`]: an `enqueue_*` borrows its wait list
+//!   and returns an event the caller releases): every event the caller
+//!   passes in (wait lists, [`Acquired::release_after`]) is borrowed and
+//!   stays the caller's; every event the manager returns ([`Ready`]) is the
+//!   caller's to release; the events the manager makes for itself (its
+//!   copies, the marker `release_after` enqueues after the caller's event)
+//!   it releases. A copy
 //!   that fails asynchronously is learned at the buffer's next access: its
 //!   range is stale at the destination again (the source kept it).
 //! - **Several buffers at once** ([`MemoryManager::acquire_all`]): the

@@ -193,7 +193,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferRead(
         let mut p = Prepared::new(w);
         let (bid, base) = p.operand(&q, &b, Access::Read, span(offset, size))?;
         let id = state().rt.enqueue_read(q.id, bid, base + offset, d, &p.wait)?;
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_READ, blocking, ev) }
     })
@@ -222,7 +222,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferWrite(
         let mut p = Prepared::new(w);
         let (bid, base) = p.operand(&q, &b, Access::Write, span(offset, size))?;
         let id = state().rt.enqueue_write(q.id, bid, base + offset, s, &p.wait)?;
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_WRITE, blocking, ev) }
     })
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopy(
         let id = state()
             .rt
             .enqueue_copy(q.id, sid, sbase + src_offset, did, dbase + dst_offset, size, &p.wait)?;
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY, false, ev) }
     })
@@ -299,7 +299,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferFill(
                 rt.enqueue_write(q.id, bid, base + offset + start, host, w)
             })?
         };
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_FILL, false, ev) }
     })
@@ -381,7 +381,7 @@ unsafe fn rect_transfer(
             let id = state().rt.enqueue_write_rect(q.id, bid, &r, h, &p.wait)?;
             (id, UR_COMMAND_MEM_BUFFER_WRITE_RECT)
         };
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, command, blocking, ev) }
     })
@@ -477,7 +477,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopyRect(
         r.src.origin[0] += sbase;
         r.dst.origin[0] += dbase;
         let id = state().rt.enqueue_copy_rect(q.id, sid, did, &r, &p.wait)?;
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_MEM_BUFFER_COPY_RECT, false, ev) }
     })
@@ -531,7 +531,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferMap(
         if let Some((_, g)) = prep.take_guard() {
             MANAGED_MAPS.lock().insert(p.as_ptr() as usize, (bid, g));
         }
-        prep.finish(&q, id);
+        prep.finish(id);
         // SAFETY: checked non-null; writable by the module contract.
         unsafe { out.write(p.as_ptr().cast()) };
         // SAFETY: module contract for `ev`.
@@ -580,7 +580,7 @@ pub unsafe extern "C" fn urEnqueueMemUnmap(
             }
         };
         if let Some((_, g)) = managed {
-            crate::managed::hand_back(&q, id, g);
+            g.release_after(id);
         }
         MAPS.lock().remove(&(mapped as usize));
         // SAFETY: module contract for `ev`.
