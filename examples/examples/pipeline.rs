@@ -98,6 +98,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     )?;
     wait.into_iter().try_for_each(|e| rt.release_event(e))?;
     g.release_after(k1);
+    rt.release_event(k1)?; // events passed in stay ours
 
     // Step 2 on B: the manager's copy A -> B waits for the kernel on A.
     print!("{}", mm.plan(buf, b, Access::ReadWrite, all.clone())?.explain());
@@ -113,6 +114,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     )?;
     wait.into_iter().try_for_each(|e| rt.release_event(e))?;
     g.release_after(k2);
+    rt.release_event(k2)?; // events passed in stay ours
 
     // Read back (the host waits here, once) and check.
     let mut out = vec![0u8; input.len()];

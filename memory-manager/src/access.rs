@@ -112,19 +112,62 @@ impl Acquired {
     /// of the manager on it (a copy from it or into it, a host read, its
     /// release) waits for it.
     ///
-    /// The event passes to the manager, which releases it once it has
-    /// completed: do not release it yourself (enqueue a barrier on the
-    /// same queue for an event of your own).
+    /// `event` stays the caller's (the crate's event rule: events passed
+    /// in are borrowed, events returned are the caller's to release): the
+    /// manager enqueues its own marker after it, a barrier on its queue at
+    /// the place (for an access at the host place, on its queue of the
+    /// event's context), and keeps that. The caller may wait on `event` or
+    /// release it at once. An event the marker's queue cannot wait on
+    /// (another adapter's or context's), or one with no manager queue to
+    /// follow it, is waited for on the host instead.
     pub fn release_after(self, event: EventId) {
+        let marker = self.marker_after(event);
         let mut g = self.cell.lock();
-        if let Some(slot) = g.slots[self.target_index].as_mut() {
-            slot.busy.push(OwnedEvent::new(&self.manager.rt, event));
-        } else {
-            // Unreachable while the guard pins the slot; never leak the event.
-            drop(OwnedEvent::new(&self.manager.rt, event));
+        match marker {
+            Ok(Some(m)) => {
+                let m = OwnedEvent::new(&self.manager.rt, m);
+                // The slot is there while the guard pins it; else `m` drops (released).
+                if let Some(slot) = g.slots[self.target_index].as_mut() {
+                    slot.busy.push(m);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "no marker after the caller's event: waiting on the host");
+                if let Err(e) = self.manager.rt.wait(&[event]) {
+                    tracing::debug!(error = %e, "the caller's event failed");
+                }
+            }
         }
         drop(g);
         // Dropping `self` unpins: `busy` keeps it from eviction now.
+    }
+
+    /// The manager's own event after `event`: a barrier on the guard's
+    /// queue, or for the host place on a manager queue of the event's
+    /// context; `None` after a host wait when there is no such queue.
+    fn marker_after(&self, event: EventId) -> ur_api::Result<Option<EventId>> {
+        let rt = &self.manager.rt;
+        let queue = match self.queue {
+            Some(q) => Some(q),
+            None => {
+                let ctx = rt.event_context(event)?;
+                self.manager
+                    .places
+                    .iter()
+                    .find(|p| p.location.is_some_and(|l| l.context == ctx))
+                    .and_then(|p| p.queue)
+            }
+        };
+        let Some(q) = queue else {
+            rt.wait(&[event])?;
+            return Ok(None);
+        };
+        let m = enqueue_after(rt, q, &[event], |w| rt.enqueue_barrier(q, w))?;
+        if let Err(e) = rt.flush(q) {
+            tracing::debug!(error = %e, "flushing after a marker failed");
+        }
+        Ok(Some(m))
     }
 }
 
@@ -160,7 +203,9 @@ impl AccessRequest {
 }
 
 /// A guard and the event after which its range is current at its place
-/// (`None`: current now). The event is the caller's to release.
+/// (`None`: current now). The event is the caller's to release (events
+/// returned are the caller's; see [`Acquired::release_after`] for events
+/// passed in).
 pub type Ready = (Acquired, Option<EventId>);
 
 impl MemoryManager {
@@ -195,7 +240,9 @@ impl MemoryManager {
     /// events. Returns the guard and the event after which the range is
     /// current at `place` (`None`: current now), an event of the manager's
     /// queue at `place`, which the caller waits for or puts in its kernel's
-    /// wait list, and then releases.
+    /// wait list, and then releases (it is the caller's, as every event the
+    /// manager returns; the events of `wait` stay the caller's too, as
+    /// every event passed in).
     ///
     /// The host blocks only where it does the work: host-staged routes
     /// (pinned ring or zero-copy) wait for their inputs on the host and run

@@ -11,7 +11,11 @@
 //!   into the caller's slice, instead of a device -> host store copy plus a
 //!   memcpy (the host store is not allocated for it, and stays as it was).
 //! - Initial data of [`MemoryManager::create_buffer_with`] for a hinted
-//!   device: one transfer from the caller's slice.
+//!   device: one transfer from the caller's slice, the creation plan's
+//!   [`Step::Init`](crate::Step::Init) (the path chosen when planning).
+//!
+//! The transfer itself is the executor's (`exec::caller_io`); this module
+//! holds the manager's side of it.
 //!
 //! The host place's own stores and the staging ring are pinned memory
 //! already (USM host of a context where one offers it), so transfers from
@@ -21,13 +25,13 @@ use std::ops::Range;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use ur_api::{BufferId, Error};
+use ur_api::Error;
 
 use crate::error::{MmError, Result};
+use crate::exec::caller_io::{transfer, Dir};
 use crate::manager::{MemoryManager, Place};
 use crate::residency::Mem;
 use crate::route::HOST;
-use crate::state::ManagerState;
 use crate::transfer::HostTransfer;
 
 impl MemoryManager {
@@ -121,64 +125,4 @@ impl MemoryManager {
             Err(e) => Err(e),
         }
     }
-}
-
-/// What a failed caller transfer names as its other end.
-pub(crate) const CALLER_MEMORY: &str = "caller memory";
-
-/// Which way a caller transfer goes.
-pub(crate) enum Dir<'a> {
-    /// Caller memory to the device.
-    Write(&'a [u8]),
-    /// The device into caller memory.
-    Read(&'a mut [u8]),
-}
-
-/// Moves caller memory to or from `buffer` at device place `place` through
-/// its context's decision tree, counting the path taken. A failure is
-/// [`MmError::CopyFailed`] (counted in `failed_copies`), as for the copies
-/// of a plan: the device allocation keeps its validity on a read, and on a
-/// write the caller marks nothing written.
-pub(crate) fn transfer(
-    inner: &ManagerState,
-    buffer_name: &str,
-    place: usize,
-    buffer: BufferId,
-    offset: usize,
-    dir: Dir<'_>,
-) -> Result<()> {
-    let x = inner.transfers[place]
-        .as_ref()
-        .expect("device places have a host transfer");
-    let q = inner.queue(place);
-    let c = &inner.counters;
-    c.copies.fetch_add(1, Relaxed);
-    let device = || inner.places[place].name.clone();
-    let (len, result, from, to) = match dir {
-        Dir::Write(src) => (
-            src.len(),
-            x.write(q, buffer, offset, src),
-            CALLER_MEMORY.to_owned(),
-            device(),
-        ),
-        Dir::Read(dst) => {
-            let len = dst.len();
-            (len, x.read(q, buffer, offset, dst), device(), CALLER_MEMORY.to_owned())
-        }
-    };
-    let path = result.map_err(|source| {
-        c.failed_copies.fetch_add(1, Relaxed);
-        tracing::debug!(%from, %to, error = %source, "caller transfer failed");
-        MmError::CopyFailed {
-            buffer: buffer_name.to_owned(),
-            from,
-            to,
-            range: offset..offset + len,
-            source: Box::new(source),
-        }
-    })?;
-    tracing::trace!(place = %inner.places[place].name, ?path, len, "caller transfer");
-    c.count_transfer(path);
-    c.bytes_moved.fetch_add(len as u64, Relaxed);
-    Ok(())
 }

@@ -67,7 +67,11 @@
 //!   what the planner's choice gains.
 //! - **Plans are data** ([`Plan`], [`Step`], [`Route`]); [`Plan::explain`]
 //!   prints one without addresses or timings (snapshot-tested on seven sim
-//!   topologies). [`MemoryManager::plan`] shows what an access would do.
+//!   topologies). [`MemoryManager::plan`] shows what an access would do,
+//!   [`MemoryManager::plan_creation`] what a creation would do
+//!   ([`PlanKind::Create`]: its allocations and the write of its initial
+//!   data, [`Step::Init`], with the path the caller's slice takes); the
+//!   same executor runs both kinds.
 //! - **Faults lose nothing.** Out of memory at a device: evict the least
 //!   recently used allocation on that device (any of its contexts) that no
 //!   live guard holds, writing back to the host first whatever of it the
@@ -91,7 +95,8 @@
 //!   a later kernel (a hint `Unified` with an earlier hint's allocation
 //!   shares it). Initial data is written once, from the caller's slice
 //!   straight into the first hint's allocation (no host store on the way),
-//!   or into the host store without a hint.
+//!   or into the host store without a hint. Creation is a plan like an
+//!   access's; a failed step frees every allocation the creation made.
 //! - **Asynchronous access** ([`MemoryManager::acquire_async`]): copies on
 //!   adapter routes (host write/read, adapter copy, fill) are enqueued after
 //!   the caller's wait list and the work pending on the allocations they
@@ -105,9 +110,14 @@
 //!   ends an access once the caller's kernel event completes, without
 //!   blocking: until then the allocation is pinned, and every later
 //!   operation of the manager on it (a copy from or into it, a host read,
-//!   its release) waits for that event. **Events**: the manager releases
-//!   the events it creates and those handed to `release_after` (they pass
-//!   to it); the ready events it returns are the caller's to release. A copy
+//!   its release) waits for that event. **Events follow one rule, the
+//!   runtime's** ([`ur_api::Runtime`]: an `enqueue_*` borrows its wait list
+//!   and returns an event the caller releases): every event the caller
+//!   passes in (wait lists, [`Acquired::release_after`]) is borrowed and
+//!   stays the caller's; every event the manager returns ([`Ready`]) is the
+//!   caller's to release; the events the manager makes for itself (its
+//!   copies, the marker `release_after` enqueues after the caller's event)
+//!   it releases. A copy
 //!   that fails asynchronously is learned at the buffer's next access: its
 //!   range is stale at the destination again (the source kept it).
 //! - **Several buffers at once** ([`MemoryManager::acquire_all`]): the
@@ -200,7 +210,7 @@ pub use error::{MmError, Result};
 pub use interval::IntervalSet;
 pub use manager::{Config, LogicalBuffer, MemoryManager, Place, Stats, ZeroCopy};
 pub use pinned::{Locker, PinError, Pinned, PinnedRegistry, RuntimeLocker, UnionPolicy};
-pub use plan::{Access, MapEnd, Plan, Route, Step};
+pub use plan::{Access, InitPath, MapEnd, Plan, PlanKind, Route, Step};
 pub use route::LinkCost;
 pub use spec::BufferSpec;
 pub use transfer::{HostTransfer, TransferPath, TransferThresholds};

@@ -11,6 +11,7 @@ use std::ops::Range;
 use ur_api::MemoryConnection;
 
 use crate::interval::IntervalSet;
+use crate::transfer::TransferPath;
 
 /// How an access uses its byte range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,6 +139,50 @@ impl fmt::Display for Route {
     }
 }
 
+/// How a creation plan's initial data travels from the caller's slice
+/// ([`Step::Init`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InitPath {
+    /// A memcpy into the host place's store.
+    HostCopy,
+    /// One transfer into a device allocation through its context's
+    /// [`HostTransfer`](crate::HostTransfer) decision tree, by the path it
+    /// chose for the caller's slice.
+    Transfer(TransferPath),
+}
+
+impl fmt::Display for InitPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InitPath::HostCopy => f.write_str("memcpy into the host store"),
+            InitPath::Transfer(TransferPath::Direct) => f.write_str("host transfer (direct)"),
+            InitPath::Transfer(TransferPath::LockInPlace) => f.write_str("host transfer (locked in place)"),
+            InitPath::Transfer(TransferPath::Staged) => f.write_str("host transfer (staged through the pinned ring)"),
+        }
+    }
+}
+
+/// What a plan does: one access, or the creation of a buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanKind {
+    /// An access: [`Plan::access`] of [`Plan::range`] at [`Plan::place`].
+    Access,
+    /// The creation of a buffer
+    /// ([`MemoryManager::create_buffer_with`](crate::MemoryManager::create_buffer_with)):
+    /// per hinted place, in the order given, the place whose allocation it
+    /// uses (itself, or an earlier hint's place whose memory is `Unified`
+    /// with it). The plan's [`Plan::access`] is then `DiscardWrite` of the
+    /// initial data's range (empty without data) at [`Plan::place`] (the
+    /// first hint, or the host), whose allocation at [`Plan::target`]
+    /// receives it.
+    Create {
+        /// The buffer's size in bytes.
+        size: usize,
+        /// (hinted place, place whose allocation it uses).
+        hints: Vec<(usize, usize)>,
+    },
+}
+
 /// One step of a plan. Places are indices into [`Plan::places`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -166,11 +211,24 @@ pub enum Step {
         /// How.
         route: Route,
     },
+    /// Write the caller's initial data (creation plans only): the first
+    /// `range.len()` bytes of the caller's slice to `range` of the
+    /// allocation at `place`, current there afterwards.
+    Init {
+        /// Where.
+        place: usize,
+        /// Byte range of the logical buffer (`0..data.len()`).
+        range: Range<usize>,
+        /// How.
+        path: InitPath,
+    },
 }
 
 /// What the manager will do for one access, computed before it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
+    /// An access or a creation.
+    pub kind: PlanKind,
     /// The logical buffer's name (`b0`, `b1`, ... in creation order).
     pub buffer: String,
     /// The access.
@@ -207,12 +265,12 @@ fn range(r: &Range<usize>) -> String {
 }
 
 impl Plan {
-    /// Bytes the plan moves between places.
+    /// Bytes the plan moves: copies between places and initial data.
     pub fn bytes_moved(&self) -> usize {
         self.steps
             .iter()
             .map(|s| match s {
-                Step::Copy { range, .. } => range.len(),
+                Step::Copy { range, .. } | Step::Init { range, .. } => range.len(),
                 _ => 0,
             })
             .sum()
@@ -226,8 +284,9 @@ impl Plan {
     /// The plan as text, one step a line; deterministic (no addresses, no timings).
     ///
     /// ```
-    /// use ur_memory_manager::{Access, Plan, Route, Step};
+    /// use ur_memory_manager::{Access, Plan, PlanKind, Route, Step};
     /// let plan = Plan {
+    ///     kind: PlanKind::Access,
     ///     buffer: "b0".into(),
     ///     access: Access::Read,
     ///     range: 0..4096,
@@ -251,21 +310,46 @@ impl Plan {
     pub fn explain(&self) -> String {
         let name = |i: usize| self.places.get(i).cloned().unwrap_or_else(|| format!("place#{i}"));
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{}: {} {} at {}",
-            self.buffer,
-            self.access,
-            range(&self.range),
-            name(self.place)
-        );
-        if self.target == self.place {
-            let _ = writeln!(s, "  uses the allocation at {}", name(self.target));
-        } else {
-            let _ = writeln!(s, "  uses the allocation at {} in place (unified)", name(self.target));
-        }
-        if self.steps.is_empty() {
-            let _ = writeln!(s, "  nothing to copy");
+        match &self.kind {
+            PlanKind::Access => {
+                let _ = writeln!(
+                    s,
+                    "{}: {} {} at {}",
+                    self.buffer,
+                    self.access,
+                    range(&self.range),
+                    name(self.place)
+                );
+                if self.target == self.place {
+                    let _ = writeln!(s, "  uses the allocation at {}", name(self.target));
+                } else {
+                    let _ = writeln!(s, "  uses the allocation at {} in place (unified)", name(self.target));
+                }
+                if self.steps.is_empty() {
+                    let _ = writeln!(s, "  nothing to copy");
+                }
+            }
+            PlanKind::Create { size, hints } => {
+                let _ = writeln!(s, "{}: create, {}", self.buffer, bytes(*size));
+                if hints.is_empty() {
+                    let _ = writeln!(s, "  no hint");
+                }
+                for (h, t) in hints {
+                    if h == t {
+                        let _ = writeln!(s, "  hint {}", name(*h));
+                    } else {
+                        let _ = writeln!(
+                            s,
+                            "  hint {} uses the allocation at {} in place (unified)",
+                            name(*h),
+                            name(*t)
+                        );
+                    }
+                }
+                if self.steps.is_empty() {
+                    let _ = writeln!(s, "  nothing to allocate until first use");
+                }
+            }
         }
         for (i, step) in self.steps.iter().enumerate() {
             let n = i + 1;
@@ -285,6 +369,12 @@ impl Plan {
                     range(r),
                     name(*from),
                     name(*to)
+                ),
+                Step::Init { place, range: r, path } => writeln!(
+                    s,
+                    "  {n}. write initial data {} caller memory -> {} by {path}",
+                    range(r),
+                    name(*place)
                 ),
             };
         }
@@ -316,6 +406,7 @@ mod tests {
     #[test]
     fn explain_lists_staged_and_stale() {
         let plan = Plan {
+            kind: PlanKind::Access,
             buffer: "b3".into(),
             access: Access::Write,
             range: 0..100,

@@ -7,7 +7,7 @@ use std::ops::Range;
 use ur_api::MemoryConnection;
 
 use crate::interval::IntervalSet;
-use crate::plan::{Access, MapEnd, Plan, Route, Step};
+use crate::plan::{Access, InitPath, MapEnd, Plan, PlanKind, Route, Step};
 
 /// Index of the host place.
 pub(crate) const HOST: usize = 0;
@@ -269,6 +269,7 @@ pub(crate) fn plan_access(
         }
     }
     Plan {
+        kind: PlanKind::Access,
         buffer: buffer.to_string(),
         access,
         range,
@@ -277,6 +278,57 @@ pub(crate) fn plan_access(
         steps,
         invalidates,
         places: topo.names(),
+    }
+}
+
+/// Plans the creation of a buffer of `size` bytes: an allocation at each
+/// hinted place in `hints` (in order) unless its memory is `Unified` with an
+/// earlier hint's allocation, which it then uses; then, with `init` bytes
+/// of initial data, their write into the first hint's allocation (the host
+/// store without a hint) by the path `init_path` gives for that place.
+pub(crate) fn plan_create(
+    topo: &dyn Topology,
+    buffer: &str,
+    size: usize,
+    hints: &[usize],
+    init: usize,
+    init_path: impl FnOnce(usize) -> InitPath,
+) -> Plan {
+    let places = topo.names();
+    let empty = IntervalSet::new();
+    let mut view: Vec<Option<&IntervalSet>> = vec![None; places.len()];
+    let mut steps = Vec::new();
+    let mut uses = Vec::with_capacity(hints.len());
+    for &h in hints {
+        let target = choose_target(topo, &view, h, 0..size);
+        if view[target].is_none() {
+            steps.push(Step::Allocate { place: target, size });
+            view[target] = Some(&empty);
+        }
+        uses.push((h, target));
+    }
+    let place = hints.first().copied().unwrap_or(HOST);
+    let target = uses.first().map_or(HOST, |&(_, t)| t);
+    if init > 0 {
+        if view[target].is_none() {
+            steps.push(Step::Allocate { place: target, size });
+        }
+        steps.push(Step::Init {
+            place: target,
+            range: 0..init,
+            path: init_path(target),
+        });
+    }
+    Plan {
+        kind: PlanKind::Create { size, hints: uses },
+        buffer: buffer.to_string(),
+        access: Access::DiscardWrite,
+        range: 0..init,
+        place,
+        target,
+        steps,
+        invalidates: Vec::new(),
+        places,
     }
 }
 

@@ -1,11 +1,13 @@
 //! [`BufferSpec`]: a logical buffer's size, placement hints and initial
 //! data, honoured by its first allocation.
 
+use std::sync::atomic::Ordering;
+
 use crate::error::{MmError, Result};
 use crate::exec;
 use crate::manager::{LogicalBuffer, MemoryManager, Place};
-use crate::residency::Mem;
-use crate::route::{self, HOST};
+use crate::plan::{InitPath, Plan};
+use crate::route;
 
 /// What [`MemoryManager::create_buffer_with`] creates.
 ///
@@ -71,7 +73,65 @@ impl MemoryManager {
     /// the way), or to the host store when there is no hint. Without hints
     /// and data nothing is allocated until first use. On failure nothing is
     /// left allocated.
+    ///
+    /// Creation runs a plan ([`PlanKind::Create`](crate::PlanKind::Create)):
+    /// [`MemoryManager::plan_creation`] shows it beforehand.
     pub fn create_buffer_with(&self, spec: &BufferSpec<'_>) -> Result<LogicalBuffer> {
+        let hints = self.checked_hints(spec)?;
+        let (buf, cell) = self.new_buffer(spec.size)?;
+        let mut g = cell.lock();
+        let plan = self.creation_plan(&g.name, spec, &hints);
+        tracing::trace!(plan = %plan.explain(), "creating");
+        match exec::run_create(&self.inner, &mut g, &plan, spec.init.unwrap_or(&[])) {
+            Ok(()) => Ok(buf),
+            Err(e) => {
+                g.released = true;
+                self.inner.free_all(&mut g);
+                drop(g);
+                self.inner.buffers.lock().remove(&buf.id);
+                Err(e)
+            }
+        }
+    }
+
+    /// What [`MemoryManager::create_buffer_with`] would do for `spec` now,
+    /// without doing it: the allocations at the hinted places and the write
+    /// of the initial data, with the path the caller's slice would take
+    /// ([`Step::Init`](crate::Step::Init)). The plan names the buffer as the
+    /// next one created would be named (another thread may take the name
+    /// first). The same errors as creation for a bad spec.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ur_api::{Location, Runtime};
+    /// # use ur_memory_manager::{BufferSpec, MemoryManager, Place, Step};
+    /// # let mut rt = Runtime::new();
+    /// # rt.add(ur_native::NativeAdapter::new())?;
+    /// # let dev = rt.all_devices()[0];
+    /// # let ctx = rt.create_context(&[dev])?;
+    /// # let at = Location::new(ctx, dev);
+    /// # let mm = MemoryManager::new(Arc::new(rt), &[at])?;
+    /// let data = vec![7u8; 4096];
+    /// let spec = BufferSpec::new(8192).hint(Place::Device(at)).init(&data);
+    /// let plan = mm.plan_creation(&spec)?;
+    /// assert!(matches!(plan.steps[..], [Step::Allocate { .. }, Step::Init { .. }]));
+    /// print!("{}", plan.explain());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn plan_creation(&self, spec: &BufferSpec<'_>) -> Result<Plan> {
+        let hints = self.checked_hints(spec)?;
+        if spec.size == 0 {
+            return Err(MmError::Runtime(ur_api::Error::InvalidSize {
+                what: "logical buffer",
+                size: spec.size,
+            }));
+        }
+        let name = format!("b{}", self.inner.next_buffer.load(Ordering::Relaxed));
+        Ok(self.creation_plan(&name, spec, &hints))
+    }
+
+    /// The spec's hints as place indices, after checking its initial data fits.
+    fn checked_hints(&self, spec: &BufferSpec<'_>) -> Result<Vec<usize>> {
         let hints: Vec<usize> = spec.hints.iter().map(|&h| self.index(h)).collect::<Result<_>>()?;
         if let Some(d) = spec.init {
             if d.len() > spec.size {
@@ -81,52 +141,18 @@ impl MemoryManager {
                 });
             }
         }
-        let (buf, cell) = self.new_buffer(spec.size)?;
-        let mut g = cell.lock();
+        Ok(hints)
+    }
+
+    fn creation_plan(&self, name: &str, spec: &BufferSpec<'_>, hints: &[usize]) -> Plan {
+        let data = spec.init.unwrap_or(&[]);
         let inner = &self.inner;
-        let result = (|| -> Result<()> {
-            let mut first_target = None;
-            for &h in &hints {
-                let lost = inner.lost_flags();
-                let target = route::choose_target(&**inner, &g.masked_view(&lost), h, 0..spec.size);
-                if g.slots[target].is_none() {
-                    exec::allocate(inner, &mut g, target)?;
-                }
-                first_target.get_or_insert(target);
+        route::plan_create(&**inner, name, spec.size, hints, data.len(), |at| {
+            match &inner.transfers[at] {
+                // The path the context's decision tree takes for the caller's slice.
+                Some(x) => InitPath::Transfer(x.choose(data.as_ptr() as usize, data.len())),
+                None => InitPath::HostCopy,
             }
-            let Some(data) = spec.init.filter(|d| !d.is_empty()) else {
-                return Ok(());
-            };
-            let at = match first_target {
-                Some(t) => t,
-                None => {
-                    exec::allocate(inner, &mut g, HOST)?;
-                    HOST
-                }
-            };
-            let slot = g.slots[at].as_mut().expect("allocated above");
-            match &mut slot.mem {
-                Mem::Host(m) => m.as_mut_slice()[..data.len()].copy_from_slice(data),
-                // The caller's slice through the context's decision tree
-                // (counted there).
-                Mem::Device(b) => {
-                    let b = *b;
-                    crate::caller::transfer(inner, &g.name, at, b, 0, crate::caller::Dir::Write(data))?
-                }
-            }
-            g.mark_written(at, 0..data.len());
-            inner.touch(&mut g, at);
-            Ok(())
-        })();
-        match result {
-            Ok(()) => Ok(buf),
-            Err(e) => {
-                g.released = true;
-                inner.free_all(&mut g);
-                drop(g);
-                inner.buffers.lock().remove(&buf.id);
-                Err(e)
-            }
-        }
+        })
     }
 }

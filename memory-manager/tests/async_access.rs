@@ -39,6 +39,8 @@ fn device_to_device_without_host_waits_between_steps() {
         assert_eq!(ready, None, "nothing to copy");
         let ev = enqueue_write(&s, &g, &DATA, &[]);
         g.release_after(ev);
+        // The event stays ours.
+        s.rt.release_event(ev).unwrap();
         // Consume on b: the copy waits for the write's event.
         let (g, ready) = s.mm.acquire_async(buf, b, Access::Read, 0..4096, &[]).unwrap();
         // `None` when the copy has already completed (or was staged on the host).
@@ -68,18 +70,56 @@ fn handed_over_work_pins_until_it_completes() {
     let x = s.mm.create_buffer(N).unwrap();
     let y = s.mm.create_buffer(N).unwrap();
     let (g, _) = s.mm.acquire_async(x, dev, Access::DiscardWrite, 0..N, &[]).unwrap();
-    let d = g.device().unwrap();
-    // A marker the caller controls: a barrier after a write it waits on.
     let ev = enqueue_write(&s, &g, &DATA, &[]);
-    let mine = s.rt.enqueue_barrier(d.queue(), &[ev]).unwrap();
     g.release_after(ev);
-    s.rt.complete(mine).unwrap();
+    // The event stays the caller's: wait for it, then release it.
+    s.rt.complete(ev).unwrap();
     // Completed: y can evict x now, writing x back first.
     drop(s.mm.acquire(y, dev, Access::DiscardWrite, 0..N).unwrap());
     assert_eq!(s.mm.stats().evictions, 1);
     let mut back = vec![0u8; 1024];
     s.mm.read(x, 0, &mut back).unwrap();
     assert_eq!(back, DATA);
+}
+
+#[test]
+fn events_passed_in_stay_the_callers_and_none_leak() {
+    // Issue 26: `release_after` took ownership of its event while every
+    // other event passed in (wait lists) stayed the caller's. Now all are
+    // borrowed: the event is valid after the manager is done with it, and
+    // the caller's one release is the only one.
+    static DATA: [u8; 4096] = [3u8; 4096];
+    let s = setup("peer_pair_one_context", plan_config());
+    let places = s.mm.places();
+    let (a, b) = (places[1], places[2]);
+    let before = s.faults.live_events();
+    let buf = s.mm.create_buffer(4096).unwrap();
+    let (g, ready) = s.mm.acquire_async(buf, a, Access::DiscardWrite, 0..4096, &[]).unwrap();
+    assert_eq!(ready, None);
+    let ev = enqueue_write(&s, &g, &DATA, &[]);
+    // A wait list borrows `ev` ...
+    let d = g.device().unwrap();
+    let after = s.rt.enqueue_barrier(d.queue(), &[ev]).unwrap();
+    // ... and so does `release_after`.
+    g.release_after(ev);
+    // The manager's copy a -> b waits for the write (a device copy, chained):
+    // the ready event it returns is ours to release.
+    let (g, ready) = s.mm.acquire_async(buf, b, Access::Read, 0..4096, &[ev]).unwrap();
+    let ready = ready.expect("an adapter copy, chained on events");
+    s.rt.complete(ready).unwrap();
+    drop(g);
+    // The host read waits for everything and the manager drops what it
+    // held; `ev` is still valid for us.
+    let mut host = vec![0u8; 4096];
+    s.mm.read(buf, 0, &mut host).unwrap();
+    assert_eq!(host, DATA);
+    assert_eq!(s.rt.event_status(ev).unwrap(), ur_api::EventStatus::Complete);
+    s.rt.release_event(ev).unwrap();
+    s.rt.complete(after).unwrap();
+    s.mm.release(buf).unwrap();
+    // Every event the manager made for itself (its copy, its marker after
+    // `ev`) is released: nothing leaked, nothing released twice.
+    assert_eq!(s.faults.live_events(), before);
 }
 
 #[test]

@@ -281,3 +281,45 @@ fn a_failed_copy_of_initial_data_is_copy_failed_and_counted() {
             .unwrap();
     assert_eq!(read_all(&s, b), data);
 }
+
+#[test]
+fn a_failure_mid_creation_frees_what_it_allocated() {
+    use ur_memory_manager::{BufferSpec, PlanKind, Step};
+    let s = setup("two_contexts", config());
+    let (a0, b0) = (s.mm.places()[1], s.mm.places()[2]);
+    let (na, nb) = (&s.device_names[0], &s.device_names[1]);
+    let used = |s: &Setup| (s.faults.memory_used(na).unwrap(), s.faults.memory_used(nb).unwrap());
+    let data = pattern(5);
+    let spec = BufferSpec::new(N).hint(a0).hint(b0).init(&data);
+    let plan = s.mm.plan_creation(&spec).unwrap();
+    assert!(matches!(plan.kind, PlanKind::Create { .. }));
+    assert!(
+        matches!(
+            plan.steps[..],
+            [Step::Allocate { .. }, Step::Allocate { .. }, Step::Init { .. }]
+        ),
+        "{}",
+        plan.explain()
+    );
+
+    // The last step fails (the write of the initial data): both allocations go.
+    s.faults.fail_copy_after(100);
+    let err = s.mm.create_buffer_with(&spec).unwrap_err();
+    assert!(matches!(err, MmError::CopyFailed { .. }), "{err:?}");
+    assert_eq!(s.mm.stats().failed_copies, 1);
+    assert_eq!(used(&s), (0, 0));
+
+    // The second allocation fails (b0 has no room): the first one goes.
+    s.faults.cap_memory(nb, N as u64 - 1).unwrap();
+    let err = s.mm.create_buffer_with(&spec).unwrap_err();
+    assert!(matches!(err, MmError::OutOfMemory { .. }), "{err:?}");
+    assert_eq!(used(&s), (0, 0));
+
+    // With room, the same spec succeeds and holds the data at a0 only.
+    s.faults.uncap_memory(nb).unwrap();
+    let b = s.mm.create_buffer_with(&spec).unwrap();
+    assert_eq!(used(&s), (N as u64, N as u64));
+    assert_eq!(valid_at(&s, b, a0), IntervalSet::from_range(0..N));
+    assert!(valid_at(&s, b, b0).is_empty());
+    assert_eq!(read_all(&s, b), data);
+}

@@ -1,5 +1,6 @@
 //! Plan snapshots on every sim scenario: the same script of accesses, each
-//! plan printed with `explain()` before it runs, then the final residency.
+//! plan printed with `explain()` before it runs, then the final residency;
+//! and the creation plans of buffers with hints and initial data.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use common::{plan_config, setup, SCENARIOS};
-use ur_memory_manager::{Access, LogicalBuffer, MemoryManager, Place};
+use ur_memory_manager::{Access, BufferSpec, LogicalBuffer, MemoryManager, Place, PlanKind, Step};
 
 const KIB: usize = 1024;
 
@@ -100,5 +101,68 @@ fn plan_snapshots() {
     for name in SCENARIOS {
         let text = script(name);
         insta::assert_snapshot!(name, text);
+    }
+}
+
+/// Prints the creation plan of `spec`, creates the buffer (the plan names
+/// it), prints its residency and checks its bytes.
+fn create(out: &mut String, mm: &MemoryManager, spec: &BufferSpec<'_>, data: &[u8]) -> LogicalBuffer {
+    let plan = mm.plan_creation(spec).expect("plan");
+    assert!(matches!(plan.kind, PlanKind::Create { .. }));
+    out.push_str(&plan.explain());
+    let b = mm.create_buffer_with(spec).expect("create");
+    assert_eq!(b.to_string(), plan.buffer);
+    // What the plan allocated is what the buffer holds.
+    let allocated: Vec<String> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Allocate { place, .. } => Some(plan.places[*place].clone()),
+            _ => None,
+        })
+        .collect();
+    let held: Vec<String> = mm
+        .residency(b)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| mm.place_name(p).unwrap())
+        .collect();
+    assert_eq!(allocated, held);
+    residency(out, mm, b);
+    out.push('\n');
+    let mut back = vec![0u8; mm.size(b).unwrap()];
+    mm.read(b, 0, &mut back).unwrap();
+    assert_eq!(&back[..data.len()], data);
+    assert!(back[data.len()..].iter().all(|&x| x == 0));
+    b
+}
+
+fn creation_script(name: &str) -> String {
+    let s = setup(name, plan_config());
+    let mm = &s.mm;
+    let devices = &mm.places()[1..];
+    let data: Vec<u8> = (0..8 * KIB).map(|i| (i % 251) as u8).collect();
+    let mut out = String::new();
+    // Hints on (up to) two places and initial data: allocations at each,
+    // the data written once, to the first.
+    let mut spec = BufferSpec::new(16 * KIB);
+    for &d in devices.iter().take(2) {
+        spec = spec.hint(d);
+    }
+    create(&mut out, mm, &spec.clone().init(&data), &data);
+    // The same hints without data: allocations only.
+    create(&mut out, mm, &spec, &[]);
+    // No hint: the data goes to the host store.
+    create(&mut out, mm, &BufferSpec::new(16 * KIB).init(&data), &data);
+    // Neither: nothing until first use.
+    create(&mut out, mm, &BufferSpec::new(16 * KIB), &[]);
+    out
+}
+
+#[test]
+fn creation_plan_snapshots() {
+    for name in SCENARIOS {
+        let text = creation_script(name);
+        insta::assert_snapshot!(format!("create_{name}"), text);
     }
 }

@@ -80,7 +80,7 @@ unsafe fn buffer_command<M>(
         let w = unsafe { deps(&q, n, wl) }?;
         let mut p = Prepared::new(w);
         let id = body(&q, m, &mut p)?;
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, command, blocking, ev) }
     })
@@ -554,7 +554,7 @@ pub unsafe extern "C" fn urEnqueueMemBufferMap(
         if let Some((_, g)) = prep.take_guard() {
             MANAGED_MAPS.lock().insert(p.as_ptr() as usize, (bid, g));
         }
-        prep.finish(&q, id);
+        prep.finish(id);
         // SAFETY: checked non-null; writable by the module contract.
         unsafe { out.write(p.as_ptr().cast()) };
         // SAFETY: module contract for `ev`.
@@ -603,7 +603,7 @@ pub unsafe extern "C" fn urEnqueueMemUnmap(
             }
         };
         if let Some((_, g)) = managed {
-            crate::managed::hand_back(&q, id, g);
+            g.release_after(id);
         }
         MAPS.lock().remove(&(mapped as usize));
         // SAFETY: module contract for `ev`.

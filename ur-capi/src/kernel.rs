@@ -341,7 +341,7 @@ pub unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
         let id = state()
             .rt
             .enqueue_launch(q.id, k.id_for(q.context.1), &range, &values, &p.wait)?;
-        p.finish(&q, id);
+        p.finish(id);
         // SAFETY: module contract for `ev`.
         unsafe { done(qh, &q, id, UR_COMMAND_KERNEL_LAUNCH, false, ev) }
     })

@@ -21,8 +21,9 @@
 //!   place; `Migratable`: a device copy; `None`: host-staged) and gives the
 //!   runtime buffer to use there and a ready event; the command runs on
 //!   that buffer after the ready event, and the access is handed back with
-//!   `release_after` on a barrier after the command, so the manager's next
-//!   move of those bytes waits for it;
+//!   `release_after` on the command's event (borrowed: the manager follows
+//!   it with a barrier of its own), so the manager's next move of those
+//!   bytes waits for it;
 //! - writes make the range current at the queue's location only (reads
 //!   keep other copies valid); initial host data is written at the host
 //!   place; a mapping holds its access until it is unmapped.
@@ -137,15 +138,15 @@ impl Prepared {
         }
     }
 
-    /// Hands the accesses back after `cmd` (an event of `q`) and releases
-    /// the ready events.
-    pub fn finish(mut self, q: &Queue, cmd: EventId) {
+    /// Hands the accesses back after `cmd` (the command's event, which
+    /// stays the caller's) and releases the ready events.
+    pub fn finish(mut self, cmd: EventId) {
         if self.guards.is_empty() {
             // A direct operand (the common case): nothing held.
             return;
         }
         for (_, g) in std::mem::take(&mut self.guards) {
-            hand_back(q, cmd, g);
+            g.release_after(cmd);
         }
     }
 
@@ -225,20 +226,6 @@ pub unsafe fn read_where_current(
     let out = unsafe { std::slice::from_raw_parts_mut(dst, size) };
     mm.read(*buf, range.start, out).map_err(mm_error)?;
     Ok(Some(rt.enqueue_barrier(q.id, &[])?))
-}
-
-/// Ends access `g` once `cmd` (an event of `q`) completes: through a
-/// barrier after it (the manager owns the event it is given), or, where no
-/// barrier can be enqueued, after a host wait.
-pub fn hand_back(q: &Queue, cmd: EventId, g: Acquired) {
-    let rt = &state().rt;
-    match rt.enqueue_barrier(q.id, &[cmd]) {
-        Ok(b) => g.release_after(b),
-        Err(e) => {
-            tracing::warn!(error = %e, "no barrier after a managed command: waiting on the host");
-            let _ = rt.wait(&[cmd]);
-        }
-    }
 }
 
 /// Releases a managed root buffer's logical buffer.

@@ -147,6 +147,18 @@ impl SimFaults {
         Ok(self.state.device(device)?.arena.used())
     }
 
+    /// Event handles alive now, over all devices: one per command whose
+    /// event has not been released (through the runtime: `release_event`,
+    /// dropped once no operation in flight borrows it). For tests that
+    /// count leaks and double releases.
+    pub fn live_events(&self) -> u64 {
+        self.state
+            .devices
+            .iter()
+            .map(|d| d.live_events.load(std::sync::atomic::Ordering::Relaxed))
+            .sum()
+    }
+
     /// Device allocations attempted so far (buffers and device USM, failed ones included).
     pub fn allocations(&self) -> u64 {
         self.state.faults.allocations()

@@ -93,7 +93,29 @@ impl EventState {
 
 /// An event of the sim adapter.
 #[derive(Debug, Clone)]
-pub struct SimEvent(pub(crate) Arc<EventState>);
+pub struct SimEvent(
+    pub(crate) Arc<EventState>,
+    #[allow(dead_code)] // reason: only held, to count the handle while it lives.
+    Arc<LiveEvent>,
+);
+
+/// Counts one event handle (with its clones) in its device's
+/// `live_events` while it lives.
+#[derive(Debug)]
+pub(crate) struct LiveEvent(Arc<DeviceState>);
+
+impl LiveEvent {
+    fn new(device: &Arc<DeviceState>) -> Arc<LiveEvent> {
+        device.live_events.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(LiveEvent(device.clone()))
+    }
+}
+
+impl Drop for LiveEvent {
+    fn drop(&mut self) {
+        self.0.live_events.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 struct Job {
     event: Arc<EventState>,
@@ -154,7 +176,7 @@ impl SimQueue {
             .send(job)
             .map_err(|_| Error::invalid("the queue's worker has stopped"))?;
         *last = Some(event.clone());
-        Ok(SimEvent(event))
+        Ok(SimEvent(event, LiveEvent::new(&self.device)))
     }
 
     /// Waits for everything enqueued so far.

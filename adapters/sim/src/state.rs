@@ -43,6 +43,9 @@ pub(crate) struct DeviceState {
     lost: AtomicBool,
     /// Next free address of the device's fake USM space.
     usm_next: Mutex<u64>,
+    /// Event handles of commands on this device that are still alive
+    /// ([`SimFaults::live_events`](crate::SimFaults::live_events)).
+    pub(crate) live_events: AtomicU64,
 }
 
 impl DeviceState {
@@ -55,6 +58,7 @@ impl DeviceState {
             link: Arc::new(Link::new(spec.link)),
             lost: AtomicBool::new(false),
             usm_next: Mutex::new(0),
+            live_events: AtomicU64::new(0),
         };
         *dev.usm_next.lock() = dev.usm_range().0;
         dev

@@ -1,7 +1,9 @@
 //! Running plans: allocation (with eviction on out-of-memory), zero fill,
 //! host writes and reads, adapter copies and host-staged copies, blocking
-//! or chained on events ([`Exec`]).
+//! or chained on events ([`Exec`]); a creation plan's initial data from the
+//! caller's slice (`caller_io`).
 
+pub(crate) mod caller_io;
 pub(crate) mod evict;
 mod measure;
 
@@ -15,7 +17,7 @@ use ur_api::{BufferDesc, Error, EventId};
 use crate::error::{MmError, Result};
 use crate::events::{enqueue_after, OwnedEvent};
 use crate::mapped::mapped_copy;
-use crate::plan::{Access, Route, Step};
+use crate::plan::{Access, InitPath, Plan, Route, Step};
 use crate::residency::{Mem, Residency, Slot};
 use crate::route::{self, HOST};
 use crate::staging::{pipelined_copy, Side};
@@ -32,16 +34,15 @@ pub(crate) struct Exec<'a> {
     pub blocking: bool,
     /// Asynchronous mode: the events of the operations enqueued.
     pub events: Vec<Arc<OwnedEvent>>,
+    /// The caller's initial data, which a creation plan's [`Step::Init`]
+    /// writes (empty otherwise).
+    pub init: &'a [u8],
 }
 
 impl Exec<'static> {
     /// Every step completes before the next one starts.
     pub(crate) fn blocking() -> Self {
-        Exec {
-            wait: &[],
-            blocking: true,
-            events: Vec::new(),
-        }
+        Exec::creating(&[])
     }
 }
 
@@ -52,8 +53,30 @@ impl<'a> Exec<'a> {
             wait,
             blocking: false,
             events: Vec::new(),
+            init: &[],
         }
     }
+
+    /// Blocking, with the caller's initial data for a creation plan.
+    pub(crate) fn creating(init: &'a [u8]) -> Self {
+        Exec {
+            wait: &[],
+            blocking: true,
+            events: Vec::new(),
+            init,
+        }
+    }
+}
+
+/// Runs a creation plan ([`crate::plan::PlanKind::Create`]) on the new,
+/// locked buffer: its allocations, then its initial data from `init`. The
+/// first failure is returned; the caller frees what was allocated.
+pub(crate) fn run_create(inner: &ManagerState, res: &mut Residency, plan: &Plan, init: &[u8]) -> Result<()> {
+    let mut exec = Exec::creating(init);
+    for step in &plan.steps {
+        run_step(inner, res, step, &mut exec)?;
+    }
+    Ok(())
 }
 
 /// Plans and runs one access on a locked buffer; returns the target place.
@@ -111,7 +134,9 @@ pub(crate) fn run_access(
             Some((e, step)) if device_lost(&e) => {
                 // Learn which place is gone, then plan again around it.
                 let places = match step {
-                    Step::Allocate { place, .. } | Step::Zero { place, .. } => vec![*place],
+                    Step::Allocate { place, .. } | Step::Zero { place, .. } | Step::Init { place, .. } => {
+                        vec![*place]
+                    }
                     Step::Copy { from, to, .. } => vec![*from, *to],
                 };
                 let learned: Vec<bool> = places.into_iter().map(|p| inner.check_lost(p)).collect();
@@ -173,6 +198,49 @@ pub(crate) fn run_step(inner: &ManagerState, res: &mut Residency, step: &Step, e
             res.mark_valid(*to, range.clone());
             inner.touch(res, *from);
             Ok(())
+        }
+        Step::Init { place, range, path } => {
+            let data = exec
+                .init
+                .get(range.clone())
+                .expect("the plan's range lies in the initial data");
+            write_init(inner, res, *place, range.start, data, *path)?;
+            res.mark_written(*place, range.clone());
+            inner.touch(res, *place);
+            Ok(())
+        }
+    }
+}
+
+/// Writes the caller's initial data at `offset` of the allocation at
+/// `place`: a memcpy into the host store, or one transfer into a device
+/// allocation through its context's decision tree (a failure is
+/// [`MmError::CopyFailed`], counted in `failed_copies`). An allocation of
+/// the plan that making room for a later one evicted is made again.
+fn write_init(
+    inner: &ManagerState,
+    res: &mut Residency,
+    place: usize,
+    offset: usize,
+    data: &[u8],
+    path: InitPath,
+) -> Result<()> {
+    if res.slots[place].is_none() {
+        allocate(inner, res, place)?;
+    }
+    let slot = res.slots[place].as_mut().expect("allocated above");
+    match &mut slot.mem {
+        Mem::Host(m) => {
+            m.as_mut_slice()[offset..offset + data.len()].copy_from_slice(data);
+            Ok(())
+        }
+        Mem::Device(b) => {
+            let path = match path {
+                InitPath::Transfer(p) => Some(p),
+                InitPath::HostCopy => None,
+            };
+            let b = *b;
+            caller_io::transfer(inner, &res.name, place, b, offset, caller_io::Dir::Write(data, path))
         }
     }
 }
