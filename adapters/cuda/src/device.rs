@@ -223,6 +223,9 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         .caps(caps)
         .program_formats(program_formats)
         .compute(d.sm_count, d.max_threads)
+        // Block and grid limits: the dyn layer checks explicit block sizes
+        // against them, `conv::launch_dims` the blocks it chooses.
+        .launch_limits(d.max_block, d.max_grid)
         .sub_buffer_align(crate::memory::SUB_BUFFER_ALIGN)
         // Reported although no launch takes local-memory arguments: it is
         // what a kernel's `__shared__` declarations may use per block.
