@@ -112,7 +112,7 @@ fn bad_input_census() {
         .unwrap();
     let usm = rt.usm_alloc(ctx, &UsmDesc::new(UsmKind::Device, SIZE).on(dev)).unwrap();
     let lib = Arc::new(ur_conformance::kernels::host_library());
-    let prog = rt.create_program(ctx, &ProgramSource::Host(lib), "").unwrap();
+    let prog = rt.create_program(ctx, &ProgramSource::Host(lib.clone()), "").unwrap();
     let kern = rt.create_kernel(prog, "add_scalar").unwrap();
     let mut mem = vec![0u8; 4 * SIZE];
 
@@ -518,6 +518,35 @@ fn bad_input_census() {
     for (what, r) in &ranges {
         c.case("runtime", "enqueue_launch", (*what).into(), || {
             rt.enqueue_launch(q, kern, r, &[ArgValue::Buffer(buf), ArgValue::scalar(&k)], &[])
+        });
+    }
+    // Per-dimension limits: the sim device reports a GPU's block and grid
+    // limits (the native device bounds neither).
+    let sim_prog = rt
+        .create_program(sim_ctx, &ProgramSource::Host(lib.clone()), "")
+        .unwrap();
+    let sim_kern = rt.create_kernel(sim_prog, "add_scalar").unwrap();
+    let limits = rt.device_info(sim_dev).unwrap().limits;
+    let (max_z, max_y) = (limits.max_work_item_sizes[2], limits.max_work_groups[1]);
+    let over_limits: Vec<(String, NdRange)> = vec![
+        (
+            format!("work-group size {} in z, above the sim device's {max_z}", max_z + 1),
+            NdRange::d3(1, 1, max_z + 1).with_local([1, 1, max_z + 1]),
+        ),
+        (
+            format!("{} work groups in y, above the sim device's {max_y}", max_y + 1),
+            NdRange::d2(1, max_y + 1).with_local([1, 1, 1]),
+        ),
+    ];
+    for (what, r) in &over_limits {
+        c.case("runtime", "enqueue_launch", what.clone(), || {
+            rt.enqueue_launch(
+                sim_q,
+                sim_kern,
+                r,
+                &[ArgValue::Buffer(sim_buf), ArgValue::scalar(&k)],
+                &[],
+            )
         });
     }
     let local_mem = rt.device_info(dev).unwrap().local_mem_size;

@@ -48,6 +48,24 @@ impl fmt::Display for HandleKind {
     }
 }
 
+/// A per-dimension launch limit, as [`Error::LaunchLimit`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LaunchLimit {
+    /// Work items of one work group (CUDA's block dimension).
+    WorkGroupSize,
+    /// Work groups of one launch (CUDA's grid dimension).
+    WorkGroupCount,
+}
+
+impl std::fmt::Display for LaunchLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LaunchLimit::WorkGroupSize => "work-group size",
+            LaunchLimit::WorkGroupCount => "work-group count",
+        })
+    }
+}
+
 /// Every failure the API reports.
 ///
 /// The dyn layer turns bad input into one of the first variants before any
@@ -128,6 +146,20 @@ pub enum Error {
     /// Any other invalid argument.
     #[error("invalid value: {0}")]
     InvalidValue(String),
+    /// A launch exceeds one of the device's per-dimension limits
+    /// ([`DeviceLimits::max_work_item_sizes`](crate::limits::DeviceLimits::max_work_item_sizes),
+    /// [`DeviceLimits::max_work_groups`](crate::limits::DeviceLimits::max_work_groups)).
+    #[error("{limit} {size} in dimension {dim} exceeds the device limit {max}")]
+    LaunchLimit {
+        /// Which limit.
+        limit: LaunchLimit,
+        /// The dimension (0, 1 or 2).
+        dim: usize,
+        /// What the launch asked for in that dimension.
+        size: usize,
+        /// The device's limit in that dimension.
+        max: usize,
+    },
     /// The device or adapter lacks a capability the call needs.
     #[error("unsupported: {what}")]
     Unsupported {
@@ -200,6 +232,7 @@ impl Error {
                 | Error::OutOfBounds { .. }
                 | Error::InvalidAlignment { .. }
                 | Error::InvalidValue(_)
+                | Error::LaunchLimit { .. }
                 | Error::InvalidKernelArgs(_)
         )
     }

@@ -47,7 +47,7 @@ pub mod types;
 
 pub use adapter::{Adapter, KernelArg, Loc, MemArg, UsmRef};
 pub use dynamic::{AdapterHost, ArgValue, BufferInfo, DynAdapter};
-pub use error::{Error, HandleKind, Result};
+pub use error::{Error, HandleKind, LaunchLimit, Result};
 pub use handles::{BufferId, ContextId, DeviceId, EventId, Handle, KernelId, Location, PlatformId, ProgramId, QueueId};
 pub use host_kernel::{HostArg, HostArgs, HostKernelLibrary};
 pub use runtime::Runtime;

@@ -120,8 +120,14 @@ pub struct VectorWidths {
 pub struct DeviceLimits {
     /// The backend's vendor id (PCI id for GPUs).
     pub vendor_id: u32,
-    /// Largest work-group size per dimension.
+    /// Largest work-group size per dimension (0: not reported, no check).
+    /// The dyn layer checks explicit work-group sizes against it.
     pub max_work_item_sizes: [usize; 3],
+    /// Most work groups of one launch per dimension (CUDA's grid limit; 0:
+    /// not reported, no check; `usize::MAX`: no limit). The dyn layer
+    /// checks launches with explicit work-group sizes against it; where the
+    /// adapter chooses the work-group size, the adapter answers for it.
+    pub max_work_groups: [usize; 3],
     /// Clock frequency in MHz.
     pub max_clock_frequency: u32,
     /// Address width in bits.

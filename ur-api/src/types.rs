@@ -271,6 +271,15 @@ impl DeviceInfo {
         DeviceInfo { limits, ..self }
     }
 
+    /// Sets the per-dimension launch limits: the largest work-group size
+    /// ([`DeviceLimits::max_work_item_sizes`]) and the most work groups
+    /// ([`DeviceLimits::max_work_groups`]) in each dimension.
+    pub fn launch_limits(mut self, max_work_item_sizes: [usize; 3], max_work_groups: [usize; 3]) -> Self {
+        self.limits.max_work_item_sizes = max_work_item_sizes;
+        self.limits.max_work_groups = max_work_groups;
+        self
+    }
+
     /// Sets the vendor name.
     pub fn vendor(self, vendor: impl Into<String>) -> Self {
         DeviceInfo {

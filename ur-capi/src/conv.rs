@@ -1,6 +1,6 @@
 //! Typed internal errors and their `ur_result_t` codes, in one place.
 
-use ur_api::{Error, HandleKind};
+use ur_api::{Error, HandleKind, LaunchLimit};
 
 use crate::sys::*;
 
@@ -125,6 +125,14 @@ pub fn api_result(e: &Error) -> ur_result_t {
         Error::OutOfBounds { .. } => UR_RESULT_ERROR_INVALID_SIZE,
         Error::InvalidAlignment { .. } => UR_RESULT_ERROR_UNSUPPORTED_ALIGNMENT,
         Error::InvalidValue(_) => UR_RESULT_ERROR_INVALID_VALUE,
+        Error::LaunchLimit {
+            limit: LaunchLimit::WorkGroupSize,
+            ..
+        } => UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE,
+        Error::LaunchLimit {
+            limit: LaunchLimit::WorkGroupCount,
+            ..
+        } => UR_RESULT_ERROR_INVALID_VALUE,
         Error::Unsupported { .. } => UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
         Error::OutOfDeviceMemory => UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY,
         Error::OutOfHostMemory => UR_RESULT_ERROR_OUT_OF_HOST_MEMORY,

@@ -139,7 +139,11 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_MAX_COMPUTE_UNITS | UR_DEVICE_INFO_NUM_COMPUTE_UNITS => out.value(info.max_compute_units),
         UR_DEVICE_INFO_MAX_WORK_ITEM_DIMENSIONS => out.value(3u32),
         UR_DEVICE_INFO_MAX_WORK_ITEM_SIZES => out.array(&or(l.max_work_item_sizes, [wg, wg, wg])),
-        UR_DEVICE_INFO_MAX_WORK_GROUPS_3D => out.array(&[usize::MAX >> 1; 3]),
+        // No limit (or none reported) reads as half the address space, as
+        // callers add to and multiply these.
+        UR_DEVICE_INFO_MAX_WORK_GROUPS_3D => {
+            out.array(&or(l.max_work_groups, [usize::MAX >> 1; 3]).map(|g| g.min(usize::MAX >> 1)))
+        }
         UR_DEVICE_INFO_MAX_WORK_GROUP_SIZE => out.value(wg),
         UR_DEVICE_INFO_SINGLE_FP_CONFIG => out.value(l.fp32.bits()),
         UR_DEVICE_INFO_HALF_FP_CONFIG => out.value(l.fp16.bits()),

@@ -301,10 +301,11 @@ fn snake_after(prefix: &str, symbol: &str) -> String {
     out
 }
 
-/// The CUDA adapter's sources and the text of the file with the symbol
-/// lists, or `None` when the tree has no CUDA adapter.
+/// The CUDA adapter's sources and the text of its driver layer (the file
+/// with the symbol lists, the only one that calls the driver or NVRTC), or
+/// `None` when the tree has no CUDA adapter.
 fn cuda_sources() -> Option<(Vec<Source>, PathBuf, String)> {
-    let list_file = PathBuf::from("adapters/cuda/src/device.rs");
+    let list_file = PathBuf::from("adapters/cuda/src/driver.rs");
     let sources: Vec<Source> = files(".rs")
         .into_iter()
         .filter(|s| slash(&s.path).starts_with("adapters/cuda/src/"))
@@ -319,7 +320,9 @@ fn cuda_sources() -> Option<(Vec<Source>, PathBuf, String)> {
 /// `has_symbol("..")`), and a listed one nobody calls makes a driver look
 /// absent for nothing. The same holds for `NVRTC_SYMBOLS`, whose calls go
 /// through cudarc's `nvrtc::` wrappers (`get_program_log` calls
-/// `nvrtcGetProgramLogSize` and `nvrtcGetProgramLog`).
+/// `nvrtcGetProgramLogSize` and `nvrtcGetProgramLog`). Every call is in
+/// the driver layer (`driver.rs`, the file with the lists): the rest of the
+/// adapter speaks `Result` and its owned handles.
 #[test]
 fn cuda_driver_symbols_match_the_calls() {
     let Some((sources, list_file, list_text)) = cuda_sources() else {
@@ -328,7 +331,7 @@ fn cuda_driver_symbols_match_the_calls() {
     let mut violations = Vec::new();
 
     // The driver: direct `sys::cuXxx(` calls.
-    let (driver, driver_line) = string_list(&list_text, "DRIVER_SYMBOLS").expect("DRIVER_SYMBOLS in device.rs");
+    let (driver, driver_line) = string_list(&list_text, "DRIVER_SYMBOLS").expect("DRIVER_SYMBOLS in driver.rs");
     let mut optional = Vec::new();
     let mut driver_calls = Vec::new();
     for src in &sources {
@@ -340,6 +343,13 @@ fn cuda_driver_symbols_match_the_calls() {
         }
     }
     for (file, name, line) in &driver_calls {
+        if *file != list_file {
+            violations.push(Violation {
+                file: file.clone(),
+                line: *line,
+                msg: format!("calls `{name}` outside the driver layer ({})", list_file.display()),
+            });
+        }
         if !driver.contains(name) && !optional.contains(name) {
             violations.push(Violation {
                 file: file.clone(),
@@ -395,6 +405,13 @@ fn nvrtc_symbols_match_the_calls() {
             }
         }
         for (file, name, line) in &used {
+            if *file != list_file {
+                violations.push(Violation {
+                    file: file.clone(),
+                    line: *line,
+                    msg: format!("calls `{name}` outside the driver layer ({})", list_file.display()),
+                });
+            }
             if !nvrtc.contains(name) {
                 violations.push(Violation {
                     file: file.clone(),

@@ -6,8 +6,8 @@
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::nvrtc::sys::nvrtcResult;
 use ur_api::{
-    AtomicOrders, AtomicScopes, Backend, DeviceLimits, Error, FpCaps, MemoryConnection, NdRange, ProfilingInfo, Result,
-    UsmAccess, UsmAdvice,
+    AtomicOrders, AtomicScopes, Backend, DeviceLimits, Error, FpCaps, LaunchLimit, MemoryConnection, NdRange,
+    ProfilingInfo, Result, UsmAccess, UsmAdvice,
 };
 
 /// A driver result as `Ok(())` or the matching [`Error`].
@@ -234,10 +234,13 @@ pub(crate) fn fill_plan(addr: u64, size: usize, pattern: &[u8]) -> Vec<FillOp> {
 }
 
 /// Grid and block sizes for a launch: the range's work-group size when it
-/// has one, otherwise per dimension the largest divisor of the global size
-/// not above a default (256 in 1-D, 16x16 in 2-D, 8x8x4 in 3-D), so that
-/// grid × block covers exactly the global range (CUDA kernels see no global
-/// size of their own). Fails where the grid exceeds the device's limits.
+/// has one (which the dyn layer checked against the device's block and
+/// grid limits, `DeviceLimits::max_work_item_sizes` / `max_work_groups`),
+/// otherwise per dimension the largest divisor of the global size not above
+/// a default (256 in 1-D, 16x16 in 2-D, 8x8x4 in 3-D) and the block limit,
+/// so that grid × block covers exactly the global range (CUDA kernels see
+/// no global size of their own). Only that choice is checked here: it fails
+/// where the grid it needs exceeds the device's limit.
 pub(crate) fn launch_dims(
     range: &NdRange,
     max_block: [usize; 3],
@@ -249,35 +252,35 @@ pub(crate) fn launch_dims(
         2 => [16, 16, 1],
         _ => [8, 8, 4],
     };
-    let block = match range.local {
-        Some(l) => l,
+    let (block, chosen) = match range.local {
+        Some(l) => (l, false),
         None => {
             let mut b = [1usize; 3];
             for i in 0..3 {
                 let cap = defaults[i].min(max_block[i]).max(1);
                 b[i] = (1..=cap).rev().find(|c| range.global[i] % c == 0).unwrap_or(1);
             }
-            b
+            (b, true)
         }
     };
     let mut grid = [1u32; 3];
     let mut blk = [1u32; 3];
-    for i in 0..3 {
-        if block[i] > max_block[i] {
-            return Err(Error::invalid(format!(
-                "work-group size {} in dimension {i} exceeds the device limit {}",
-                block[i], max_block[i]
-            )));
+    for dim in 0..3 {
+        let g = range.global[dim] / block[dim];
+        if chosen && g > max_grid[dim] {
+            return Err(Error::LaunchLimit {
+                limit: LaunchLimit::WorkGroupCount,
+                dim,
+                size: g,
+                max: max_grid[dim],
+            });
         }
-        let g = range.global[i] / block[i];
-        if g > max_grid[i] || g > u32::MAX as usize {
-            return Err(Error::invalid(format!(
-                "{g} blocks in dimension {i} exceed the device's grid limit {}",
-                max_grid[i]
-            )));
-        }
-        grid[i] = g as u32;
-        blk[i] = block[i] as u32;
+        // The driver's limits fit in 32 bits; this only keeps a conversion
+        // from wrapping.
+        let narrow =
+            |v: usize| u32::try_from(v).map_err(|_| Error::invalid(format!("{v} in dimension {dim} exceeds 32 bits")));
+        grid[dim] = narrow(g)?;
+        blk[dim] = narrow(block[dim])?;
     }
     Ok((grid, blk))
 }
@@ -488,7 +491,19 @@ mod tests {
         assert_eq!((g, b), ([1009, 1, 1], [1, 1, 1]), "a prime falls back to blocks of one");
         let (g, b) = launch_dims(&NdRange::d1(64).with_local([32, 1, 1]), big, grid).unwrap();
         assert_eq!((g, b), ([2, 1, 1], [32, 1, 1]));
-        assert!(launch_dims(&NdRange::d2(16, 70000 * 16), big, grid).is_err());
+        assert_eq!(
+            launch_dims(&NdRange::d2(16, 70000 * 16), big, grid),
+            Err(Error::LaunchLimit {
+                limit: LaunchLimit::WorkGroupCount,
+                dim: 1,
+                size: 70000,
+                max: 65535
+            }),
+            "the chosen blocks (16 x 16) need too many in y"
+        );
+        // Explicit blocks were checked by the dyn layer: not again here.
+        let (g, b) = launch_dims(&NdRange::d2(16, 70000 * 16).with_local([16, 1, 1]), big, grid).unwrap();
+        assert_eq!((g, b), ([1, 70000 * 16, 1], [16, 1, 1]));
     }
 
     #[test]

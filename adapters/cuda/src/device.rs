@@ -1,147 +1,15 @@
 //! Loading the driver, the platform and its devices, contexts, and the
 //! memory-connection answer.
 
-use std::ffi::{c_char, c_int, CStr};
 use std::sync::{Arc, OnceLock, Weak};
 
-use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
 use parking_lot::Mutex;
 use ur_api::{
     Backend, DeviceCaps, DeviceInfo, DeviceType, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps,
 };
 
-use crate::conv::{self, check};
-
-/// Every driver entry point this adapter calls. cudarc resolves symbols
-/// lazily and panics on a missing one, so all are looked up once before the
-/// first call; a driver lacking any of them counts as absent.
-const DRIVER_SYMBOLS: &[&str] = &[
-    "cuInit",
-    "cuDriverGetVersion",
-    "cuDeviceGetCount",
-    "cuDeviceGet",
-    "cuDeviceGetName",
-    "cuDeviceGetAttribute",
-    "cuDeviceTotalMem_v2",
-    "cuDeviceCanAccessPeer",
-    "cuDevicePrimaryCtxRetain",
-    "cuDevicePrimaryCtxRelease_v2",
-    "cuCtxSetCurrent",
-    "cuCtxSynchronize",
-    "cuCtxEnablePeerAccess",
-    "cuMemGetInfo_v2",
-    "cuMemAlloc_v2",
-    "cuMemFree_v2",
-    "cuMemHostAlloc",
-    "cuMemFreeHost",
-    "cuMemAllocManaged",
-    "cuMemHostRegister_v2",
-    "cuMemHostUnregister",
-    "cuMemHostGetDevicePointer_v2",
-    "cuMemAdvise",
-    "cuMemPrefetchAsync",
-    "cuMemcpyHtoD_v2",
-    "cuMemcpyHtoDAsync_v2",
-    "cuMemcpyDtoHAsync_v2",
-    "cuMemcpyDtoDAsync_v2",
-    "cuMemcpyPeerAsync",
-    "cuMemcpyAsync",
-    "cuMemcpy2DAsync_v2",
-    "cuMemsetD8Async",
-    "cuMemsetD16Async",
-    "cuMemsetD32Async",
-    "cuMemsetD2D8Async",
-    "cuMemsetD2D16Async",
-    "cuMemsetD2D32Async",
-    "cuStreamCreate",
-    "cuStreamDestroy_v2",
-    "cuStreamSynchronize",
-    "cuStreamWaitEvent",
-    "cuEventCreate",
-    "cuEventRecord",
-    "cuEventQuery",
-    "cuEventSynchronize",
-    "cuEventElapsedTime",
-    "cuEventDestroy_v2",
-    "cuModuleLoadDataEx",
-    "cuModuleUnload",
-    "cuModuleGetFunction",
-    "cuLaunchKernel",
-];
-
-/// NVRTC entry points used to build CUDA C programs.
-const NVRTC_SYMBOLS: &[&str] = &[
-    "nvrtcCreateProgram",
-    "nvrtcCompileProgram",
-    "nvrtcGetProgramLogSize",
-    "nvrtcGetProgramLog",
-    "nvrtcGetCUBINSize",
-    "nvrtcGetCUBIN",
-    "nvrtcGetPTXSize",
-    "nvrtcGetPTX",
-    "nvrtcDestroyProgram",
-];
-
-/// Loads and initialises the driver once. `Err` says why CUDA is absent.
-///
-/// Order matters: the presence check comes before anything that would make
-/// cudarc load the library (its loader panics when libcuda is missing).
-pub(crate) fn driver() -> std::result::Result<(), String> {
-    static STATE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    STATE
-        .get_or_init(|| {
-            // SAFETY: only tries to open the library under its candidate names.
-            if !unsafe { sys::is_culib_present() } {
-                return Err("the CUDA driver library (libcuda) was not found".into());
-            }
-            // SAFETY: the library was just found, so cudarc's loader finds it too
-            // and does not panic.
-            let lib = unsafe { sys::culib() };
-            if let Some(missing) = DRIVER_SYMBOLS
-                .iter()
-                // SAFETY: looking a symbol up does not call it.
-                .find(|s| unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_err())
-            {
-                return Err(format!("the CUDA driver is too old: it lacks {missing}"));
-            }
-            // SAFETY: the library and the symbol are present.
-            check(unsafe { sys::cuInit(0) }).map_err(|e| format!("cuInit failed: {e}"))
-        })
-        .clone()
-}
-
-/// Whether NVRTC is present with every entry point this adapter uses.
-pub(crate) fn nvrtc_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    *PRESENT.get_or_init(|| {
-        use cudarc::nvrtc::sys as nv;
-        // SAFETY: only tries to open the library under its candidate names.
-        if !unsafe { nv::is_culib_present() } {
-            tracing::info!("NVRTC not found: CUDA C programs are unsupported, PTX still works");
-            return false;
-        }
-        // SAFETY: present (checked above), so the loader does not panic.
-        let lib = unsafe { nv::culib() };
-        // SAFETY: looking symbols up does not call them.
-        NVRTC_SYMBOLS
-            .iter()
-            .all(|s| unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_ok())
-    })
-}
-
-/// Whether the driver has an optional entry point (looked up once per name).
-pub(crate) fn has_symbol(name: &'static str) -> bool {
-    static FOUND: Mutex<Vec<(&'static str, bool)>> = Mutex::new(Vec::new());
-    let mut found = FOUND.lock();
-    if let Some(&(_, f)) = found.iter().find(|(n, _)| *n == name) {
-        return f;
-    }
-    // SAFETY: only called after `driver()` succeeded, so the library is loaded;
-    // looking a symbol up does not call it.
-    let f = driver().is_ok() && unsafe { sys::culib().get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_ok();
-    found.push((name, f));
-    f
-}
+use crate::conv;
+use crate::driver::{self, Attr, Device, Event, PrimaryCtx};
 
 /// The one CUDA platform.
 #[derive(Debug)]
@@ -158,8 +26,8 @@ pub(crate) struct Siblings(OnceLock<Vec<Weak<DevInner>>>);
 /// One device and its retained primary context.
 #[derive(Debug)]
 pub(crate) struct DevInner {
-    pub dev: sys::CUdevice,
-    pub ctx: sys::CUcontext,
+    pub dev: Device,
+    pub ctx: PrimaryCtx,
     pub name: String,
     pub cc: (i32, i32),
     pub total_mem: usize,
@@ -176,33 +44,23 @@ pub(crate) struct DevInner {
     /// Registered host memory can be mapped into the device's address space.
     pub map_host: bool,
     /// Devices whose memory this device can access directly (peer capable).
-    pub peers: Vec<sys::CUdevice>,
+    pub peers: Vec<Device>,
     /// What the driver reports of the device's limits.
     pub limits: conv::LimitAttrs,
     pub driver_version: i32,
     pub siblings: Arc<Siblings>,
     /// Timing-free events kept for reuse (creating one per command costs).
-    pub event_pool: Mutex<Vec<sys::CUevent>>,
+    pub event_pool: Mutex<Vec<Event>>,
 }
-
-// SAFETY: a CUcontext is a handle the driver lets any thread use; the
-// driver API is thread-safe.
-unsafe impl Send for DevInner {}
-// SAFETY: as above; the struct is otherwise plain data.
-unsafe impl Sync for DevInner {}
 
 impl Drop for DevInner {
     fn drop(&mut self) {
+        // Pooled events are destroyed in their context; where it cannot be
+        // bound they are left to the driver. The primary context (a field)
+        // is released after this.
         let pooled = std::mem::take(&mut *self.event_pool.lock());
-        if !pooled.is_empty() && self.bind().is_ok() {
-            for ev in pooled {
-                // SAFETY: pooled events are owned by the pool and unused.
-                unsafe { sys::cuEventDestroy_v2(ev) };
-            }
-        }
-        // SAFETY: the primary context was retained once for this object.
-        if let Err(e) = check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.dev) }) {
-            tracing::warn!(error = %e, "releasing a primary context failed");
+        if !pooled.is_empty() && self.bind().is_err() {
+            std::mem::forget(pooled);
         }
     }
 }
@@ -210,8 +68,7 @@ impl Drop for DevInner {
 impl DevInner {
     /// Makes this device's primary context current on the calling thread.
     pub fn bind(&self) -> Result<()> {
-        // SAFETY: the context is retained for as long as `self` lives.
-        check(unsafe { sys::cuCtxSetCurrent(self.ctx) })
+        self.ctx.bind()
     }
 
     /// Waits for all work of every device of this enumeration (before memory
@@ -220,8 +77,7 @@ impl DevInner {
     pub fn sync_all(&self) {
         let all = self.siblings.0.get().map(|v| v.as_slice()).unwrap_or_default();
         for d in all.iter().filter_map(Weak::upgrade) {
-            // SAFETY: `d` is alive and its context retained.
-            let r = d.bind().and_then(|()| check(unsafe { sys::cuCtxSynchronize() }));
+            let r = d.bind().and_then(|()| driver::ctx_synchronize());
             if let Err(e) = r {
                 tracing::warn!(device = %d.name, error = %e, "synchronising before a free failed");
             }
@@ -245,7 +101,7 @@ pub(crate) struct CtxInner {
     pub devices: Vec<Arc<DevInner>>,
     /// (source, destination) device pairs of this context with peer access
     /// enabled: the destination reads the source's memory in place.
-    pub peer_enabled: Vec<(sys::CUdevice, sys::CUdevice)>,
+    pub peer_enabled: Vec<(Device, Device)>,
 }
 
 impl CtxInner {
@@ -254,24 +110,13 @@ impl CtxInner {
     }
 }
 
-fn attr(dev: sys::CUdevice, a: Attr) -> Result<i32> {
-    let mut v: c_int = 0;
-    // SAFETY: `v` is a valid out-pointer and `dev` a device of the driver.
-    check(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
-    Ok(v)
-}
-
 pub(crate) fn platforms() -> Result<Vec<CudaPlatform>> {
-    if let Err(reason) = driver() {
+    if let Err(reason) = driver::load() {
         tracing::info!(%reason, "CUDA absent: no platforms");
         return Ok(Vec::new());
     }
-    let mut count: c_int = 0;
-    let mut version: c_int = 0;
-    // SAFETY: the driver is initialised and the out-pointers are valid.
-    check(unsafe { sys::cuDeviceGetCount(&mut count) })?;
-    // SAFETY: as above.
-    check(unsafe { sys::cuDriverGetVersion(&mut version) })?;
+    let count = driver::device_count()?;
+    let version = driver::driver_version()?;
     if count == 0 {
         return Ok(Vec::new());
     }
@@ -292,36 +137,21 @@ pub(crate) fn platform_info(p: &CudaPlatform) -> PlatformInfo {
 
 pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
     let siblings = Arc::new(Siblings::default());
-    let mut handles = Vec::new();
-    for ordinal in 0..p.count {
-        let mut dev: sys::CUdevice = 0;
-        // SAFETY: valid out-pointer; the ordinal is below the device count.
-        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
-        handles.push(dev);
-    }
+    let handles = (0..p.count).map(driver::device).collect::<Result<Vec<_>>>()?;
     let mut out = Vec::new();
     for &dev in &handles {
-        let mut name = [0 as c_char; 256];
-        // SAFETY: the buffer holds 256 bytes, as passed.
-        check(unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as c_int, dev) })?;
-        // SAFETY: the driver wrote a NUL-terminated string into the buffer.
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        let mut total = 0usize;
-        // SAFETY: valid out-pointer.
-        check(unsafe { sys::cuDeviceTotalMem_v2(&mut total, dev) })?;
+        let name = driver::device_name(dev)?;
+        let total = driver::device_total_mem(dev)?;
         let mut peers = Vec::new();
         for &other in handles.iter().filter(|&&o| o != dev) {
-            let mut can: c_int = 0;
-            // SAFETY: valid out-pointer and devices.
-            check(unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, other) })?;
-            if can != 0 {
+            if driver::can_access_peer(dev, other)? {
                 peers.push(other);
             }
         }
-        let a = |x| attr(dev, x);
+        let a = |x| driver::device_attribute(dev, x);
         // Limits a driver may no longer report (the clock rate, deprecated
         // in CUDA 13) read as 0, never as a failed enumeration.
-        let opt = |x| attr(dev, x).map_or(0, |v| v.max(0));
+        let opt = |x| driver::device_attribute(dev, x).map_or(0, |v| v.max(0));
         let limits = conv::LimitAttrs {
             cc: (
                 a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
@@ -339,9 +169,7 @@ pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
             const_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY) as u64,
             concurrent_managed: opt(Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0,
         };
-        let mut ctx: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; released in `DevInner::drop`.
-        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+        let ctx = PrimaryCtx::retain(dev)?;
         let inner = DevInner {
             dev,
             ctx,
@@ -388,7 +216,7 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
     // arguments as the kernel declares, so a launch with too few would read
     // past the argument array. With the sizes, the dyn layer checks every
     // launch; without them, no safe call could be made sound.
-    if has_symbol("cuFuncGetParamInfo") {
+    if driver::has_symbol("cuFuncGetParamInfo") {
         caps |= DeviceCaps::KERNELS;
     }
     if d.host_register {
@@ -398,7 +226,7 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         }
     }
     let mut program_formats = ProgramFormats::PTX;
-    if nvrtc_present() {
+    if driver::nvrtc_present() {
         program_formats |= ProgramFormats::CUDA_C;
     }
     // No GLOBAL_OFFSET and no LOCAL_MEMORY_ARGS: CUDA launches have no
@@ -411,11 +239,16 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         .caps(caps)
         .program_formats(program_formats)
         .compute(d.sm_count, d.max_threads)
+        // Block and grid limits: the dyn layer checks explicit block sizes
+        // against them, `conv::launch_dims` the blocks it chooses.
+        // The limits first: `launch_limits` then sets the block and grid
+        // limits in them (`limits` replaces the whole set).
+        .limits(conv::limits(&d.limits))
+        .launch_limits(d.max_block, d.max_grid)
         .sub_buffer_align(crate::memory::SUB_BUFFER_ALIGN)
         // Reported although no launch takes local-memory arguments: it is
         // what a kernel's `__shared__` declarations may use per block.
         .local_mem(d.shared_mem)
-        .limits(conv::limits(&d.limits))
         .versions(
             conv::cuda_version(d.driver_version),
             format!("compute capability {}.{}", d.cc.0, d.cc.1),
@@ -430,16 +263,13 @@ pub(crate) fn create_context(devices: &[&CudaDevice]) -> Result<CudaContext> {
     for dst in &devs {
         for src in devs.iter().filter(|s| dst.peers.contains(&s.dev)) {
             dst.bind()?;
-            // SAFETY: both primary contexts are retained; the destination's is current.
-            match unsafe { sys::cuCtxEnablePeerAccess(src.ctx, 0) } {
-                sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
-                    peer_enabled.push((src.dev, dst.dev));
-                }
+            match src.ctx.enable_access_from_current() {
+                Ok(()) => peer_enabled.push((src.dev, dst.dev)),
                 // E.g. too many peers: the pair stays Migratable.
-                other => tracing::warn!(
+                Err(e) => tracing::warn!(
                     src = %src.name,
                     dst = %dst.name,
-                    error = conv::name(other),
+                    error = %e,
                     "peer access not enabled"
                 ),
             }

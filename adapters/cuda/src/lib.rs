@@ -103,9 +103,14 @@
 //!   milliseconds: durations are good to about 0.5 µs, absolute times lose
 //!   precision as the queue ages (about 0.1 ms after an hour).
 //! - Driver and NVRTC codes map to [`ur_api::Error`] in `conv.rs`.
+//! - Only `driver.rs` calls the driver and NVRTC: it loads them (the
+//!   presence check, the symbol lists), wraps every call as a `Result`, and
+//!   owns contexts, streams, events, modules, allocations and registrations
+//!   as handles released on drop (`tests/tidy.rs` keeps it the only one).
 
 mod conv;
 mod device;
+mod driver;
 mod memory;
 mod program;
 mod queue;
@@ -142,12 +147,12 @@ impl CudaAdapter {
     /// }
     /// ```
     pub fn unavailable_reason() -> Option<String> {
-        device::driver().err()
+        driver::load().err()
     }
 
     /// Whether NVRTC (CUDA C compilation) is available.
     pub fn nvrtc_available() -> bool {
-        device::driver().is_ok() && device::nvrtc_present()
+        driver::load().is_ok() && driver::nvrtc_present()
     }
 }
 

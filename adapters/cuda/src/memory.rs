@@ -4,54 +4,44 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::sys::CUresult;
 use parking_lot::Mutex;
 use ur_api::{BufferDesc, DeviceAddr, Error, HostPtr, MapFlags, MemFlags, Result, UsmAdvice, UsmDesc, UsmKind, UsmPtr};
 
-use crate::conv::{self, check};
+use crate::conv;
 use crate::device::{CtxInner, CudaDevice, DevInner};
+use crate::driver::{self, DeviceMem, DevicePtr, HostMem, Registration};
 
 /// Sub-buffer offsets must be multiples of this: `cuMemAlloc`'s guaranteed
 /// alignment, so a sub-buffer is as aligned for kernels as a buffer.
 pub(crate) const SUB_BUFFER_ALIGN: usize = 256;
 
-/// What backs a buffer's memory.
+/// What backs a buffer's memory (freed or unregistered when dropped).
 #[derive(Debug)]
 pub(crate) enum Backing {
     /// A `cuMemAlloc` allocation.
-    Device,
-    /// Caller memory (`USE_HOST_PTR`) pinned with `cuMemHostRegister`;
-    /// `owned`: registered by this buffer (and unregistered with it), not
-    /// by someone else before.
-    Registered { host: usize, owned: bool },
+    Device { _mem: DeviceMem },
+    /// Caller memory (`USE_HOST_PTR`) pinned with `cuMemHostRegister`:
+    /// `Some` where registered by this buffer (and unregistered with it),
+    /// `None` where someone else registered it before.
+    Registered { _reg: Option<Registration> },
 }
 
 /// A buffer's memory: a device address and what backs it. Dropping it
 /// waits for the devices (work in flight may still use it), then frees or
-/// unregisters it.
+/// unregisters it (the `_backing` field, dropped before `dev`).
 #[derive(Debug)]
 pub(crate) struct DevAlloc {
-    pub ptr: sys::CUdeviceptr,
+    pub ptr: DevicePtr,
+    pub _backing: Backing,
     pub dev: Arc<DevInner>,
-    pub backing: Backing,
 }
 
 impl Drop for DevAlloc {
     fn drop(&mut self) {
+        // The backing is freed after this, in the context sync_all binds,
+        // once no command uses it any more.
         self.dev.sync_all();
-        // SAFETY: the memory came from cuMemAlloc (or was registered by this
-        // object) in this device's primary context, bound by sync_all, and
-        // no command uses it any more.
-        let r = unsafe {
-            match self.backing {
-                Backing::Device => sys::cuMemFree_v2(self.ptr),
-                Backing::Registered { host, owned: true } => sys::cuMemHostUnregister(host as *mut c_void),
-                Backing::Registered { owned: false, .. } => CUresult::CUDA_SUCCESS,
-            }
-        };
-        if let Err(e) = check(r) {
-            tracing::warn!(error = %e, "freeing a buffer's memory failed");
-        }
     }
 }
 
@@ -74,7 +64,7 @@ pub struct CudaBuffer {
 
 impl CudaBuffer {
     /// The device address of the buffer's first byte.
-    pub(crate) fn ptr(&self) -> sys::CUdeviceptr {
+    pub(crate) fn ptr(&self) -> DevicePtr {
         self.mem.ptr + self.offset as u64
     }
 
@@ -83,54 +73,42 @@ impl CudaBuffer {
     }
 }
 
-/// Page-locked host memory from `cuMemHostAlloc` (portable: pinned for
-/// every context; device-mapped: its address is valid on the devices).
+/// Pinned staging memory ([`HostMem`]) of `len` bytes, freed (after its
+/// device's context is bound) when the last reference drops; the owner of
+/// that reference (see `CudaEvent`) made sure no copy still uses it.
 #[derive(Debug)]
 pub(crate) struct Pinned {
-    pub ptr: *mut c_void,
+    mem: HostMem,
     pub len: usize,
     dev: Arc<DevInner>,
 }
 
-// SAFETY: the memory is owned by this object and only addressed through
-// HostPtr promises or the driver; the pointer is just an address.
-unsafe impl Send for Pinned {}
-// SAFETY: as above.
-unsafe impl Sync for Pinned {}
-
 impl Pinned {
     pub(crate) fn alloc(dev: &Arc<DevInner>, len: usize) -> Result<Pinned> {
         dev.bind()?;
-        let mut ptr = std::ptr::null_mut();
-        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        // SAFETY: valid out-pointer, a context is current.
-        check(unsafe { sys::cuMemHostAlloc(&mut ptr, len.max(1), flags) }).map_err(|e| match e {
-            Error::OutOfDeviceMemory => Error::OutOfHostMemory,
-            e => e,
-        })?;
         Ok(Pinned {
-            ptr,
+            mem: HostMem::alloc(len.max(1))?,
             len,
             dev: dev.clone(),
         })
     }
 
+    pub(crate) fn ptr(&self) -> *mut c_void {
+        self.mem.ptr()
+    }
+
     pub(crate) fn host_ptr(&self) -> HostPtr {
         // SAFETY: the memory lives as long as `self`; callers keep `self`
         // alive until every operation on the span has completed.
-        unsafe { HostPtr::new(self.ptr.cast(), self.len) }
+        unsafe { HostPtr::new(self.ptr().cast(), self.len) }
     }
 }
 
 impl Drop for Pinned {
     fn drop(&mut self) {
+        // The memory (a field) is freed after this, in the bound context.
         if let Err(e) = self.dev.bind() {
             tracing::warn!(error = %e, "binding a context failed");
-        }
-        // SAFETY: the pointer came from cuMemHostAlloc; the owner of the last
-        // reference (see `EventInner`) made sure no copy still uses it.
-        if let Err(e) = check(unsafe { sys::cuMemFreeHost(self.ptr) }) {
-            tracing::warn!(error = %e, "cuMemFreeHost failed");
         }
     }
 }
@@ -159,13 +137,11 @@ pub(crate) unsafe fn create_buffer(
     let mem = match (desc.flags.contains(MemFlags::USE_HOST_PTR), init) {
         (true, Some(host)) => Arc::new(register_buffer(dev, host)?),
         _ => {
-            let mut ptr = 0;
-            // SAFETY: valid out-pointer, the device's context is current.
-            check(unsafe { sys::cuMemAlloc_v2(&mut ptr, desc.size) })?;
+            let mem = DeviceMem::alloc(desc.size)?;
             Arc::new(DevAlloc {
-                ptr,
+                ptr: mem.ptr(),
+                _backing: Backing::Device { _mem: mem },
                 dev: dev.clone(),
-                backing: Backing::Device,
             })
         }
     };
@@ -173,7 +149,7 @@ pub(crate) unsafe fn create_buffer(
         // SAFETY: the caller guarantees (create_buffer's contract) `src` holds
         // exactly `size` bytes, readable during this call; the allocation is
         // `size` bytes.
-        check(unsafe { sys::cuMemcpyHtoD_v2(mem.ptr, src.as_ptr().cast(), desc.size) })?;
+        unsafe { driver::memcpy_htod(mem.ptr, src.as_ptr().cast(), desc.size) }?;
     }
     Ok(CudaBuffer {
         mem,
@@ -184,31 +160,16 @@ pub(crate) unsafe fn create_buffer(
 
 fn register_buffer(dev: &Arc<DevInner>, host: HostPtr) -> Result<DevAlloc> {
     let p: *mut c_void = host.as_ptr().cast();
-    let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
-    // SAFETY: the HostPtr promise keeps the span valid for the buffer's life;
-    // registering does not access its contents.
-    let owned = match unsafe { sys::cuMemHostRegister_v2(p, host.len(), flags) } {
-        CUresult::CUDA_SUCCESS => true,
-        CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => false,
-        other => return Err(conv::error(other)),
-    };
-    let mut ptr = 0;
-    // SAFETY: the memory is registered; valid out-pointer.
-    let r = check(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut ptr, p, 0) });
-    if let Err(e) = r {
-        if owned {
-            // SAFETY: registered just above and not used yet.
-            unsafe { sys::cuMemHostUnregister(p) };
-        }
-        return Err(e);
-    }
+    // SAFETY: the HostPtr promise keeps the span valid for the buffer's life,
+    // which the registration (owned by the buffer) does not outlive.
+    let reg = unsafe { Registration::register(p, host.len()) }?;
+    // SAFETY: the memory is registered (by us, or before); a failure drops
+    // (unregisters) a registration of ours unused.
+    let ptr = unsafe { driver::host_device_pointer(p) }?;
     Ok(DevAlloc {
         ptr,
+        _backing: Backing::Registered { _reg: reg },
         dev: dev.clone(),
-        backing: Backing::Registered {
-            host: p as usize,
-            owned,
-        },
     })
 }
 
@@ -229,9 +190,28 @@ pub(crate) fn create_sub_buffer(parent: &CudaBuffer, offset: usize) -> CudaBuffe
 #[derive(Debug)]
 pub struct CudaUsm {
     kind: UsmKind,
-    /// What the driver returned (the handed-out address may be aligned up).
-    real: u64,
+    /// What the driver returned (the handed-out address may be aligned up);
+    /// freed after `Drop::drop` synchronised, before `dev` is released.
+    _mem: RawUsm,
     dev: Arc<DevInner>,
+}
+
+/// The driver's allocation behind a USM allocation, freed on drop.
+#[derive(Debug)]
+enum RawUsm {
+    /// Device or managed memory.
+    Device(DeviceMem),
+    /// Pinned host memory.
+    Host(HostMem),
+}
+
+impl RawUsm {
+    fn addr(&self) -> u64 {
+        match self {
+            RawUsm::Device(m) => m.ptr(),
+            RawUsm::Host(m) => m.ptr() as u64,
+        }
+    }
 }
 
 impl CudaUsm {
@@ -243,44 +223,19 @@ impl CudaUsm {
 
 impl Drop for CudaUsm {
     fn drop(&mut self) {
+        // Every device finishes its work first, so nothing uses the memory
+        // when the `_mem` field frees it after this.
         self.dev.sync_all();
-        // SAFETY: `real` came from the allocation call of `kind`; every device
-        // finished its work (sync_all), so nothing uses the memory.
-        let r = unsafe {
-            match self.kind {
-                UsmKind::Host => sys::cuMemFreeHost(self.real as *mut c_void),
-                UsmKind::Device | UsmKind::Shared => sys::cuMemFree_v2(self.real),
-            }
-        };
-        if let Err(e) = check(r) {
-            tracing::warn!(error = %e, "freeing USM memory failed");
-        }
     }
 }
 
 /// One raw allocation of `kind` and `bytes` on `dev` (its context bound).
-fn raw_alloc(kind: UsmKind, bytes: usize) -> Result<u64> {
+fn raw_alloc(kind: UsmKind, bytes: usize) -> Result<RawUsm> {
     Ok(match kind {
-        UsmKind::Device => {
-            let mut p = 0;
-            // SAFETY: valid out-pointer, the device's context is current.
-            check(unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
-            p
-        }
-        UsmKind::Host => {
-            let mut p = std::ptr::null_mut();
-            let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-            // SAFETY: valid out-pointer, a context is current.
-            check(unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags) }).map_err(|e| match e {
-                Error::OutOfDeviceMemory => Error::OutOfHostMemory,
-                e => e,
-            })?;
-            p as u64
-        }
+        UsmKind::Device => RawUsm::Device(DeviceMem::alloc(bytes)?),
+        UsmKind::Host => RawUsm::Host(HostMem::alloc(bytes)?),
         UsmKind::Shared => {
-            let (mut free, mut total) = (0usize, 0usize);
-            // SAFETY: valid out-pointers, the device's context is current.
-            check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+            let (free, _total) = driver::mem_get_info()?;
             if bytes > free {
                 tracing::info!(
                     bytes,
@@ -289,27 +244,9 @@ fn raw_alloc(kind: UsmKind, bytes: usize) -> Result<u64> {
                 );
                 return Err(Error::OutOfDeviceMemory);
             }
-            let mut p = 0;
-            let flags = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
-            // SAFETY: valid out-pointer, the device's context is current.
-            check(unsafe { sys::cuMemAllocManaged(&mut p, bytes, flags) })?;
-            p
+            RawUsm::Device(DeviceMem::alloc_managed(bytes)?)
         }
     })
-}
-
-/// Frees an allocation no command has seen yet.
-fn raw_free(kind: UsmKind, real: u64) {
-    // SAFETY: `real` came from `raw_alloc` of `kind` and was never handed out.
-    let r = unsafe {
-        match kind {
-            UsmKind::Host => sys::cuMemFreeHost(real as *mut c_void),
-            UsmKind::Device | UsmKind::Shared => sys::cuMemFree_v2(real),
-        }
-    };
-    if let Err(e) = check(r) {
-        tracing::warn!(error = %e, "freeing an unused allocation failed");
-    }
 }
 
 /// Allocates USM memory: device memory with `cuMemAlloc` on the named
@@ -327,19 +264,20 @@ pub(crate) fn usm_alloc(ctx: &CtxInner, desc: &UsmDesc<&CudaDevice>) -> Result<(
     let dev = target(ctx, desc.device);
     dev.bind()?;
     let align = desc.align.max(1) as u64;
-    let mut real = raw_alloc(desc.kind, desc.size)?;
-    if real % align != 0 {
-        raw_free(desc.kind, real);
+    let mut mem = raw_alloc(desc.kind, desc.size)?;
+    if mem.addr() % align != 0 {
+        // Freed unused (no command has seen it) before the larger one.
+        drop(mem);
         let bytes = desc.size.checked_add(desc.align).ok_or(Error::InvalidSize {
             what: "USM allocation",
             size: desc.size,
         })?;
-        real = raw_alloc(desc.kind, bytes)?;
+        mem = raw_alloc(desc.kind, bytes)?;
     }
-    let addr = real.next_multiple_of(align);
+    let addr = mem.addr().next_multiple_of(align);
     let alloc = CudaUsm {
         kind: desc.kind,
-        real,
+        _mem: mem,
         dev: dev.clone(),
     };
     if alloc.is_managed() && !desc.advice.is_empty() {
@@ -363,7 +301,7 @@ pub(crate) unsafe fn advise(dev: &DevInner, addr: u64, size: usize, advice: UsmA
         };
         // SAFETY: the caller guarantees the range lies in one live managed
         // allocation.
-        check(unsafe { sys::cuMemAdvise(addr, size, a, device) })?;
+        unsafe { driver::mem_advise(addr, size, a, device) }?;
     }
     Ok(())
 }
@@ -379,18 +317,16 @@ pub(crate) unsafe fn advise(dev: &DevInner, addr: u64, size: usize, advice: UsmA
 pub(crate) unsafe fn lock_host(ctx: &CtxInner, mem: HostPtr) -> Result<DeviceAddr> {
     ctx.first().bind()?;
     let p: *mut c_void = mem.as_ptr().cast();
-    let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
     // SAFETY: the caller guarantees (lock_host's contract) a non-empty,
     // non-null, mapped span that overlaps no lock and stays valid until it
     // is unlocked; registering does not access its contents.
-    check(unsafe { sys::cuMemHostRegister_v2(p, mem.len(), flags) })?;
-    let mut dptr = 0;
-    // SAFETY: the memory was registered just above; valid out-pointer.
-    if let Err(e) = check(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, p, 0) }) {
-        // SAFETY: registered above, never handed out.
-        let _ = unsafe { sys::cuMemHostUnregister(p) };
-        return Err(e);
-    }
+    let reg = unsafe { Registration::register(p, mem.len()) }?
+        .ok_or_else(|| conv::error(CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED))?;
+    // SAFETY: the memory was registered just above; a failure drops
+    // (unregisters) the registration, never handed out.
+    let dptr = unsafe { driver::host_device_pointer(p) }?;
+    // Unregistered by `unlock_host`.
+    reg.keep();
     Ok(DeviceAddr(dptr))
 }
 
@@ -403,5 +339,5 @@ pub(crate) unsafe fn unlock_host(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
     ctx.first().bind()?;
     // SAFETY: the caller guarantees (unlock_host's contract) exactly a
     // locked range; unregistering does not access the memory.
-    check(unsafe { sys::cuMemHostUnregister(mem.as_ptr().cast()) })
+    unsafe { driver::host_unregister(mem.as_ptr().cast()) }
 }

@@ -3,12 +3,11 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUresult};
-use cudarc::nvrtc::{result as nvrtc, sys::nvrtcResult};
 use ur_api::{Error, KernelArg, KernelInfo, NdRange, ProgramSource, Result};
 
-use crate::conv::{self, check};
-use crate::device::{self, CtxInner, DevInner};
+use crate::conv;
+use crate::device::{CtxInner, DevInner};
+use crate::driver::{self, Device, Function, Module};
 use crate::queue::{submit, CudaEvent, CudaQueue};
 use crate::CudaAdapter;
 
@@ -18,45 +17,40 @@ pub struct CudaProgram(Arc<ProgramInner>);
 
 #[derive(Debug)]
 struct ProgramInner {
-    modules: Vec<(Arc<DevInner>, sys::CUmodule)>,
+    modules: Vec<(Arc<DevInner>, Module)>,
 }
-
-// SAFETY: modules may be used from any thread; the driver serialises.
-unsafe impl Send for ProgramInner {}
-// SAFETY: as above.
-unsafe impl Sync for ProgramInner {}
 
 impl Drop for ProgramInner {
     fn drop(&mut self) {
-        for (dev, m) in &self.modules {
-            // SAFETY: the module is owned and loaded in this device's context.
-            let r = dev.bind().and_then(|()| check(unsafe { sys::cuModuleUnload(*m) }));
-            if let Err(e) = r {
-                tracing::warn!(error = %e, "cuModuleUnload failed");
+        for (dev, m) in self.modules.drain(..) {
+            // Unloaded in its device's context; where that cannot be bound
+            // the module is left to the driver.
+            match dev.bind() {
+                Ok(()) => drop(m),
+                Err(e) => {
+                    tracing::warn!(error = %e, "binding a context to unload a module failed");
+                    std::mem::forget(m);
+                }
             }
         }
     }
 }
 
-/// A kernel: its function in every module of the program.
+/// A kernel: its function in every module of the program (which it keeps
+/// loaded).
 #[derive(Debug)]
 pub struct CudaKernel {
-    funcs: Vec<(sys::CUdevice, sys::CUfunction)>,
+    funcs: Vec<(Device, Function)>,
     /// Parameter sizes, as the driver reports them (`cuFuncGetParamInfo`).
     params: Vec<usize>,
     _program: CudaProgram,
 }
 
-// SAFETY: functions may be used from any thread; the program keeps them alive.
-unsafe impl Send for CudaKernel {}
-// SAFETY: as above.
-unsafe impl Sync for CudaKernel {}
-
 /// Compiles CUDA C with NVRTC for one compute capability: to a cubin for
 /// `sm_XY` unless the options name an architecture, to PTX where the
 /// options ask for a virtual one (`compute_XY`).
 fn nvrtc_compile(src: &str, cc: (i32, i32), options: &str) -> Result<Vec<u8>> {
-    if !device::nvrtc_present() {
+    if !driver::nvrtc_present() {
         return Err(Error::unsupported("CUDA C programs: NVRTC was not found"));
     }
     let csrc = CString::new(src).map_err(|_| Error::invalid("CUDA C source contains a NUL byte"))?;
@@ -70,85 +64,18 @@ fn nvrtc_compile(src: &str, cc: (i32, i32), options: &str) -> Result<Vec<u8>> {
     {
         opts.push(format!("--gpu-architecture=sm_{}{}", cc.0, cc.1));
     }
-    let prog = nvrtc::create_program(&csrc, Some(c"program.cu")).map_err(|e| conv::nvrtc_error(e.0))?;
-    struct Guard(cudarc::nvrtc::sys::nvrtcProgram);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            // SAFETY: created above, destroyed once here.
-            let _ = unsafe { nvrtc::destroy_program(self.0) };
-        }
-    }
-    let prog = Guard(prog);
-    // SAFETY: the program is alive; no option contains a NUL byte (checked).
-    let compiled = unsafe { nvrtc::compile_program(prog.0, &opts) };
-    // SAFETY: the program is alive.
-    let log = unsafe { nvrtc::get_program_log(prog.0) }
-        .map(|l| {
-            let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-        .unwrap_or_default();
-    if let Err(e) = compiled {
-        return Err(match e.0 {
-            nvrtcResult::NVRTC_ERROR_COMPILATION | nvrtcResult::NVRTC_ERROR_INVALID_OPTION => Error::ProgramBuild {
-                log: if log.is_empty() { format!("{:?}", e.0) } else { log },
-            },
-            other => conv::nvrtc_error(other),
-        });
-    }
-    if !log.trim().is_empty() {
-        tracing::debug!(%log, "NVRTC build log");
-    }
-    let mut size = 0usize;
-    // SAFETY: the program is alive and compiled; valid out-pointer.
-    let cubin = unsafe { cudarc::nvrtc::sys::nvrtcGetCUBINSize(prog.0, &mut size) };
-    if cubin == nvrtcResult::NVRTC_SUCCESS && size > 0 {
-        let mut out = vec![0u8; size];
-        // SAFETY: `out` holds the size NVRTC reported.
-        let r = unsafe { cudarc::nvrtc::sys::nvrtcGetCUBIN(prog.0, out.as_mut_ptr().cast()) };
-        if r != nvrtcResult::NVRTC_SUCCESS {
-            return Err(conv::nvrtc_error(r));
-        }
-        return Ok(out);
-    }
-    // A virtual architecture was asked for: PTX, JIT-compiled at load.
-    // SAFETY: the program is alive and compiled.
-    let ptx = unsafe { nvrtc::get_ptx(prog.0) }.map_err(|e| conv::nvrtc_error(e.0))?;
-    Ok(ptx.iter().map(|&c| c as u8).collect())
+    // SAFETY: NVRTC is present and no option contains a NUL byte (both
+    // checked above).
+    unsafe { driver::nvrtc_compile(&csrc, &opts) }
 }
 
 /// Loads a module image (cubin, or NUL-terminated PTX) on one device; a
 /// JIT failure is a [`Error::ProgramBuild`] carrying the JIT's log.
-fn load(dev: &Arc<DevInner>, image: &[u8]) -> Result<sys::CUmodule> {
+fn load(dev: &Arc<DevInner>, image: &[u8]) -> Result<Module> {
     dev.bind()?;
-    let mut log = vec![0u8; 16 * 1024];
-    let mut opts = [
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-    ];
-    let mut vals: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
-    let mut module = std::ptr::null_mut();
-    // SAFETY: the image is a complete cubin or NUL-terminated PTX; the
-    // option arrays have two entries each and the log buffer its stated size.
-    let r = unsafe {
-        sys::cuModuleLoadDataEx(
-            &mut module,
-            image.as_ptr().cast(),
-            2,
-            opts.as_mut_ptr(),
-            vals.as_mut_ptr(),
-        )
-    };
-    if r == CUresult::CUDA_SUCCESS {
-        return Ok(module);
-    }
-    let jit: String = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
-    Err(match conv::error(r) {
-        Error::ProgramBuild { log } => Error::ProgramBuild {
-            log: if jit.is_empty() { log } else { format!("{log}\n{jit}") },
-        },
-        other => other,
-    })
+    // SAFETY: images come from NVRTC (a cubin, or PTX with its NUL) or
+    // from the caller's PTX with a NUL appended (`create_program`).
+    unsafe { Module::load(image) }
 }
 
 pub(crate) fn create_program(ctx: &CtxInner, source: &ProgramSource, options: &str) -> Result<CudaProgram> {
@@ -180,44 +107,23 @@ pub(crate) fn create_program(ctx: &CtxInner, source: &ProgramSource, options: &s
     Ok(CudaProgram(Arc::new(inner)))
 }
 
-fn param_sizes(f: sys::CUfunction) -> Option<Vec<usize>> {
-    if !device::has_symbol("cuFuncGetParamInfo") {
-        return None;
-    }
-    let mut sizes = Vec::new();
-    for i in 0.. {
-        let (mut off, mut size) = (0usize, 0usize);
-        // SAFETY: the symbol exists (checked); valid out-pointers; an index past
-        // the last parameter returns CUDA_ERROR_INVALID_VALUE.
-        match unsafe { sys::cuFuncGetParamInfo(f, i, &mut off, &mut size) } {
-            CUresult::CUDA_SUCCESS => sizes.push(size),
-            CUresult::CUDA_ERROR_INVALID_VALUE => break,
-            _ => return None,
-        }
-    }
-    Some(sizes)
-}
-
 /// Looks a kernel up by its (unmangled: declare kernels `extern "C"`) name.
 pub(crate) fn create_kernel(p: &CudaProgram, name: &str) -> Result<CudaKernel> {
     let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
     let mut funcs = Vec::new();
     for (dev, m) in &p.0.modules {
         dev.bind()?;
-        let mut f = std::ptr::null_mut();
-        // SAFETY: the module is loaded; valid out-pointer and C string.
-        match unsafe { sys::cuModuleGetFunction(&mut f, *m, cname.as_ptr()) } {
-            CUresult::CUDA_SUCCESS => funcs.push((dev.dev, f)),
-            CUresult::CUDA_ERROR_NOT_FOUND => return Err(Error::KernelNotFound { name: name.to_owned() }),
-            other => return Err(conv::error(other)),
+        match m.function(&cname)? {
+            Some(f) => funcs.push((dev.dev, f)),
+            None => return Err(Error::KernelNotFound { name: name.to_owned() }),
         }
     }
     // A kernel whose parameter layout is unknown could not be launched
     // soundly (see `device_info`): refuse it here rather than launch blind.
     let params = match funcs.first() {
-        Some(&(_, f)) => {
-            param_sizes(f).ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?
-        }
+        // SAFETY: the function's module is loaded (the program is alive).
+        Some(&(_, f)) => unsafe { f.param_sizes() }
+            .ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?,
         None => Vec::new(),
     };
     Ok(CudaKernel {
@@ -279,21 +185,8 @@ pub(crate) unsafe fn launch(
         // buffers and USM pointers usable in place on this device; `ptrs`
         // holds one pointer per argument to storage that outlives the call
         // (the driver copies the values; scalars are padded to 8 bytes); the
-        // function belongs to the stream's device.
-        check(unsafe {
-            sys::cuLaunchKernel(
-                f,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                0,
-                s,
-                ptrs.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
+        // function belongs to the stream's device, its module kept loaded by
+        // the kernel.
+        unsafe { driver::launch_kernel(f, grid, block, &mut ptrs, s) }
     })
 }

@@ -4,11 +4,11 @@ use std::any::Any;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use cudarc::driver::sys::{self, CUresult};
 use ur_api::{Error, EventStatus, HostPtr, MapFlags, MemArg, ProfilingInfo, QueueProps, RectCopy, Result, UsmRef};
 
-use crate::conv::{self, check};
+use crate::conv;
 use crate::device::{CudaContext, CudaDevice, DevInner};
+use crate::driver::{self, Event, Mem2d, Stream};
 use crate::memory::{self, CudaBuffer, Mapping, Pinned};
 use crate::CudaAdapter;
 
@@ -24,14 +24,10 @@ const EVENT_POOL_MAX: usize = 256;
 /// An owned CUDA event; timing-free ones go back to their device's pool.
 #[derive(Debug)]
 pub(crate) struct RawEvent {
-    ev: sys::CUevent,
+    /// Always `Some` but while dropping (when it goes back to the pool).
+    ev: Option<Event>,
     pool: Option<Arc<DevInner>>,
 }
-
-// SAFETY: CUDA events may be used from any thread.
-unsafe impl Send for RawEvent {}
-// SAFETY: as above.
-unsafe impl Sync for RawEvent {}
 
 impl RawEvent {
     /// A new event with timing (profiling) or a pooled one without. The
@@ -40,52 +36,42 @@ impl RawEvent {
         if !timing {
             if let Some(ev) = dev.event_pool.lock().pop() {
                 return Ok(RawEvent {
-                    ev,
+                    ev: Some(ev),
                     pool: Some(dev.clone()),
                 });
             }
         }
-        let flags = if timing {
-            sys::CUevent_flags::CU_EVENT_DEFAULT
-        } else {
-            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
-        };
-        let mut ev = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; the device's context is current.
-        check(unsafe { sys::cuEventCreate(&mut ev, flags as u32) })?;
         Ok(RawEvent {
-            ev,
+            ev: Some(Event::new(timing)?),
             pool: (!timing).then(|| dev.clone()),
         })
     }
 
-    fn record(&self, stream: sys::CUstream) -> Result<()> {
-        // SAFETY: both handles are alive.
-        check(unsafe { sys::cuEventRecord(self.ev, stream) })
+    fn ev(&self) -> &Event {
+        self.ev.as_ref().expect("a RawEvent holds its event until dropped")
+    }
+
+    fn record(&self, stream: &Stream) -> Result<()> {
+        self.ev().record(stream)
     }
 
     fn elapsed_ms(&self, later: &RawEvent) -> Result<f32> {
-        let mut ms = 0f32;
-        // SAFETY: both events were created with timing and have completed.
-        check(unsafe { sys::cuEventElapsedTime(&mut ms, self.ev, later.ev) })?;
-        Ok(ms)
+        self.ev().elapsed_ms(later.ev())
     }
 }
 
 impl Drop for RawEvent {
     fn drop(&mut self) {
-        if let Some(dev) = &self.pool {
+        if let (Some(dev), Some(ev)) = (&self.pool, self.ev.take()) {
             let mut pool = dev.event_pool.lock();
             if pool.len() < EVENT_POOL_MAX {
                 // Re-recording a pending event later is allowed: waits
                 // already enqueued keep the state they captured.
-                pool.push(self.ev);
-                return;
+                pool.push(ev);
             }
         }
-        // SAFETY: the event is owned; destroying a pending event is allowed
-        // (resources are released once it completes).
-        unsafe { sys::cuEventDestroy_v2(self.ev) };
+        // Otherwise the event (the field, or `ev` past the pool's limit) is
+        // destroyed; destroying a pending event is allowed.
     }
 }
 
@@ -97,24 +83,19 @@ pub(crate) struct ProfBase {
 }
 
 /// An in-order queue: a non-blocking stream on one device's primary context.
+/// Its fields drop in order: the stream (in the context `Drop::drop`
+/// bound), then the profiling base, then the device.
 #[derive(Debug)]
 pub struct CudaQueue {
-    pub(crate) stream: sys::CUstream,
-    pub(crate) dev: Arc<DevInner>,
+    pub(crate) stream: Stream,
     prof: Option<Arc<ProfBase>>,
+    pub(crate) dev: Arc<DevInner>,
 }
-
-// SAFETY: streams may be used from any thread; the driver serialises.
-unsafe impl Send for CudaQueue {}
-// SAFETY: as above.
-unsafe impl Sync for CudaQueue {}
 
 impl Drop for CudaQueue {
     fn drop(&mut self) {
-        if self.dev.bind().is_ok() {
-            // SAFETY: the stream is owned; pending work still completes and
-            // the driver frees the stream afterwards.
-            unsafe { sys::cuStreamDestroy_v2(self.stream) };
+        if let Err(e) = self.dev.bind() {
+            tracing::warn!(error = %e, "binding a context to destroy a stream failed");
         }
     }
 }
@@ -134,11 +115,9 @@ pub struct CudaEvent {
 impl Drop for CudaEvent {
     fn drop(&mut self) {
         if !self.keep.is_empty() {
-            let waited = self.dev.bind().and_then(|()| {
-                // SAFETY: the event is alive; waiting makes sure the kept
-                // memory is no longer used when it is dropped after this.
-                check(unsafe { sys::cuEventSynchronize(self.end.ev) })
-            });
+            // Waiting makes sure the kept memory is no longer used when it
+            // is dropped after this.
+            let waited = self.dev.bind().and_then(|()| self.end.ev().synchronize());
             if let Err(e) = waited {
                 tracing::warn!(error = %e, "waiting for a command before freeing its staging failed");
             }
@@ -149,20 +128,15 @@ impl Drop for CudaEvent {
 pub(crate) fn create_queue(_ctx: &CudaContext, dev: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
     let d = dev.0.clone();
     d.bind()?;
-    let mut stream = std::ptr::null_mut();
-    let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
-    // SAFETY: valid out-pointer, the device's context is current.
-    check(unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
     let mut q = CudaQueue {
-        stream,
-        dev: d,
+        stream: Stream::new()?,
         prof: None,
+        dev: d,
     };
     if props.profiling {
         let origin = RawEvent::new(&q.dev, true)?;
-        origin.record(stream)?;
-        // SAFETY: the event was just recorded on a live stream.
-        check(unsafe { sys::cuEventSynchronize(origin.ev) })?;
+        origin.record(&q.stream)?;
+        origin.ev().synchronize()?;
         q.prof = Some(Arc::new(ProfBase {
             origin,
             base_ns: now_ns(),
@@ -176,25 +150,25 @@ pub(crate) fn submit(
     q: &CudaQueue,
     wait: &[&CudaEvent],
     keep: Vec<Arc<dyn Any + Send + Sync>>,
-    op: impl FnOnce(sys::CUstream) -> Result<()>,
+    op: impl FnOnce(&Stream) -> Result<()>,
 ) -> Result<CudaEvent> {
     q.dev.bind()?;
     for e in wait {
-        // SAFETY: both handles are alive; events of other devices are allowed.
-        check(unsafe { sys::cuStreamWaitEvent(q.stream, e.end.ev, 0) })?;
+        // Events of other devices are allowed.
+        q.stream.wait_event(e.end.ev())?;
     }
     let queued_ns = now_ns();
     let start = match &q.prof {
         Some(p) => {
             let s = RawEvent::new(&q.dev, true)?;
-            s.record(q.stream)?;
+            s.record(&q.stream)?;
             Some((s, p.clone()))
         }
         None => None,
     };
-    op(q.stream)?;
+    op(&q.stream)?;
     let end = RawEvent::new(&q.dev, q.prof.is_some())?;
-    end.record(q.stream)?;
+    end.record(&q.stream)?;
     Ok(CudaEvent {
         end,
         start,
@@ -206,17 +180,15 @@ pub(crate) fn submit(
 
 pub(crate) fn finish(q: &CudaQueue) -> Result<()> {
     q.dev.bind()?;
-    // SAFETY: the stream is alive.
-    check(unsafe { sys::cuStreamSynchronize(q.stream) })
+    q.stream.synchronize()
 }
 
 pub(crate) fn event_status(e: &CudaEvent) -> Result<EventStatus> {
     e.dev.bind()?;
-    // SAFETY: the event is alive.
-    Ok(match unsafe { sys::cuEventQuery(e.end.ev) } {
-        CUresult::CUDA_SUCCESS => EventStatus::Complete,
-        CUresult::CUDA_ERROR_NOT_READY => EventStatus::Submitted,
-        other => EventStatus::Failed(conv::error(other)),
+    Ok(match e.end.ev().query() {
+        Ok(true) => EventStatus::Complete,
+        Ok(false) => EventStatus::Submitted,
+        Err(err) => EventStatus::Failed(err),
     })
 }
 
@@ -228,10 +200,7 @@ pub(crate) fn event_status(e: &CudaEvent) -> Result<EventStatus> {
 pub(crate) fn wait(events: &[&CudaEvent]) -> Result<()> {
     let mut first = Ok(());
     for e in events {
-        let r = e.dev.bind().and_then(|()| {
-            // SAFETY: the event is alive.
-            check(unsafe { sys::cuEventSynchronize(e.end.ev) })
-        });
+        let r = e.dev.bind().and_then(|()| e.end.ev().synchronize());
         if first.is_ok() {
             first = r;
         }
@@ -272,7 +241,7 @@ pub(crate) unsafe fn read(
         // SAFETY: the caller guarantees (the command contract) the range lies
         // inside the buffer, usable on this device, and `dst` is valid until
         // the event completes (the HostPtr promise).
-        check(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.as_ptr().cast(), b.ptr() + offset as u64, dst.len(), s) })
+        unsafe { driver::memcpy_dtoh_async(dst.as_ptr().cast(), b.ptr() + offset as u64, dst.len(), s) }
     })
 }
 
@@ -291,7 +260,7 @@ pub(crate) unsafe fn write(
 ) -> Result<CudaEvent> {
     submit(q, w, Vec::new(), |s| {
         // SAFETY: as in `read`, with the HostPtr promise for reading `src`.
-        check(unsafe { sys::cuMemcpyHtoDAsync_v2(b.ptr() + offset as u64, src.as_ptr().cast(), src.len(), s) })
+        unsafe { driver::memcpy_htod_async(b.ptr() + offset as u64, src.as_ptr().cast(), src.len(), s) }
     })
 }
 
@@ -301,22 +270,15 @@ pub(crate) unsafe fn write(
 ///
 /// `size` bytes at `src` (memory of `src_dev`) and at `dst` (of `dst_dev`)
 /// are live device memory that does not overlap.
-unsafe fn copy_d2d(
-    s: sys::CUstream,
-    dst: u64,
-    dst_dev: &DevInner,
-    src: u64,
-    src_dev: &DevInner,
-    size: usize,
-) -> Result<()> {
+unsafe fn copy_d2d(s: &Stream, dst: u64, dst_dev: &DevInner, src: u64, src_dev: &DevInner, size: usize) -> Result<()> {
     // SAFETY: the caller guarantees both ranges; the contexts are retained.
-    check(unsafe {
+    unsafe {
         if dst_dev.dev == src_dev.dev {
-            sys::cuMemcpyDtoDAsync_v2(dst, src, size, s)
+            driver::memcpy_dtod_async(dst, src, size, s)
         } else {
-            sys::cuMemcpyPeerAsync(dst, dst_dev.ctx, src, src_dev.ctx, size, s)
+            driver::memcpy_peer_async(dst, &dst_dev.ctx, src, &src_dev.ctx, size, s)
         }
-    })
+    }
 }
 
 /// Copies between buffers.
@@ -374,14 +336,14 @@ impl Side<'_> {
 ///
 /// Both sides hold `len` live bytes (host sides valid for the command by
 /// the HostPtr promise) and do not overlap.
-unsafe fn copy_any(s: sys::CUstream, dst: Side<'_>, src: Side<'_>, len: usize) -> Result<()> {
+unsafe fn copy_any(s: &Stream, dst: Side<'_>, src: Side<'_>, len: usize) -> Result<()> {
     match (dst, src) {
         // SAFETY: the caller guarantees both ranges.
         (Side::Device(d, dd), Side::Device(p, sd)) => unsafe { copy_d2d(s, d, dd, p, sd, len) },
         // SAFETY: the caller guarantees both ranges; host spans valid by promise.
-        (Side::Device(d, _), Side::Host(h)) => check(unsafe { sys::cuMemcpyHtoDAsync_v2(d, h.cast(), len, s) }),
+        (Side::Device(d, _), Side::Host(h)) => unsafe { driver::memcpy_htod_async(d, h.cast(), len, s) },
         // SAFETY: as above.
-        (Side::Host(h), Side::Device(p, _)) => check(unsafe { sys::cuMemcpyDtoHAsync_v2(h.cast(), p, len, s) }),
+        (Side::Host(h), Side::Device(p, _)) => unsafe { driver::memcpy_dtoh_async(h.cast(), p, len, s) },
         (Side::Host(d), Side::Host(p)) => {
             // SAFETY: the caller guarantees both spans, valid by promise and
             // not overlapping.
@@ -391,11 +353,11 @@ unsafe fn copy_any(s: sys::CUstream, dst: Side<'_>, src: Side<'_>, len: usize) -
     }
 }
 
-/// The memory type, host pointer and device pointer of one 2-D copy side.
-fn side_parts(side: Side<'_>) -> (sys::CUmemorytype, *mut u8, sys::CUdeviceptr) {
+/// One side of a 2-D copy, as the driver layer takes it.
+fn mem_2d(side: Side<'_>) -> Mem2d {
     match side {
-        Side::Device(p, _) => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), p),
-        Side::Host(h) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, h, 0),
+        Side::Device(p, _) => Mem2d::Device(p),
+        Side::Host(h) => Mem2d::Host(h),
     }
 }
 
@@ -409,7 +371,7 @@ fn side_parts(side: Side<'_>) -> (sys::CUmemorytype, *mut u8, sys::CUdeviceptr) 
 /// (host sides valid for the command by the HostPtr promise), and their
 /// spans do not overlap.
 pub(crate) unsafe fn copy_rect_sides(
-    s: sys::CUstream,
+    s: &Stream,
     dev: &DevInner,
     dst: Side<'_>,
     src: Side<'_>,
@@ -436,28 +398,19 @@ pub(crate) unsafe fn copy_rect_sides(
     for z in 0..d {
         let so = rect.src.start() + z * rect.src.slice_pitch;
         let dof = rect.dst.start() + z * rect.dst.slice_pitch;
-        let (src_type, src_host, src_dev) = side_parts(src.at(so));
-        let (dst_type, dst_host, dst_dev) = side_parts(dst.at(dof));
-        let m = sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: src_type,
-            srcHost: src_host.cast_const().cast(),
-            srcDevice: src_dev,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: rect.src.row_pitch,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: dst_type,
-            dstHost: dst_host.cast(),
-            dstDevice: dst_dev,
-            dstArray: std::ptr::null_mut(),
-            dstPitch: rect.dst.row_pitch,
-            WidthInBytes: w,
-            Height: h,
-        };
-        // SAFETY: the caller guarantees both boxes lie inside their sides.
-        check(unsafe { sys::cuMemcpy2DAsync_v2(&m, s) })?;
+        // SAFETY: the caller guarantees both boxes lie inside their sides;
+        // both pitches are within the device's limit (checked above).
+        unsafe {
+            driver::memcpy_2d_async(
+                mem_2d(dst.at(dof)),
+                rect.dst.row_pitch,
+                mem_2d(src.at(so)),
+                rect.src.row_pitch,
+                w,
+                h,
+                s,
+            )
+        }?;
     }
     Ok(())
 }
@@ -530,22 +483,12 @@ pub(crate) unsafe fn write_rect(
 /// # Safety
 ///
 /// `size` bytes at `addr` are live device-accessible memory.
-unsafe fn fill_at(s: sys::CUstream, addr: u64, size: usize, pattern: &[u8]) -> Result<()> {
+unsafe fn fill_at(s: &Stream, addr: u64, size: usize, pattern: &[u8]) -> Result<()> {
     for op in conv::fill_plan(addr, size, pattern) {
         let p = addr + op.offset as u64;
         // SAFETY: the caller guarantees the range; every element of the plan
         // lies inside it and is aligned to its width.
-        let r = unsafe {
-            match (op.width, op.pitch) {
-                (1, 0) => sys::cuMemsetD8Async(p, op.value as u8, op.count, s),
-                (2, 0) => sys::cuMemsetD16Async(p, op.value as u16, op.count, s),
-                (4, 0) => sys::cuMemsetD32Async(p, op.value, op.count, s),
-                (1, pitch) => sys::cuMemsetD2D8Async(p, pitch, op.value as u8, 1, op.count, s),
-                (2, pitch) => sys::cuMemsetD2D16Async(p, pitch, op.value as u16, 1, op.count, s),
-                (_, pitch) => sys::cuMemsetD2D32Async(p, pitch, op.value, 1, op.count, s),
-            }
-        };
-        check(r)?;
+        unsafe { driver::memset_async(p, op.width, op.pitch, op.value, op.count, s) }?;
     }
     Ok(())
 }
@@ -594,7 +537,7 @@ pub(crate) unsafe fn map(
             // SAFETY: staging holds `size` bytes and lives in the mapping; the
             // caller guarantees (the command contract) the range lies inside
             // the buffer.
-            check(unsafe { sys::cuMemcpyDtoHAsync_v2(host.as_ptr().cast(), b.ptr() + offset as u64, size, s) })
+            unsafe { driver::memcpy_dtoh_async(host.as_ptr().cast(), b.ptr() + offset as u64, size, s) }
         } else {
             Ok(())
         }
@@ -628,9 +571,7 @@ pub(crate) unsafe fn unmap(q: &CudaQueue, b: &CudaBuffer, mapped: HostPtr, w: &[
         if write_back {
             // SAFETY: the staging memory is kept alive by the event until the
             // copy completed.
-            check(unsafe {
-                sys::cuMemcpyHtoDAsync_v2(b.ptr() + m.offset as u64, staging.ptr.cast_const(), staging.len, s)
-            })
+            unsafe { driver::memcpy_htod_async(b.ptr() + m.offset as u64, staging.ptr().cast_const(), staging.len, s) }
         } else {
             Ok(())
         }
@@ -663,7 +604,7 @@ pub(crate) unsafe fn usm_copy(
         // SAFETY: the caller guarantees (the command contract) both sides hold
         // `size` bytes (USM allocations usable for a copy here, or host spans
         // valid by promise) and do not overlap.
-        check(unsafe { sys::cuMemcpyAsync(d, s_, size, s) })
+        unsafe { driver::memcpy_async(d, s_, size, s) }
     })
 }
 
@@ -703,7 +644,7 @@ pub(crate) unsafe fn usm_prefetch(
         if managed {
             // SAFETY: the caller guarantees (the command contract) the range
             // lies in this allocation, managed memory.
-            check(unsafe { sys::cuMemPrefetchAsync(ptr.ptr.0, size, q.dev.dev, s) })
+            unsafe { driver::mem_prefetch_async(ptr.ptr.0, size, q.dev.dev, s) }
         } else {
             Ok(())
         }

@@ -250,6 +250,11 @@ fn describe(d: &Arc<Driver>, h: sys::ze_device_handle_t, tile: Option<usize>) ->
             conv::or_default(compute.maxTotalGroupSize, 256) as usize,
         )
         .sub_buffer_align(crate::memory::SUB_BUFFER_ALIGN)
+        // Per dimension (0 from a driver that reports none: not checked).
+        .launch_limits(
+            [compute.maxGroupSizeX, compute.maxGroupSizeY, compute.maxGroupSizeZ].map(|v| v as usize),
+            [compute.maxGroupCountX, compute.maxGroupCountY, compute.maxGroupCountZ].map(|v| v as usize),
+        )
         // ze_device_compute_properties_t::maxSharedLocalMemory; a driver that
         // reports 0 (the null driver) bounds nothing.
         .local_mem(u64::from(compute.maxSharedLocalMemory))

@@ -92,6 +92,9 @@ fn describe(cpuinfo: &str, total: u64, units: usize) -> DeviceInfo {
         )
         .program_formats(ProgramFormats::HOST)
         .compute(u32::try_from(units).unwrap_or(u32::MAX), MAX_WORK_GROUP)
+        // Work groups run as loops on the workers: no per-dimension bound
+        // beyond the total, and any number of groups.
+        .launch_limits([MAX_WORK_GROUP; 3], [usize::MAX; 3])
         .sub_buffer_align(BASE_ALIGN)
         .local_mem(LOCAL_MEM_SIZE)
         .versions(

@@ -386,6 +386,8 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
     DeviceLimits {
         vendor_id: d.vendor_id().unwrap_or(0),
         max_work_item_sizes: sizes,
+        // OpenCL bounds only the work-group size, not the number of groups.
+        max_work_groups: [usize::MAX; 3],
         max_clock_frequency: d.max_clock_frequency().unwrap_or(0),
         address_bits: d.address_bits().unwrap_or(0),
         global_mem_cache_size: or_host_cache(d, d.global_mem_cache_size().unwrap_or(0), |c| c.size),

@@ -16,6 +16,13 @@ const MAX_WORK_GROUP: usize = 1024;
 /// scratch), the 64 KiB of a typical GPU's work-group shared memory.
 pub const LOCAL_MEM_SIZE: u64 = 64 << 10;
 
+/// Per-dimension launch limits reported, conventions too: a typical GPU's
+/// block limits (1024 x 1024 x 64) and grid limits (2^31 - 1 x 65535 x
+/// 65535), so that the dyn layer's per-dimension checks meet a device that
+/// has them.
+const MAX_WORK_ITEM_SIZES: [usize; 3] = [1024, 1024, 64];
+const MAX_WORK_GROUPS: [usize; 3] = [(1 << 31) - 1, 65535, 65535];
+
 /// A platform of the topology.
 #[derive(Debug)]
 pub struct SimPlatform {
@@ -81,6 +88,7 @@ pub(crate) fn device_info(d: &DeviceState) -> DeviceInfo {
         )
         .program_formats(ProgramFormats::HOST)
         .compute(1, MAX_WORK_GROUP)
+        .launch_limits(MAX_WORK_ITEM_SIZES, MAX_WORK_GROUPS)
         .sub_buffer_align(ARENA_ALIGN)
         .local_mem(LOCAL_MEM_SIZE)
         .versions(env!("CARGO_PKG_VERSION"), "sim 1")

@@ -59,6 +59,10 @@ pub(crate) fn device_info() -> DeviceInfo {
         // The storage needs no alignment; 8 keeps sub-buffers viewable as
         // `u64` and exercises the dyn layer's alignment checks.
         .sub_buffer_align(8)
+        // Per dimension: the largest work group and the most work groups of
+        // a launch (the dyn layer checks explicit work-group sizes against
+        // them). Without KERNELS nothing launches: groups of one, any count.
+        .launch_limits([1; 3], [usize::MAX; 3])
         // No `.local_mem(..)`: without LOCAL_MEMORY_ARGS a launch can ask
         // for no local memory, and 0 says so. An adapter that takes such
         // arguments reports its device's size here (the dyn layer bounds

@@ -1,7 +1,8 @@
 //! Pure parameter checks of the dyn layer: no adapter, no tables, just input.
 
 use super::ArgValue;
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchLimit, Result};
+use crate::limits::DeviceLimits;
 use crate::types::{DeviceCaps, DeviceInfo, KernelInfo, MapFlags, MemFlags, NdRange, RectCopy, RectSide};
 
 /// The largest fill pattern, in bytes.
@@ -266,6 +267,40 @@ pub(crate) fn nd_range(range: &NdRange, max_work_group: usize, offsets: bool) ->
     Ok(())
 }
 
+/// A launch with explicit work-group sizes against the device's
+/// per-dimension limits (a limit of 0 is not reported and not checked):
+/// the work-group size and the number of work groups in each dimension.
+/// Call after [`nd_range`] (which makes the global size a multiple of the
+/// work-group size).
+pub(crate) fn launch_limits(range: &NdRange, limits: &DeviceLimits) -> Result<()> {
+    let Some(local) = range.local else {
+        return Ok(());
+    };
+    let dims = range.dims as usize;
+    for (dim, (&size, &global)) in local.iter().zip(&range.global).enumerate().take(dims) {
+        let max = limits.max_work_item_sizes[dim];
+        if max != 0 && size > max {
+            return Err(Error::LaunchLimit {
+                limit: LaunchLimit::WorkGroupSize,
+                dim,
+                size,
+                max,
+            });
+        }
+        // `nd_range` made the size non-zero; a zero would count no groups.
+        let (groups, max) = (global.checked_div(size).unwrap_or(0), limits.max_work_groups[dim]);
+        if max != 0 && groups > max {
+            return Err(Error::LaunchLimit {
+                limit: LaunchLimit::WorkGroupCount,
+                dim,
+                size: groups,
+                max,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Kernel arguments against what the adapter reported of the kernel
 /// (count, sizes) and what the device allows: local-memory arguments only
 /// with [`DeviceCaps::LOCAL_MEMORY_ARGS`], and their sum within
@@ -409,6 +444,58 @@ mod tests {
             Err(Error::Unsupported { .. })
         ));
         assert!(nd_range(&shifted, 1024, true).is_ok());
+    }
+
+    #[test]
+    fn launch_limits_per_dimension() {
+        let limits = DeviceLimits {
+            max_work_item_sizes: [1024, 1024, 64],
+            max_work_groups: [usize::MAX, 65535, 65535],
+            ..DeviceLimits::default()
+        };
+        let ok = NdRange::d3(64, 65535 * 4, 64).with_local([64, 4, 64]);
+        assert_eq!(launch_limits(&ok, &limits), Ok(()));
+        let block = NdRange::d3(128, 1, 128).with_local([1, 1, 128]);
+        assert_eq!(
+            launch_limits(&block, &limits),
+            Err(Error::LaunchLimit {
+                limit: LaunchLimit::WorkGroupSize,
+                dim: 2,
+                size: 128,
+                max: 64
+            })
+        );
+        let grid = NdRange::d2(16, 65536 * 2).with_local([16, 2, 1]);
+        let e = launch_limits(&grid, &limits).unwrap_err();
+        assert_eq!(
+            e,
+            Error::LaunchLimit {
+                limit: LaunchLimit::WorkGroupCount,
+                dim: 1,
+                size: 65536,
+                max: 65535
+            }
+        );
+        assert!(e.is_invalid_input());
+        assert_eq!(
+            e.to_string(),
+            "work-group count 65536 in dimension 1 exceeds the device limit 65535"
+        );
+        // Without explicit work groups the adapter chooses (and answers for) them.
+        assert_eq!(launch_limits(&NdRange::d2(16, 65536 * 2), &limits), Ok(()));
+        // Not reported (0): not checked.
+        assert_eq!(launch_limits(&grid, &DeviceLimits::default()), Ok(()));
+        // Unused dimensions are 1 and not checked against a zero limit.
+        let one_d = DeviceLimits {
+            max_work_item_sizes: [256, 0, 0],
+            max_work_groups: [4, 0, 0],
+            ..DeviceLimits::default()
+        };
+        assert_eq!(
+            launch_limits(&NdRange::d1(1024).with_local([256, 1, 1]), &one_d),
+            Ok(())
+        );
+        assert!(launch_limits(&NdRange::d1(1280).with_local([256, 1, 1]), &one_d).is_err());
     }
 
     /// A device with local-memory arguments and `local` bytes of it.

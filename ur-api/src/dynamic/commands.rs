@@ -450,6 +450,7 @@ impl<A: Adapter> AdapterHost<A> {
                 caps.max_work_group_size,
                 caps.caps.contains(DeviceCaps::GLOBAL_OFFSET),
             )?;
+            check::launch_limits(range, &caps.limits)?;
             check::kernel_args(&k.info, args, caps)?;
             let resolved = args
                 .iter()
