@@ -266,8 +266,26 @@ impl DeviceInfo {
         }
     }
 
-    /// Sets the limits and capabilities beyond the core fields.
+    /// Sets the limits and capabilities beyond the core fields. Launch
+    /// limits already set by [`DeviceInfo::launch_limits`] are kept where
+    /// `limits` leaves them unreported (all zero), so the two setters may
+    /// be called in either order.
+    ///
+    /// ```
+    /// use ur_api::{DeviceInfo, DeviceLimits, DeviceType};
+    /// let info = DeviceInfo::new("gpu", DeviceType::Gpu)
+    ///     .launch_limits([1024, 1024, 64], [65535; 3])
+    ///     .limits(DeviceLimits { sub_group_sizes: vec![32], ..DeviceLimits::default() });
+    /// assert_eq!(info.limits.max_work_item_sizes, [1024, 1024, 64]);
+    /// assert_eq!(info.limits.sub_group_sizes, [32]);
+    /// ```
     pub fn limits(self, limits: DeviceLimits) -> Self {
+        let kept = |new: [usize; 3], old: [usize; 3]| if new == [0; 3] { old } else { new };
+        let limits = DeviceLimits {
+            max_work_item_sizes: kept(limits.max_work_item_sizes, self.limits.max_work_item_sizes),
+            max_work_groups: kept(limits.max_work_groups, self.limits.max_work_groups),
+            ..limits
+        };
         DeviceInfo { limits, ..self }
     }
 

@@ -482,7 +482,7 @@ fn no_source_file_over_a_thousand_lines() {
 }
 
 /// Is this file test code as a whole (integration tests, benches,
-/// examples, or a `tests.rs` unit-test module)?
+/// examples, or a unit-test module: `tests.rs` or a `tests/` folder under `src`)?
 fn is_test_file(path: &Path) -> bool {
     let p = slash(path);
     let mut dir = root().join(path);
@@ -491,7 +491,8 @@ fn is_test_file(path: &Path) -> bool {
         if dir.join("Cargo.toml").is_file() {
             let below = slash(root().join(path).strip_prefix(&dir).unwrap_or(path));
             return ["tests/", "benches/", "examples/"].iter().any(|t| below.starts_with(t))
-                || p.ends_with("/tests.rs");
+                || p.ends_with("/tests.rs")
+                || below.starts_with("src/") && below.contains("/tests/");
         }
     }
     false

@@ -148,7 +148,7 @@ impl<A: Adapter> AdapterHost<A> {
                 kind: HandleKind::Buffer,
             })?;
         // Commands in flight may still borrow it (see `Held`).
-        self.retire_everywhere(&Retired::Buffer(b));
+        self.retire_everywhere(b);
         Ok(())
     }
 

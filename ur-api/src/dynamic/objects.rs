@@ -182,7 +182,7 @@ impl<A: Adapter> AdapterHost<A> {
         // Pending work still runs; make sure it was submitted.
         let flushed = self.adapter.flush(&q.obj);
         // Commands in flight may still borrow it (see `Held`).
-        self.retire_everywhere(&Retired::Queue(q));
+        self.retire_everywhere(q);
         flushed
     }
 

@@ -166,6 +166,35 @@ pub(super) enum Retired<A: Adapter> {
     EventSlot(u32),
 }
 
+/// An entry every lane's operations may borrow (a queue or a buffer, read
+/// under the tables' lock), removed from its table: retired in every lane.
+pub(super) enum SharedEntry<A: Adapter> {
+    Queue(Arc<QueueEntry<A>>),
+    Buffer(Arc<BufferEntry<A>>),
+}
+
+impl<A: Adapter> SharedEntry<A> {
+    /// One lane's reference to it.
+    fn retired(&self) -> Retired<A> {
+        match self {
+            SharedEntry::Queue(q) => Retired::Queue(q.clone()),
+            SharedEntry::Buffer(b) => Retired::Buffer(b.clone()),
+        }
+    }
+}
+
+impl<A: Adapter> From<Arc<QueueEntry<A>>> for SharedEntry<A> {
+    fn from(q: Arc<QueueEntry<A>>) -> Self {
+        SharedEntry::Queue(q)
+    }
+}
+
+impl<A: Adapter> From<Arc<BufferEntry<A>>> for SharedEntry<A> {
+    fn from(b: Arc<BufferEntry<A>>) -> Self {
+        SharedEntry::Buffer(b)
+    }
+}
+
 pub(super) struct ProgramEntry<A: Adapter> {
     pub(super) obj: A::Program,
     pub(super) ctx: ContextKey,
@@ -614,16 +643,13 @@ impl<A: Adapter> AdapterHost<A> {
 
     /// Retires a removed queue or buffer in every lane: dropped once no
     /// operation of any lane may still borrow it (each lane holds a
-    /// reference until its operations of the time have ended).
-    pub(super) fn retire_everywhere(&self, r: &Retired<A>) {
+    /// reference until its operations of the time have ended). Events are
+    /// retired in their own lane ([`AdapterHost::remove_event`]).
+    pub(super) fn retire_everywhere(&self, entry: impl Into<SharedEntry<A>>) {
+        let entry = entry.into();
         for lane in self.lanes.iter() {
-            let copy = match r {
-                Retired::Queue(q) => Retired::Queue(q.clone()),
-                Retired::Buffer(b) => Retired::Buffer(b.clone()),
-                Retired::Event(_) | Retired::EventSlot(_) => unreachable!("events are retired in their lane"),
-            };
             let mut l = lane.0.lock();
-            let free = l.grace.retire(copy);
+            let free = l.grace.retire(entry.retired());
             let free = l.settle(free);
             drop(l);
             drop(free);
