@@ -3,8 +3,13 @@
 //!
 //! Ranges are indexed by the *granules* they touch: a range of at most
 //! [`FINE_MAX`] bytes in the fine tier (64 KiB granules), one of at most
+//! [`MEDIUM_MAX`] in the medium tier (1 MiB granules), one of at most
 //! [`COARSE_MAX`] in the coarse tier (16 MiB granules), anything larger in a
-//! short sorted list. Each tier is an open-addressing table of 64-byte
+//! short sorted list. A range touches at most 5, 17 or 65 granules of its
+//! tier (each written on insert and removal), and a granule holds ranges of
+//! at least a sixteenth of its tier's granule size, except in the fine tier
+//! (so probe chains stay short). A 1 MiB USM allocation, SYCL's common
+//! case, is one or two medium granules rather than 16 fine ones. Each tier is an open-addressing table of 64-byte
 //! buckets: one granule key and up to three entries stored inline (start,
 //! length, id), so a lookup that hits costs one hash and, on a loaded table,
 //! one cache miss; a granule with more ranges continues in the next bucket
@@ -33,11 +38,14 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 
 /// Largest range kept in the fine tier (64 KiB granules).
-pub const FINE_MAX: usize = 1 << 20;
+pub const FINE_MAX: usize = 1 << 18;
+/// Largest range kept in the medium tier (1 MiB granules).
+pub const MEDIUM_MAX: usize = 1 << 24;
 /// Largest range kept in the coarse tier (16 MiB granules).
 pub const COARSE_MAX: usize = 1 << 30;
-const FINE_SHIFT: u32 = 16;
-const COARSE_SHIFT: u32 = 24;
+/// The tiers, smallest granules first: granule size (log2) and the largest
+/// range each keeps.
+const TIERS: [(u32, usize); 3] = [(16, FINE_MAX), (20, MEDIUM_MAX), (24, COARSE_MAX)];
 const SLOTS: usize = 3;
 /// Value slots per chunk (a chunk is allocated on first use). Under Miri
 /// chunks are smaller: creating and dropping 4,096 `arc-swap` slots costs
@@ -249,7 +257,7 @@ impl Table {
 
 /// The published tables, shared with the readers' per-thread caches.
 struct Shared {
-    tiers: [Arc<ArcSwap<Table>>; 2],
+    tiers: [Arc<ArcSwap<Table>>; TIERS.len()],
     huge: Arc<ArcSwap<Vec<(usize, usize, u32)>>>,
 }
 
@@ -261,7 +269,7 @@ type TableCache = Cache<Arc<ArcSwap<Table>>, Arc<Table>>;
 struct View {
     map: u64,
     owner: Arc<Shared>,
-    tiers: [TableCache; 2],
+    tiers: [TableCache; TIERS.len()],
     huge: Cache<Arc<ArcSwap<Vec<(usize, usize, u32)>>>, Arc<Vec<(usize, usize, u32)>>>,
 }
 
@@ -293,8 +301,8 @@ struct Books {
     ranges: BTreeMap<usize, Book>,
     free_ids: Vec<u32>,
     next_id: u32,
-    /// Buckets claimed per tier (fine, coarse) in the current tables.
-    claimed: [usize; 2],
+    /// Buckets claimed per tier (fine, medium, coarse) in the current tables.
+    claimed: [usize; TIERS.len()],
 }
 
 /// Interior pointer -> range map; see the module docs.
@@ -327,10 +335,7 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
         PointerMap {
             id: NEXT_MAP.fetch_add(1, Ordering::Relaxed),
             shared: Arc::new(Shared {
-                tiers: [
-                    Arc::new(ArcSwap::from_pointee(Table::new(FINE_SHIFT, INITIAL_BUCKETS))),
-                    Arc::new(ArcSwap::from_pointee(Table::new(COARSE_SHIFT, INITIAL_BUCKETS))),
-                ],
+                tiers: TIERS.map(|(shift, _)| Arc::new(ArcSwap::from_pointee(Table::new(shift, INITIAL_BUCKETS)))),
                 huge: Arc::new(ArcSwap::from_pointee(Vec::new())),
             }),
             values: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
@@ -338,7 +343,7 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
                 ranges: BTreeMap::new(),
                 free_ids: Vec::new(),
                 next_id: 0,
-                claimed: [0; 2],
+                claimed: [0; TIERS.len()],
             }),
         }
     }
@@ -359,14 +364,9 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
         &chunk[(id & ((1 << CHUNK_BITS) - 1)) as usize]
     }
 
+    /// The tier a range of `size` bytes lives in; `None`: the huge list.
     fn tier_of(size: usize) -> Option<usize> {
-        if size <= FINE_MAX {
-            Some(0)
-        } else if size <= COARSE_MAX {
-            Some(1)
-        } else {
-            None
-        }
+        TIERS.iter().position(|&(_, max)| size <= max)
     }
 
     /// Adds `[base, base + size)` with `value`; refuses empty, null, wrapping
@@ -506,12 +506,13 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
                     }
                 };
                 let View {
-                    tiers: [fine, coarse],
+                    tiers: [fine, medium, coarse],
                     huge,
                     ..
                 } = &mut views[i];
                 fine.load()
                     .lookup(p)
+                    .or_else(|| medium.load().lookup(p))
                     .or_else(|| coarse.load().lookup(p))
                     .or_else(|| huge_lookup(huge.load(), p))
             })
@@ -520,9 +521,10 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
 
     /// As [`PointerMap::lookup`], loading the published tables afresh.
     fn lookup_fresh(&self, p: usize) -> Option<Hit> {
-        let [fine, coarse] = &self.shared.tiers;
+        let [fine, medium, coarse] = &self.shared.tiers;
         fine.load()
             .lookup(p)
+            .or_else(|| medium.load().lookup(p))
             .or_else(|| coarse.load().lookup(p))
             .or_else(|| huge_lookup(&self.shared.huge.load(), p))
     }

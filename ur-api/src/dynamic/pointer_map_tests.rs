@@ -40,17 +40,23 @@ fn bad_ranges_are_refused() {
 fn every_tier_answers() {
     let m = PointerMap::<u8>::new();
     let fine = 0x10_0000;
+    let medium = 0x8000_0000;
     let coarse = 0x1_0000_0000;
     let huge = 0x100_0000_0000;
     m.insert(fine, 100, 1).unwrap();
-    m.insert(coarse, FINE_MAX + 1, 2).unwrap();
+    m.insert(medium, FINE_MAX + 1, 4).unwrap();
+    m.insert(coarse, MEDIUM_MAX + 1, 2).unwrap();
     m.insert(huge, COARSE_MAX + 1, 3).unwrap();
     assert_eq!(m.get(fine + 99).unwrap().1, 1);
-    assert_eq!(m.get(coarse + FINE_MAX).unwrap().1, 2);
+    assert_eq!(m.get(medium + FINE_MAX).unwrap().1, 4);
+    assert!(m.get(medium + FINE_MAX + 1).is_none());
+    assert_eq!(m.get(coarse + MEDIUM_MAX).unwrap().1, 2);
     assert_eq!(m.get(huge + COARSE_MAX).unwrap().1, 3);
     assert!(m.get(huge + COARSE_MAX + 1).is_none());
     assert_eq!(m.remove(huge), Some(3));
     assert!(m.get(huge).is_none());
+    assert_eq!(m.remove(medium), Some(4));
+    assert!(m.get(medium).is_none());
     assert_eq!(m.overlapping(fine, coarse - fine + 1).len(), 2);
 }
 
@@ -121,10 +127,19 @@ enum Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    // Addresses over a few MiB and sizes across all three tiers' borders
-    // (scaled: a few huge ones too), so ranges collide often.
+    // Addresses over a few dozen MiB and sizes on both sides of the fine
+    // and medium tiers' borders (the 1 MiB USM allocation too), so ranges
+    // collide often.
     let addr = (1usize..64, 0usize..0x10_0000).prop_map(|(hi, lo)| hi * 0x10_0000 + lo);
-    let size = prop_oneof![1usize..0x100, 0x100usize..0x3_0000, Just(FINE_MAX), Just(FINE_MAX + 1)];
+    let size = prop_oneof![
+        1usize..0x100,
+        0x100usize..0x3_0000,
+        Just(FINE_MAX),
+        Just(FINE_MAX + 1),
+        Just(1 << 20),
+        Just(MEDIUM_MAX),
+        Just(MEDIUM_MAX + 1)
+    ];
     prop_oneof![
         3 => (addr.clone(), size, any::<u8>()).prop_map(|(a, s, v)| Op::Insert(a, s, v)),
         1 => addr.clone().prop_map(Op::Remove),
