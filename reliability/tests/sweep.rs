@@ -20,7 +20,9 @@
 //! routing, constructors) are parsed from its `impl Runtime` blocks
 //! (ur-api/src/runtime.rs, runtime/pointers.rs). Each must be swept or
 //! listed in [`NO_HANDLES`] with its reason, so a new entry point fails
-//! this test until it is covered.
+//! this test until it is covered; and the rows of each entry point must
+//! substitute every handle kind its arguments carry (the argument types in
+//! [`ENTRY_POINTS`]), so a new handle argument fails it too.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -583,6 +585,70 @@ fn every_entry_point_is_swept() {
         swept.len(),
         through_dyn.len(),
         NO_HANDLES.len()
+    );
+}
+
+/// The handle kinds an argument of this type (as [`ENTRY_POINTS`] writes
+/// it) carries, for [`every_handle_argument_is_swept`]. `NativeOf` names
+/// one object of any kind: its row sweeps one kind, enough for the routing.
+fn kinds_of(ty: &str) -> Vec<HandleKind> {
+    let table = [
+        ("PlatformId", HandleKind::Platform),
+        ("DeviceId", HandleKind::Device),
+        ("ContextId", HandleKind::Context),
+        ("BufferId", HandleKind::Buffer),
+        ("QueueId", HandleKind::Queue),
+        ("EventId", HandleKind::Event),
+        ("ProgramId", HandleKind::Program),
+        ("KernelId", HandleKind::Kernel),
+        ("UsmPtr", HandleKind::UsmPointer),
+        ("MemRef", HandleKind::UsmPointer),
+        ("Location", HandleKind::Context),
+        ("Location", HandleKind::Device),
+        ("ArgValue", HandleKind::Buffer),
+        ("ArgValue", HandleKind::UsmPointer),
+    ];
+    table.iter().filter(|(t, _)| ty.contains(t)).map(|(_, k)| *k).collect()
+}
+
+/// Every handle argument of every entry point is swept: the rows of an
+/// entry point, together, take a bad handle of each kind its arguments
+/// carry (a new handle argument fails here until a row substitutes it),
+/// and each row starts with the slot `Runtime` routes by.
+#[test]
+fn every_handle_argument_is_swept() {
+    let rows = rows();
+    let mut gaps = Vec::new();
+    for e in ENTRY_POINTS {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.name == e.name && r.dy.is_some()).collect();
+        if mine.is_empty() {
+            continue; // exempt, or reported by `every_entry_point_is_swept`
+        }
+        let swept: Vec<HandleKind> = mine.iter().flat_map(|r| r.slots.iter().map(|s| s.kind())).collect();
+        for (arg, ty) in e.args {
+            for kind in kinds_of(ty) {
+                if !swept.contains(&kind) {
+                    gaps.push(format!("{}({arg}: {ty}): no row substitutes a bad {kind:?}", e.name));
+                }
+            }
+        }
+        if let OnRuntime::Routed { by } = e.on_runtime {
+            let (_, ty) = e.args.iter().find(|(a, _)| *a == by).expect("routed by an argument");
+            let want = kinds_of(ty);
+            for r in &mine {
+                if !want.contains(&r.slots[0].kind()) {
+                    gaps.push(format!(
+                        "{}: Runtime routes by `{by}` but the row's first slot is {:?}",
+                        e.name, r.slots[0]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        gaps.is_empty(),
+        "handle arguments the sweep misses:\n{}",
+        gaps.join("\n")
     );
 }
 

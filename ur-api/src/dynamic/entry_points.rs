@@ -205,7 +205,8 @@ pub enum OnRuntime {
 pub struct EntryPoint {
     /// The method's name.
     pub name: &'static str,
-    /// Its arguments after `&self`: name and type, as written in the list.
+    /// Its arguments after `&self`: name and type, as `stringify!` prints
+    /// them (`wait: &[EventId]` gives `("wait", "& [EventId]")`).
     pub args: &'static [(&'static str, &'static str)],
     /// How `Runtime` offers it.
     pub on_runtime: OnRuntime,
