@@ -7,8 +7,9 @@
 //! programs, kernels), `memory.rs` (buffers, USM, host locks) and
 //! `commands.rs` (every `enqueue_*`). Inherent methods take precedence
 //! over trait methods in `AdapterHost::<A>::name` paths, so these calls do
-//! not recurse (an entry without its inherent method would: rustc's
-//! `unconditional_recursion` lint names it). `adapter_id` and `backend`
+//! not recurse (an entry without its inherent method would: the
+//! forwarders deny rustc's `unconditional_recursion` lint, so the build
+//! fails). `adapter_id` and `backend`
 //! are the inherent methods written here.
 
 use super::tables::AdapterHost;
@@ -32,6 +33,9 @@ macro_rules! to_inherent {
 /// One method of [`to_inherent!`].
 macro_rules! to_inherent_one {
     (fn $name:ident(&$self:ident $(, $arg:ident: $aty:ty)*) -> $ret:ty;) => {
+        // Without an inherent method of this name the call below resolves
+        // to this very method: make that a build error, not a warning.
+        #[deny(unconditional_recursion)]
         fn $name(&$self $(, $arg: $aty)*) -> $ret {
             AdapterHost::<A>::$name($self $(, $arg)*)
         }
