@@ -13,15 +13,21 @@
 //! where `DynAdapter` has the method, straight through the native adapter's
 //! `DynAdapter` too (no routing in front of its checks).
 //!
-//! Coverage is checked against the sources: the methods of `pub trait
-//! DynAdapter` (ur-api/src/dynamic/mod.rs) and of `impl Runtime`
-//! (ur-api/src/runtime.rs, runtime/pointers.rs) are parsed, and each must be swept or listed in
-//! [`NO_HANDLES`] with its reason, so a new entry point fails this test
-//! until it is covered.
+//! Coverage is checked against the sources: the `DynAdapter` methods come
+//! from [`ENTRY_POINTS`], the list the trait itself expands from
+//! (ur-api/src/dynamic/entry_points.rs), which also says which of them
+//! `Runtime` offers; `Runtime`'s own methods (the blocking helpers,
+//! routing, constructors) are parsed from its `impl Runtime` blocks
+//! (ur-api/src/runtime.rs, runtime/pointers.rs). Each must be swept or
+//! listed in [`NO_HANDLES`] with its reason, so a new entry point fails
+//! this test until it is covered; and the rows of each entry point must
+//! substitute every handle kind its arguments carry (the argument types in
+//! [`ENTRY_POINTS`]), so a new handle argument fails it too.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use ur_api::dynamic::{OnRuntime, ENTRY_POINTS};
 use ur_api::{
     ArgValue, BufferDesc, BufferId, ContextId, DeviceId, DynAdapter, Error, EventId, HandleKind, HostPtr, KernelId,
     Location, MapFlags, MemRef, NativeHandle, NativeOf, NdRange, PlatformId, ProgramId, ProgramSource, QueueId,
@@ -516,16 +522,37 @@ fn source(rel: &str) -> String {
 
 #[test]
 fn every_entry_point_is_swept() {
-    let dyn_methods = methods_of(&source("ur-api/src/dynamic/mod.rs"), "pub trait DynAdapter");
-    // `Runtime`'s methods live in runtime.rs and, for pointers and host
-    // locks, in runtime/pointers.rs.
-    let mut rt_methods = methods_of(&source("ur-api/src/runtime.rs"), "impl Runtime");
-    rt_methods.extend(methods_of(&source("ur-api/src/runtime/pointers.rs"), "impl Runtime"));
+    // The trait's methods, and those `Runtime` offers too, from the list.
+    let dyn_methods: Vec<String> = ENTRY_POINTS.iter().map(|e| e.name.to_owned()).collect();
+    let mut rt_methods: Vec<String> = ENTRY_POINTS
+        .iter()
+        .filter(|e| e.on_runtime != OnRuntime::DynOnly)
+        .map(|e| e.name.to_owned())
+        .collect();
+    // `Runtime`'s hand-written methods live in runtime.rs and, for pointers
+    // and host locks, in runtime/pointers.rs.
+    let mut written = methods_of(&source("ur-api/src/runtime.rs"), "impl Runtime");
+    written.extend(methods_of(&source("ur-api/src/runtime/pointers.rs"), "impl Runtime"));
+    // The parse must still see the entries the list says are hand-written.
+    let unseen: Vec<&str> = ENTRY_POINTS
+        .iter()
+        .filter(|e| e.on_runtime == OnRuntime::HandWritten && !written.iter().any(|m| m == e.name))
+        .map(|e| e.name)
+        .collect();
+    assert!(
+        unseen.is_empty(),
+        "hand-written Runtime entry points not found in the parsed `impl Runtime` blocks: {unseen:?}"
+    );
+    for m in written {
+        if !rt_methods.contains(&m) {
+            rt_methods.push(m);
+        }
+    }
     assert!(
         dyn_methods.len() >= 45,
-        "parsed too few DynAdapter methods: {dyn_methods:?}"
+        "too few DynAdapter entry points: {dyn_methods:?}"
     );
-    assert!(rt_methods.len() >= 45, "parsed too few Runtime methods: {rt_methods:?}");
+    assert!(rt_methods.len() >= 45, "too few Runtime methods: {rt_methods:?}");
     let rows = rows();
     let swept: BTreeSet<&str> = rows.iter().map(|r| r.name).collect();
     let through_dyn: BTreeSet<&str> = rows.iter().filter(|r| r.dy.is_some()).map(|r| r.name).collect();
@@ -558,6 +585,70 @@ fn every_entry_point_is_swept() {
         swept.len(),
         through_dyn.len(),
         NO_HANDLES.len()
+    );
+}
+
+/// The handle kinds an argument of this type (as [`ENTRY_POINTS`] writes
+/// it) carries, for [`every_handle_argument_is_swept`]. `NativeOf` names
+/// one object of any kind: its row sweeps one kind, enough for the routing.
+fn kinds_of(ty: &str) -> Vec<HandleKind> {
+    let table = [
+        ("PlatformId", HandleKind::Platform),
+        ("DeviceId", HandleKind::Device),
+        ("ContextId", HandleKind::Context),
+        ("BufferId", HandleKind::Buffer),
+        ("QueueId", HandleKind::Queue),
+        ("EventId", HandleKind::Event),
+        ("ProgramId", HandleKind::Program),
+        ("KernelId", HandleKind::Kernel),
+        ("UsmPtr", HandleKind::UsmPointer),
+        ("MemRef", HandleKind::UsmPointer),
+        ("Location", HandleKind::Context),
+        ("Location", HandleKind::Device),
+        ("ArgValue", HandleKind::Buffer),
+        ("ArgValue", HandleKind::UsmPointer),
+    ];
+    table.iter().filter(|(t, _)| ty.contains(t)).map(|(_, k)| *k).collect()
+}
+
+/// Every handle argument of every entry point is swept: the rows of an
+/// entry point, together, take a bad handle of each kind its arguments
+/// carry (a new handle argument fails here until a row substitutes it),
+/// and each row starts with the slot `Runtime` routes by.
+#[test]
+fn every_handle_argument_is_swept() {
+    let rows = rows();
+    let mut gaps = Vec::new();
+    for e in ENTRY_POINTS {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.name == e.name && r.dy.is_some()).collect();
+        if mine.is_empty() {
+            continue; // exempt, or reported by `every_entry_point_is_swept`
+        }
+        let swept: Vec<HandleKind> = mine.iter().flat_map(|r| r.slots.iter().map(|s| s.kind())).collect();
+        for (arg, ty) in e.args {
+            for kind in kinds_of(ty) {
+                if !swept.contains(&kind) {
+                    gaps.push(format!("{}({arg}: {ty}): no row substitutes a bad {kind:?}", e.name));
+                }
+            }
+        }
+        if let OnRuntime::Routed { by } = e.on_runtime {
+            let (_, ty) = e.args.iter().find(|(a, _)| *a == by).expect("routed by an argument");
+            let want = kinds_of(ty);
+            for r in &mine {
+                if !want.contains(&r.slots[0].kind()) {
+                    gaps.push(format!(
+                        "{}: Runtime routes by `{by}` but the row's first slot is {:?}",
+                        e.name, r.slots[0]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        gaps.is_empty(),
+        "handle arguments the sweep misses:\n{}",
+        gaps.join("\n")
     );
 }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::adapter::Adapter;
-use crate::dynamic::{AdapterHost, ArgValue, BufferInfo, DynAdapter};
+use crate::dynamic::{dyn_entry_points, AdapterHost, ArgValue, BufferInfo, DynAdapter};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
 use crate::selector::DeviceSelector;
@@ -14,15 +14,52 @@ mod pointers;
 use crate::dynamic::PointerMap;
 pub use pointers::{PointerInfo, PointerKind};
 
-/// Routes each call to the adapter owning its first handle.
-macro_rules! forward {
-    ($( $(#[$m:meta])* fn $name:ident(&self, $first:ident : $fty:ty $(, $arg:ident : $aty:ty)* $(,)?) -> $ret:ty; )*) => {$(
-        $(#[$m])*
-        #[inline]
-        pub fn $name(&self, $first: $fty $(, $arg: $aty)*) -> $ret {
-            self.adapter_of($first)?.$name($first $(, $arg)*)
-        }
+/// `Runtime`'s face of the list (`dynamic/entry_points.rs`): a method
+/// for each `routed(arg)` entry, calling it on the adapter that issued
+/// `arg`. The other entries are written by hand ([`runtime_checks!`]) or
+/// are not on `Runtime`.
+macro_rules! runtime_forwarders {
+    ($(
+        $(#[$m:meta])*
+        [$($on:tt)*] fn $name:ident(&$self:ident $(, $arg:ident: $aty:ty)*) -> $ret:ty $(= $body:block)?;
+    )*) => {$(
+        runtime_forwarder! { [$($on)*] $(#[$m])* fn $name(&$self $(, $arg: $aty)*) -> $ret }
     )*};
+}
+
+/// One entry of [`runtime_forwarders!`].
+macro_rules! runtime_forwarder {
+    ([routed($by:ident)] $(#[$m:meta])* fn $name:ident(&$self:ident $(, $arg:ident: $aty:ty)*) -> $ret:ty) => {
+        $(#[$m])*
+        #[doc = ""]
+        #[doc = concat!(
+            "Routed to the adapter that issued `", stringify!($by), "` ([`DynAdapter::", stringify!($name), "`])."
+        )]
+        #[inline]
+        pub fn $name(&$self $(, $arg: $aty)*) -> $ret {
+            $self.adapter_of($by)?.$name($($arg),*)
+        }
+    };
+    ([$($on:tt)*] $($rest:tt)*) => {};
+}
+
+/// Checks at compile time that every `hand_written` entry of the list has
+/// a `Runtime` method of the same signature.
+macro_rules! runtime_checks {
+    ($(
+        $(#[$m:meta])*
+        [$($on:tt)*] fn $name:ident(&$self:ident $(, $arg:ident: $aty:ty)*) -> $ret:ty $(= $body:block)?;
+    )*) => {$(
+        runtime_check! { [$($on)*] fn $name($($aty),*) -> $ret }
+    )*};
+}
+
+/// One entry of [`runtime_checks!`].
+macro_rules! runtime_check {
+    ([hand_written] fn $name:ident($($aty:ty),*) -> $ret:ty) => {
+        const _: fn(&Runtime $(, $aty)*) -> $ret = Runtime::$name;
+    };
+    ([$($on:tt)*] $($rest:tt)*) => {};
 }
 
 /// The adapters of a process and the devices a selector picked.
@@ -242,93 +279,7 @@ impl Runtime {
         first
     }
 
-    forward! {
-        /// Describes a platform.
-        fn platform_info(&self, platform: PlatformId) -> Result<PlatformInfo>;
-        /// Describes a device.
-        fn device_info(&self, device: DeviceId) -> Result<DeviceInfo>;
-        /// The platform of a device.
-        fn device_platform(&self, device: DeviceId) -> Result<PlatformId>;
-        fn partition_device(&self, device: DeviceId, how: &Partition) -> Result<Vec<DeviceId>>;
-        /// The devices of a context.
-        fn context_devices(&self, context: ContextId) -> Result<Vec<DeviceId>>;
-        /// Releases a context.
-        fn release_context(&self, context: ContextId) -> Result<()>;
-        /// Creates a buffer (see [`DynAdapter::create_buffer`]).
-        fn create_buffer(&self, context: ContextId, desc: &BufferDesc<DeviceId>, init: Option<HostPtr>) -> Result<BufferId>;
-        /// Creates a sub-buffer.
-        fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId>;
-        /// Describes a buffer.
-        fn buffer_info(&self, buffer: BufferId) -> Result<BufferInfo>;
-        /// Releases a buffer.
-        fn release_buffer(&self, buffer: BufferId) -> Result<()>;
-        /// Creates an in-order queue.
-        fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId>;
-        /// The location of a queue.
-        fn queue_location(&self, queue: QueueId) -> Result<Location>;
-        /// Releases a queue.
-        fn release_queue(&self, queue: QueueId) -> Result<()>;
-        /// Submits pending work.
-        fn flush(&self, queue: QueueId) -> Result<()>;
-        /// Waits for all work on a queue.
-        fn finish(&self, queue: QueueId) -> Result<()>;
-        /// Status of an event.
-        fn event_status(&self, event: EventId) -> Result<EventStatus>;
-        /// Profiling timestamps of an event.
-        fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo>;
-        /// The context of an event.
-        fn event_context(&self, event: EventId) -> Result<ContextId>;
-        /// Releases an event.
-        fn release_event(&self, event: EventId) -> Result<()>;
-        /// Builds a program.
-        fn create_program(&self, context: ContextId, source: &ProgramSource, options: &str) -> Result<ProgramId>;
-        /// Releases a program.
-        fn release_program(&self, program: ProgramId) -> Result<()>;
-        /// Looks up a kernel.
-        fn create_kernel(&self, program: ProgramId, name: &str) -> Result<KernelId>;
-        /// Releases a kernel.
-        fn release_kernel(&self, kernel: KernelId) -> Result<()>;
-        /// A program of a context over a program built with the backend itself.
-        fn create_program_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<ProgramId>;
-        /// A kernel (and its program) of a context over a kernel made with the backend itself.
-        fn create_kernel_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<(ProgramId, KernelId)>;
-        /// The names of a program's kernels.
-        fn kernel_names(&self, program: ProgramId) -> Result<Vec<String>>;
-        /// A kernel's argument count and sizes.
-        fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo>;
-        /// A kernel's work-group and sub-group figures on a device.
-        fn kernel_group_info(&self, kernel: KernelId, device: DeviceId) -> Result<KernelGroupInfo>;
-        /// Reads a buffer into host memory (asynchronous; see [`HostPtr`]).
-        fn enqueue_read(&self, queue: QueueId, buffer: BufferId, offset: usize, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
-        /// Writes host memory into a buffer (asynchronous; see [`HostPtr`]).
-        fn enqueue_write(&self, queue: QueueId, buffer: BufferId, offset: usize, src: HostPtr, wait: &[EventId]) -> Result<EventId>;
-        /// Copies between buffers.
-        fn enqueue_copy(&self, queue: QueueId, src: BufferId, src_offset: usize, dst: BufferId, dst_offset: usize, size: usize, wait: &[EventId]) -> Result<EventId>;
-        /// Copies a box between buffers.
-        fn enqueue_copy_rect(&self, queue: QueueId, src: BufferId, dst: BufferId, rect: &RectCopy, wait: &[EventId]) -> Result<EventId>;
-        /// Reads a box of a buffer into host memory.
-        fn enqueue_read_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, dst: HostPtr, wait: &[EventId]) -> Result<EventId>;
-        /// Writes a box of host memory into a buffer.
-        fn enqueue_write_rect(&self, queue: QueueId, buffer: BufferId, rect: &RectCopy, src: HostPtr, wait: &[EventId]) -> Result<EventId>;
-        /// Fills a buffer range with a pattern.
-        fn enqueue_fill(&self, queue: QueueId, buffer: BufferId, offset: usize, size: usize, pattern: &[u8], wait: &[EventId]) -> Result<EventId>;
-        /// Maps a buffer range into host memory.
-        fn enqueue_map(&self, queue: QueueId, buffer: BufferId, flags: MapFlags, offset: usize, size: usize, wait: &[EventId]) -> Result<(EventId, HostPtr)>;
-        /// Unmaps a mapping.
-        fn enqueue_unmap(&self, queue: QueueId, buffer: BufferId, mapped: HostPtr, wait: &[EventId]) -> Result<EventId>;
-        /// Copies between USM and/or host memory.
-        fn enqueue_usm_copy(&self, queue: QueueId, dst: MemRef, src: MemRef, size: usize, wait: &[EventId]) -> Result<EventId>;
-        /// Fills USM memory.
-        fn enqueue_usm_fill(&self, queue: QueueId, ptr: UsmPtr, size: usize, pattern: &[u8], wait: &[EventId]) -> Result<EventId>;
-        /// Prefetches USM memory.
-        fn enqueue_usm_prefetch(&self, queue: QueueId, ptr: UsmPtr, size: usize, wait: &[EventId]) -> Result<EventId>;
-        /// Advises on USM memory.
-        fn usm_advise(&self, queue: QueueId, ptr: UsmPtr, size: usize, advice: UsmAdvice) -> Result<()>;
-        /// Launches a kernel.
-        fn enqueue_launch(&self, queue: QueueId, kernel: KernelId, range: &NdRange, args: &[ArgValue<'_>], wait: &[EventId]) -> Result<EventId>;
-        /// A barrier.
-        fn enqueue_barrier(&self, queue: QueueId, wait: &[EventId]) -> Result<EventId>;
-    }
+    dyn_entry_points!(runtime_forwarders);
 
     /// Waits for `event` and releases it. Trusts the wait's contract
     /// ([`Adapter::wait`]): an error means the
@@ -427,3 +378,5 @@ impl Runtime {
         )
     }
 }
+
+dyn_entry_points!(runtime_checks);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::dynamic::{MapError, PointerMap};
 use crate::error::{Error, Result};
 use crate::handles::{ContextId, DeviceId};
-use crate::types::{DeviceAddr, HostPtr, UsmDesc, UsmKind, UsmPointerInfo, UsmPtr};
+use crate::types::{DeviceAddr, HostPtr, UsmDesc, UsmKind, UsmPtr};
 
 use super::Runtime;
 
@@ -94,11 +94,6 @@ impl Runtime {
             self.pointers.remove(base);
         }
         Ok(())
-    }
-
-    /// Finds the USM allocation of `context` containing `ptr`.
-    pub fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>> {
-        self.adapter_of(context)?.usm_pointer_info(context, ptr)
     }
 
     /// Locks (pins) `mem` for the devices of `context` and answers the
