@@ -587,6 +587,10 @@ mod tests {
         assert!(events.iter().all(|e| e.status() == EventStatus::Complete));
         let mut seqs: Vec<_> = events.iter().map(|e| e.seq).collect();
         seqs.sort_unstable();
-        assert_eq!(seqs, (1..=4 * PER_THREAD).collect::<Vec<_>>(), "every number given once");
+        assert_eq!(
+            seqs,
+            (1..=4 * PER_THREAD).collect::<Vec<_>>(),
+            "every number given once"
+        );
     }
 }
