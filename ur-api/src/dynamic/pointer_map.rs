@@ -457,15 +457,29 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
 
     /// Removes the range starting exactly at `base`; returns its value.
     pub fn remove(&self, base: usize) -> Option<V> {
+        self.remove_if(base, |_| true)
+    }
+
+    /// Removes the range starting exactly at `base` if `remove` says so of its
+    /// value (asked under the writers' lock, so no other writer changes the
+    /// range in between); returns the value removed.
+    pub fn remove_if(&self, base: usize, remove: impl FnOnce(&V) -> bool) -> Option<V> {
         let mut books = self.books.lock();
-        let book = books.ranges.remove(&base)?;
+        let book = *books.ranges.get(&base)?;
+        let slot = self.slot(book.id);
+        if !slot.load().as_ref().is_some_and(|s| remove(&s.value)) {
+            return None;
+        }
+        books.ranges.remove(&base);
         match Self::tier_of(book.size) {
             Some(t) => self.shared.tiers[t].load().remove(base, book.size),
             None => self.publish_huge(&books),
         }
-        let stored = self.slot(book.id).swap(None).expect("a held range has its value");
+        let stored = slot.swap(None).expect("a held range has its value");
         books.free_ids.push(book.id);
-        Some(stored.value.clone())
+        drop(books);
+        // Readers may still hold the old value: cloned only then.
+        Some(Arc::try_unwrap(stored).map_or_else(|s| s.value.clone(), |s| s.value))
     }
 
     /// Replaces the value of the range starting exactly at `base`.

@@ -179,3 +179,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn remove_if_asks_before_removing() {
+    let m = PointerMap::<u8>::new();
+    m.insert(0x4000, 0x100, 7).unwrap();
+    assert_eq!(m.remove_if(0x4000, |v| *v == 8), None, "refused: kept");
+    assert_eq!(m.get(0x40ff).map(|(_, v)| v), Some(7));
+    assert_eq!(m.remove_if(0x4001, |_| true), None, "not a range's start");
+    assert_eq!(m.remove_if(0x4000, |v| *v == 7), Some(7));
+    assert!(m.get(0x4000).is_none());
+    // The id is free again and the range may come back.
+    m.insert(0x4000, 0x100, 9).unwrap();
+    assert_eq!(m.get(0x4000).map(|(_, v)| v), Some(9));
+}

@@ -85,14 +85,8 @@ impl Runtime {
     /// Frees a USM allocation by its base pointer.
     pub fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()> {
         self.adapter_of(context)?.usm_free(context, ptr)?;
-        let base = ptr.0 as usize;
-        if self
-            .pointers
-            .get(base)
-            .is_some_and(|(h, i)| h.base == base && i.context == context)
-        {
-            self.pointers.remove(base);
-        }
+        // Only this context's allocation at exactly `ptr` (one lock, no lookup).
+        self.pointers.remove_if(ptr.0 as usize, |i| i.context == context);
         Ok(())
     }
 
