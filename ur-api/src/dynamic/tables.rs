@@ -150,8 +150,11 @@ impl<A: Adapter> Drop for OpGuard<'_, A> {
         if let Some(ticket) = self.ticket.take() {
             self.host.end_op(self.lane, ticket);
         }
-        for (lane, ticket) in self.others.drain(..) {
-            self.host.end_op(lane, ticket);
+        // Usually empty (a wait list of the queue's own lane, or none).
+        if !self.others.is_empty() {
+            for (lane, ticket) in self.others.drain(..) {
+                self.host.end_op(lane, ticket);
+            }
         }
     }
 }
