@@ -137,7 +137,7 @@ bitflags! {
         /// Kernels can be launched.
         const KERNELS = 1 << 3;
         /// Existing host memory can be locked (pinned) with the adapter
-        /// ([`Adapter::lock_host`](crate::Adapter::lock_host)), which answers
+        /// ([`HostLocking::lock_host`](crate::adapter::HostLocking::lock_host)), which answers
         /// the [`DeviceAddr`] the context's devices reach it at.
         const HOST_REGISTER = 1 << 4;
         /// Buffers may be created over caller-owned host memory (`USE_HOST_PTR`).
@@ -356,7 +356,7 @@ impl DeviceInfo {
 }
 
 /// What the dyn layer checks a kernel's launches against
-/// ([`Adapter::kernel_info`](crate::Adapter::kernel_info)).
+/// ([`Kernels::kernel_info`](crate::adapter::Kernels::kernel_info)).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct KernelInfo {
@@ -667,7 +667,7 @@ impl HostPtr {
 }
 
 /// The address at which the devices of a context reach locked host memory
-/// (what [`Adapter::lock_host`](crate::Adapter::lock_host) answers): the host
+/// (what [`HostLocking::lock_host`](crate::adapter::HostLocking::lock_host) answers): the host
 /// address itself where devices share the host's address space (native, sim,
 /// Level Zero imports, CUDA with unified addressing), a device pointer
 /// otherwise (`cuMemHostGetDevicePointer`). Usable as a [`UsmPtr`]-like

@@ -10,6 +10,7 @@ use ur_api::{
 
 use crate::conv;
 use crate::driver::{self, Attr, Device, Event, PrimaryCtx};
+use ur_api::Loc;
 
 /// The one CUDA platform.
 #[derive(Debug)]
@@ -289,4 +290,34 @@ pub(crate) fn memory_connection(src: (&CtxInner, &DevInner), dst: (&CtxInner, &D
         std::ptr::eq(sc, dc) && sc.peer_enabled.contains(&(sd.dev, dd.dev)),
         dd.peers.contains(&sd.dev),
     )
+}
+
+impl ur_api::adapter::Devices for crate::CudaAdapter {
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+
+    fn platforms(&self) -> Result<Vec<CudaPlatform>> {
+        platforms()
+    }
+
+    fn platform_info(&self, platform: &CudaPlatform) -> Result<PlatformInfo> {
+        Ok(platform_info(platform))
+    }
+
+    fn devices(&self, platform: &CudaPlatform) -> Result<Vec<CudaDevice>> {
+        devices(platform)
+    }
+
+    fn device_info(&self, device: &CudaDevice) -> Result<DeviceInfo> {
+        Ok(device_info(&device.0))
+    }
+
+    fn create_context(&self, devices: &[&CudaDevice]) -> Result<CudaContext> {
+        create_context(devices)
+    }
+
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        memory_connection((&src.0 .0, &src.1 .0), (&dst.0 .0, &dst.1 .0))
+    }
 }

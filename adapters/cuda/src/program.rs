@@ -10,6 +10,7 @@ use crate::device::{CtxInner, DevInner};
 use crate::driver::{self, Device, Function, Module};
 use crate::queue::{submit, CudaEvent, CudaQueue};
 use crate::CudaAdapter;
+use crate::CudaContext;
 
 /// A program: one loaded module per device of its context.
 #[derive(Debug, Clone)]
@@ -146,7 +147,7 @@ pub(crate) fn kernel_info(k: &CudaKernel) -> KernelInfo {
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::enqueue_launch`]. The devices set
+/// The contract of [`ur_api::adapter::Kernels::enqueue_launch`]. The devices set
 /// neither `GLOBAL_OFFSET` nor `LOCAL_MEMORY_ARGS`, so the range has no
 /// offset and no argument is local memory.
 pub(crate) unsafe fn launch(
@@ -189,4 +190,30 @@ pub(crate) unsafe fn launch(
         // the kernel.
         unsafe { driver::launch_kernel(f, grid, block, &mut ptrs, s) }
     })
+}
+
+impl ur_api::adapter::Kernels for crate::CudaAdapter {
+    fn create_program(&self, ctx: &CudaContext, source: &ProgramSource, options: &str) -> Result<CudaProgram> {
+        create_program(&ctx.0, source, options)
+    }
+
+    fn create_kernel(&self, program: &CudaProgram, name: &str) -> Result<CudaKernel> {
+        create_kernel(program, name)
+    }
+
+    fn kernel_info(&self, kernel: &CudaKernel) -> KernelInfo {
+        kernel_info(kernel)
+    }
+
+    unsafe fn enqueue_launch(
+        &self,
+        q: &CudaQueue,
+        kernel: &CudaKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the launch contract, forwarded as is.
+        unsafe { launch(q, kernel, range, args, w) }
+    }
 }

@@ -656,7 +656,7 @@ pub(crate) unsafe fn usm_prefetch(
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::usm_advise`].
+/// The contract of [`ur_api::adapter::UnifiedMemory::usm_advise`].
 pub(crate) unsafe fn usm_advise(
     q: &CudaQueue,
     ptr: UsmRef<'_, CudaAdapter>,
@@ -674,4 +674,37 @@ pub(crate) unsafe fn usm_advise(
 
 pub(crate) fn barrier(q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {
     submit(q, w, Vec::new(), |_| Ok(()))
+}
+
+impl ur_api::adapter::Commands for crate::CudaAdapter {
+    fn create_queue(&self, ctx: &CudaContext, device: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
+        create_queue(ctx, device, props)
+    }
+
+    fn flush(&self, _queue: &CudaQueue) -> Result<()> {
+        // CUDA submits work when it is enqueued.
+        Ok(())
+    }
+
+    fn finish(&self, queue: &CudaQueue) -> Result<()> {
+        finish(queue)
+    }
+
+    fn event_status(&self, event: &CudaEvent) -> Result<EventStatus> {
+        event_status(event)
+    }
+
+    fn wait(&self, events: &[&CudaEvent]) -> Result<()> {
+        wait(events)
+    }
+
+    fn enqueue_barrier(&self, q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        barrier(q, w)
+    }
+}
+
+impl ur_api::adapter::Profiling for crate::CudaAdapter {
+    fn event_profiling(&self, event: &CudaEvent) -> Result<ProfilingInfo> {
+        event_profiling(event)
+    }
 }

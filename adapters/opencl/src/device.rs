@@ -17,6 +17,7 @@ use crate::conv::{self, check3};
 use crate::ext::{self, IntelUsm};
 use crate::queue::QueueShared;
 use crate::spirv::Translator;
+use ur_api::{Loc, NativeHandle, NativeObj};
 
 /// An OpenCL object handle that may cross threads.
 ///
@@ -528,5 +529,43 @@ pub(crate) fn memory_connection(src: (&Context, &Device), dst: (&Context, &Devic
         MemoryConnection::Unified
     } else {
         MemoryConnection::Migratable
+    }
+}
+
+impl ur_api::adapter::Devices for crate::OpenClAdapter {
+    fn backend(&self) -> Backend {
+        Backend::OpenCl
+    }
+
+    fn platforms(&self) -> Result<Vec<Platform>> {
+        platforms()
+    }
+
+    fn platform_info(&self, platform: &Platform) -> Result<PlatformInfo> {
+        platform_info(platform)
+    }
+
+    fn devices(&self, platform: &Platform) -> Result<Vec<Device>> {
+        devices(platform)
+    }
+
+    fn device_info(&self, device: &Device) -> Result<DeviceInfo> {
+        Ok(device.info.clone())
+    }
+
+    fn partition_device(&self, device: &Device, how: &Partition) -> Result<Vec<Device>> {
+        partition(device, how)
+    }
+
+    fn create_context(&self, devices: &[&Device]) -> Result<Context> {
+        create_context(devices)
+    }
+
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        memory_connection(src, dst)
+    }
+
+    fn native_handle(&self, obj: NativeObj<'_, Self>) -> Result<NativeHandle> {
+        Ok(crate::program::native_handle(obj))
     }
 }

@@ -38,7 +38,7 @@ impl Buffer {
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::create_buffer`].
+/// The contract of [`ur_api::adapter::Memory::create_buffer`].
 pub(crate) unsafe fn create_buffer(ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
     let host = init.map_or(ptr::null_mut(), |h| h.as_ptr().cast::<c_void>());
     // SAFETY: the caller guarantees (create_buffer's contract) a non-zero
@@ -67,7 +67,7 @@ pub(crate) unsafe fn create_buffer(ctx: &Context, desc: &BufferDesc<&Device>, in
 
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::create_sub_buffer`].
+/// The contract of [`ur_api::adapter::SubBuffers::create_sub_buffer`].
 pub(crate) unsafe fn create_sub_buffer(parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
     // SAFETY: the caller guarantees (create_sub_buffer's contract) a whole
     // parent buffer and a non-empty, aligned region inside it; flags 0
@@ -363,4 +363,125 @@ pub(crate) unsafe fn enqueue_unmap(q: &Queue, b: &Buffer, mapped: HostPtr, wait:
         // a live mapping of `b`, unmapped once.
         raw_event(unsafe { cq::enqueue_unmap_mem_object(q, b.raw(), mapped.as_ptr().cast(), n, w) })
     })
+}
+
+impl ur_api::adapter::Memory for crate::OpenClAdapter {
+    unsafe fn create_buffer(&self, ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
+        // SAFETY: the caller keeps create_buffer's contract, forwarded as is.
+        unsafe { create_buffer(ctx, desc, init) }
+    }
+
+    unsafe fn enqueue_read(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_read(q, b, offset, dst, wait) }
+    }
+
+    unsafe fn enqueue_write(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_write(q, b, offset, src, wait) }
+    }
+
+    unsafe fn enqueue_copy(
+        &self,
+        q: &Queue,
+        src: &Buffer,
+        src_offset: usize,
+        dst: &Buffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_copy(q, src, src_offset, dst, dst_offset, size, wait) }
+    }
+
+    unsafe fn enqueue_copy_rect(
+        &self,
+        q: &Queue,
+        src: &Buffer,
+        dst: &Buffer,
+        rect: &RectCopy,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_copy_rect(q, src, dst, rect, wait) }
+    }
+
+    unsafe fn enqueue_read_rect(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_read_rect(q, b, rect, dst, wait) }
+    }
+
+    unsafe fn enqueue_write_rect(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_write_rect(q, b, rect, src, wait) }
+    }
+
+    unsafe fn enqueue_fill(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_fill(q, b, offset, size, pattern, wait) }
+    }
+}
+
+impl ur_api::adapter::SubBuffers for crate::OpenClAdapter {
+    unsafe fn create_sub_buffer(&self, parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
+        // SAFETY: the caller keeps create_sub_buffer's contract, forwarded as is.
+        unsafe { create_sub_buffer(parent, offset, size) }
+    }
+}
+
+impl ur_api::adapter::Mapping for crate::OpenClAdapter {
+    unsafe fn enqueue_map(
+        &self,
+        q: &Queue,
+        b: &Buffer,
+        flags: MapFlags,
+        offset: usize,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<(Event, HostPtr)> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_map(q, b, flags, offset, size, wait) }
+    }
+
+    unsafe fn enqueue_unmap(&self, q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
+        // SAFETY: the caller keeps enqueue_unmap's contract, forwarded as is.
+        unsafe { enqueue_unmap(q, b, mapped, wait) }
+    }
 }

@@ -15,6 +15,7 @@ use ur_api::{Error, KernelArg, KernelGroupInfo, KernelInfo, NativeHandle, Native
 use crate::conv::{self, check, check3};
 use crate::device::{Context, Handle};
 use crate::queue::{raw_event, submit, Event, Queue};
+use crate::Device;
 use crate::OpenClAdapter;
 
 /// A program built for every device of its context: one this adapter
@@ -276,7 +277,7 @@ const CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL: u32 = 0x410A;
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::enqueue_launch`].
+/// The contract of [`ur_api::adapter::Kernels::enqueue_launch`].
 pub(crate) unsafe fn enqueue_launch(
     q: &Queue,
     k: &Kernel,
@@ -337,4 +338,46 @@ pub(crate) unsafe fn enqueue_launch(
             )
         })
     })
+}
+
+impl ur_api::adapter::Kernels for crate::OpenClAdapter {
+    fn create_program(&self, ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
+        create_program(ctx, source, options)
+    }
+
+    fn create_kernel(&self, program: &Program, name: &str) -> Result<Kernel> {
+        create_kernel(program, name)
+    }
+
+    fn kernel_info(&self, kernel: &Kernel) -> KernelInfo {
+        kernel_info(kernel)
+    }
+
+    fn program_from_native(&self, ctx: &Context, handle: NativeHandle, owned: bool) -> Result<Program> {
+        program_from_native(ctx, handle, owned)
+    }
+
+    fn kernel_from_native(&self, ctx: &Context, handle: NativeHandle, owned: bool) -> Result<(Program, Kernel)> {
+        kernel_from_native(ctx, handle, owned)
+    }
+
+    fn kernel_names(&self, p: &Program) -> Result<Vec<String>> {
+        kernel_names(p)
+    }
+
+    fn kernel_group_info(&self, kernel: &Kernel, device: &Device) -> Result<KernelGroupInfo> {
+        kernel_group_info(kernel, device)
+    }
+
+    unsafe fn enqueue_launch(
+        &self,
+        q: &Queue,
+        kernel: &Kernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the launch contract, forwarded as is.
+        unsafe { enqueue_launch(q, kernel, range, args, wait) }
+    }
 }

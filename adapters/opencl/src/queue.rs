@@ -33,6 +33,7 @@ use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result};
 use crate::conv::{self, check, check3};
 use crate::device::{Context, ContextInner, Handle};
 use crate::ext::IntelUsm;
+use crate::Device;
 
 /// What the adapter knows about the commands of one queue.
 #[derive(Debug, Default)]
@@ -315,6 +316,38 @@ pub(crate) fn enqueue_barrier(q: &Queue, wait: &[&Event]) -> Result<Event> {
         // SAFETY: the wait list holds live events of the queue's context.
         raw_event(unsafe { cq::enqueue_barrier_with_wait_list(q, n, w) })
     })
+}
+
+impl ur_api::adapter::Commands for crate::OpenClAdapter {
+    fn create_queue(&self, ctx: &Context, device: &Device, props: &QueueProps) -> Result<Queue> {
+        create_queue(ctx, device.id, props)
+    }
+
+    fn flush(&self, queue: &Queue) -> Result<()> {
+        flush(queue)
+    }
+
+    fn finish(&self, queue: &Queue) -> Result<()> {
+        finish(queue)
+    }
+
+    fn event_status(&self, event: &Event) -> Result<EventStatus> {
+        event_status(event)
+    }
+
+    fn wait(&self, events: &[&Event]) -> Result<()> {
+        wait(events)
+    }
+
+    fn enqueue_barrier(&self, q: &Queue, wait: &[&Event]) -> Result<Event> {
+        enqueue_barrier(q, wait)
+    }
+}
+
+impl ur_api::adapter::Profiling for crate::OpenClAdapter {
+    fn event_profiling(&self, event: &Event) -> Result<ProfilingInfo> {
+        event_profiling(event)
+    }
 }
 
 #[cfg(test)]

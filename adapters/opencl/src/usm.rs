@@ -36,7 +36,7 @@ const NATIVE_ALIGN: usize = 128;
 /// It keeps the context alive, so that freeing it can wait for the commands
 /// using it: `clMemBlockingFreeINTEL` does so itself; for SVM the context's
 /// queues are drained first (`clSVMFree` does not wait). Freed by
-/// [`ur_api::Adapter::usm_free`], or when dropped.
+/// [`ur_api::adapter::UnifiedMemory::usm_free`], or when dropped.
 #[derive(Debug)]
 pub struct Usm {
     /// What the allocator returned (the address handed out may be aligned
@@ -336,9 +336,54 @@ pub(crate) unsafe fn enqueue_usm_prefetch(
     })
 }
 
+impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
+    fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
+        usm_alloc(ctx, desc)
+    }
+
+    unsafe fn usm_free(&self, _ctx: &Context, alloc: Usm) -> Result<()> {
+        usm_free(alloc)
+    }
+
+    unsafe fn enqueue_usm_copy(
+        &self,
+        q: &Queue,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_usm_copy(q, dst, src, size, wait) }
+    }
+
+    unsafe fn enqueue_usm_fill(
+        &self,
+        q: &Queue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_usm_fill(q, ptr, size, pattern, wait) }
+    }
+
+    unsafe fn enqueue_usm_prefetch(
+        &self,
+        q: &Queue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { enqueue_usm_prefetch(q, ptr, size, wait) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use ur_api::{Adapter, UsmDesc, UsmKind};
+    use ur_api::{adapter::prelude::*, UsmDesc, UsmKind};
 
     use crate::OpenClAdapter;
 
