@@ -4,7 +4,7 @@
 //! [`cudarc`] (features `dynamic-loading`, `driver`, `nvrtc`).
 //!
 //! ```
-//! use ur_api::Adapter;
+//! use ur_api::adapter::Devices;
 //! let cuda = ur_cuda::CudaAdapter::new();
 //! // With no driver installed this is an empty list, never a panic.
 //! let platforms = cuda.platforms().unwrap();

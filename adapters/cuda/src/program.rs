@@ -108,39 +108,6 @@ pub(crate) fn create_program(ctx: &CtxInner, source: &ProgramSource, options: &s
     Ok(CudaProgram(Arc::new(inner)))
 }
 
-/// Looks a kernel up by its (unmangled: declare kernels `extern "C"`) name.
-pub(crate) fn create_kernel(p: &CudaProgram, name: &str) -> Result<CudaKernel> {
-    let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
-    let mut funcs = Vec::new();
-    for (dev, m) in &p.0.modules {
-        dev.bind()?;
-        match m.function(&cname)? {
-            Some(f) => funcs.push((dev.dev, f)),
-            None => return Err(Error::KernelNotFound { name: name.to_owned() }),
-        }
-    }
-    // A kernel whose parameter layout is unknown could not be launched
-    // soundly (see `device_info`): refuse it here rather than launch blind.
-    let params = match funcs.first() {
-        // SAFETY: the function's module is loaded (the program is alive).
-        Some(&(_, f)) => unsafe { f.param_sizes() }
-            .ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?,
-        None => Vec::new(),
-    };
-    Ok(CudaKernel {
-        funcs,
-        params,
-        _program: p.clone(),
-    })
-}
-
-/// What the dyn layer checks launches against: the parameter sizes the
-/// driver reports (`cuFuncGetParamInfo`, CUDA 12.4+; devices of older
-/// drivers do not advertise `KERNELS`, see `device_info`).
-pub(crate) fn kernel_info(k: &CudaKernel) -> KernelInfo {
-    KernelInfo::with_arg_sizes(k.params.clone())
-}
-
 /// Launches with grid = global / block (see [`conv::launch_dims`]).
 /// Buffers and USM pointers pass as 8-byte device addresses, scalars as
 /// their bytes.
@@ -197,12 +164,37 @@ impl ur_api::adapter::Kernels for crate::CudaAdapter {
         create_program(&ctx.0, source, options)
     }
 
-    fn create_kernel(&self, program: &CudaProgram, name: &str) -> Result<CudaKernel> {
-        create_kernel(program, name)
+    /// Looks a kernel up by its (unmangled: declare kernels `extern "C"`) name.
+    fn create_kernel(&self, p: &CudaProgram, name: &str) -> Result<CudaKernel> {
+        let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
+        let mut funcs = Vec::new();
+        for (dev, m) in &p.0.modules {
+            dev.bind()?;
+            match m.function(&cname)? {
+                Some(f) => funcs.push((dev.dev, f)),
+                None => return Err(Error::KernelNotFound { name: name.to_owned() }),
+            }
+        }
+        // A kernel whose parameter layout is unknown could not be launched
+        // soundly (see `device_info`): refuse it here rather than launch blind.
+        let params = match funcs.first() {
+            // SAFETY: the function's module is loaded (the program is alive).
+            Some(&(_, f)) => unsafe { f.param_sizes() }
+                .ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?,
+            None => Vec::new(),
+        };
+        Ok(CudaKernel {
+            funcs,
+            params,
+            _program: p.clone(),
+        })
     }
 
-    fn kernel_info(&self, kernel: &CudaKernel) -> KernelInfo {
-        kernel_info(kernel)
+    /// What the dyn layer checks launches against: the parameter sizes the
+    /// driver reports (`cuFuncGetParamInfo`, CUDA 12.4+; devices of older
+    /// drivers do not advertise `KERNELS`, see `device_info`).
+    fn kernel_info(&self, k: &CudaKernel) -> KernelInfo {
+        KernelInfo::with_arg_sizes(k.params.clone())
     }
 
     unsafe fn enqueue_launch(

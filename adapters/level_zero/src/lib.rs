@@ -5,7 +5,7 @@
 //! run time, never linked.
 //!
 //! ```
-//! use ur_api::Adapter;
+//! use ur_api::adapter::Devices;
 //! let l0 = ur_level_zero::LevelZeroAdapter::new();
 //! // With no loader or no driver this is an empty list, never a panic.
 //! let platforms = l0.platforms().unwrap();

@@ -76,38 +76,6 @@ impl Drop for Usm {
     }
 }
 
-/// Allocates USM memory: with the Intel extension for the hinted device
-/// (see [`conv::intel_alloc_flags`] for the placement), else as SVM (see
-/// [`conv::usm_caps_from_svm`] for which kind gets which grain; SVM is
-/// context-wide, so the device only decided what the dyn layer checked).
-pub(crate) fn usm_alloc(ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
-    let (native, extra) = if desc.align <= NATIVE_ALIGN {
-        (desc.align, 0)
-    } else {
-        (NATIVE_ALIGN, desc.align - NATIVE_ALIGN)
-    };
-    let size = desc.size.checked_add(extra).ok_or(Error::OutOfDeviceMemory)?;
-    let base = match ctx.intel {
-        Some(intel) => intel_alloc(ctx, &intel, desc, size, native as cl_uint)?,
-        None => {
-            let flags = match desc.kind {
-                UsmKind::Device => CL_MEM_READ_WRITE,
-                UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
-            };
-            // SAFETY: alignment is 0 or a power of two <= 128 and the size
-            // non-zero; a null result is reported as an error by cl3.
-            unsafe { clmem::svm_alloc(ctx.cl.get(), flags, size, native as cl_uint) }
-                .map_err(|_| Error::OutOfDeviceMemory)?
-        }
-    };
-    let addr = (base as u64).next_multiple_of(desc.align.max(1) as u64);
-    let usm = Usm {
-        base: Some(Handle(base)),
-        ctx: ctx.shared().clone(),
-    };
-    Ok((usm, UsmPtr(addr)))
-}
-
 /// One allocation through the extension; device and shared allocations are
 /// made for the hinted device (a shared one without a hint for none).
 fn intel_alloc(
@@ -158,7 +126,7 @@ fn intel_alloc(
     Ok(p)
 }
 
-/// Frees USM memory once no command uses it (see [`Usm::free`]).
+/// Frees USM memory once no command uses it (see `Usm::free`).
 pub(crate) fn usm_free(mut alloc: Usm) -> Result<()> {
     alloc.free()
 }
@@ -337,10 +305,39 @@ pub(crate) unsafe fn enqueue_usm_prefetch(
 }
 
 impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
+    /// Allocates USM memory: with the Intel extension for the hinted device
+    /// (see [`conv::intel_alloc_flags`] for the placement), else as SVM (see
+    /// [`conv::usm_caps_from_svm`] for which kind gets which grain; SVM is
+    /// context-wide, so the device only decided what the dyn layer checked).
     fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
-        usm_alloc(ctx, desc)
+        let (native, extra) = if desc.align <= NATIVE_ALIGN {
+            (desc.align, 0)
+        } else {
+            (NATIVE_ALIGN, desc.align - NATIVE_ALIGN)
+        };
+        let size = desc.size.checked_add(extra).ok_or(Error::OutOfDeviceMemory)?;
+        let base = match ctx.intel {
+            Some(intel) => intel_alloc(ctx, &intel, desc, size, native as cl_uint)?,
+            None => {
+                let flags = match desc.kind {
+                    UsmKind::Device => CL_MEM_READ_WRITE,
+                    UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
+                };
+                // SAFETY: alignment is 0 or a power of two <= 128 and the size
+                // non-zero; a null result is reported as an error by cl3.
+                unsafe { clmem::svm_alloc(ctx.cl.get(), flags, size, native as cl_uint) }
+                    .map_err(|_| Error::OutOfDeviceMemory)?
+            }
+        };
+        let addr = (base as u64).next_multiple_of(desc.align.max(1) as u64);
+        let usm = Usm {
+            base: Some(Handle(base)),
+            ctx: ctx.shared().clone(),
+        };
+        Ok((usm, UsmPtr(addr)))
     }
 
+    /// Frees USM memory once no command uses it (see `Usm::free`).
     unsafe fn usm_free(&self, _ctx: &Context, alloc: Usm) -> Result<()> {
         usm_free(alloc)
     }
