@@ -113,73 +113,6 @@ pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> NativeHandle {
 /// `CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL` (`cl_intel_required_subgroup_size`).
 const CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL: u32 = 0x410A;
 
-/// Sets every argument and enqueues the launch, under the kernel's lock.
-///
-/// # Safety
-///
-/// The contract of [`ur_api::adapter::Kernels::enqueue_launch`].
-pub(crate) unsafe fn enqueue_launch(
-    q: &Queue,
-    k: &Kernel,
-    range: &NdRange,
-    args: &[KernelArg<'_, OpenClAdapter>],
-    wait: &[&Event],
-) -> Result<Event> {
-    let kernel = k.cl.lock();
-    for (i, a) in args.iter().enumerate() {
-        let i = i as cl_uint;
-        let arg_err = |e: Error| match e {
-            Error::InvalidKernelArgs(m) => Error::InvalidKernelArgs(format!("argument {i} of `{}`: {m}", k.name)),
-            other => other,
-        };
-        // SAFETY (all arms): each value pointer is valid for the size given
-        // during the call, which copies it; the caller guarantees (the
-        // launch contract) buffers and SVM pointers are live and usable in
-        // place at the queue's location, so objects of the kernel's context.
-        let r = match a {
-            KernelArg::Buffer(b) => {
-                let m: cl_mem = b.cl.get();
-                // SAFETY: see above.
-                unsafe { clk::set_kernel_arg(kernel.get(), i, size_of::<cl_mem>(), (&raw const m).cast()) }
-            }
-            KernelArg::Usm(p) => match &q.intel {
-                // SAFETY: see above; an allocation of the extension.
-                Some(intel) => match unsafe { (intel.set_arg)(kernel.get(), i, p.ptr.0 as *const c_void) } {
-                    0 => Ok(()),
-                    code => Err(code),
-                },
-                // SAFETY: see above; an SVM allocation.
-                None => unsafe { clk::set_kernel_arg_svm_pointer(kernel.get(), i, p.ptr.0 as *const c_void) },
-            },
-            // SAFETY: see above.
-            KernelArg::Scalar(bytes) => unsafe {
-                clk::set_kernel_arg(kernel.get(), i, bytes.len(), bytes.as_ptr().cast())
-            },
-            // SAFETY: see above; local memory takes a null value.
-            KernelArg::Local(n) => unsafe { clk::set_kernel_arg(kernel.get(), i, *n, ptr::null()) },
-        };
-        check(r).map_err(arg_err)?;
-    }
-    let local = range.local.as_ref().map_or(ptr::null(), |l| l.as_ptr());
-    submit(q, wait, |q, n, w| {
-        // SAFETY: the caller guarantees (the launch contract) a well-formed
-        // range (dims 1..=3, the arrays have 3 entries) and one argument per
-        // kernel parameter, all set above; the arrays live across the call.
-        raw_event(unsafe {
-            cq::enqueue_nd_range_kernel(
-                q,
-                kernel.get(),
-                range.dims,
-                range.offset.as_ptr(),
-                range.global.as_ptr(),
-                local,
-                n,
-                w,
-            )
-        })
-    })
-}
-
 impl ur_api::adapter::Kernels for crate::OpenClAdapter {
     /// Builds `source` for every device of `ctx`; a failed build reports every
     /// device's build log in [`Error::ProgramBuild`].
@@ -347,15 +280,67 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
         })
     }
 
+    /// Sets every argument and enqueues the launch, under the kernel's lock.
     unsafe fn enqueue_launch(
         &self,
         q: &Queue,
-        kernel: &Kernel,
+        k: &Kernel,
         range: &NdRange,
-        args: &[KernelArg<'_, Self>],
+        args: &[KernelArg<'_, OpenClAdapter>],
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: the caller keeps the launch contract, forwarded as is.
-        unsafe { enqueue_launch(q, kernel, range, args, wait) }
+        let kernel = k.cl.lock();
+        for (i, a) in args.iter().enumerate() {
+            let i = i as cl_uint;
+            let arg_err = |e: Error| match e {
+                Error::InvalidKernelArgs(m) => Error::InvalidKernelArgs(format!("argument {i} of `{}`: {m}", k.name)),
+                other => other,
+            };
+            // SAFETY (all arms): each value pointer is valid for the size given
+            // during the call, which copies it; the caller guarantees (the
+            // launch contract) buffers and SVM pointers are live and usable in
+            // place at the queue's location, so objects of the kernel's context.
+            let r = match a {
+                KernelArg::Buffer(b) => {
+                    let m: cl_mem = b.cl.get();
+                    // SAFETY: see above.
+                    unsafe { clk::set_kernel_arg(kernel.get(), i, size_of::<cl_mem>(), (&raw const m).cast()) }
+                }
+                KernelArg::Usm(p) => match &q.intel {
+                    // SAFETY: see above; an allocation of the extension.
+                    Some(intel) => match unsafe { (intel.set_arg)(kernel.get(), i, p.ptr.0 as *const c_void) } {
+                        0 => Ok(()),
+                        code => Err(code),
+                    },
+                    // SAFETY: see above; an SVM allocation.
+                    None => unsafe { clk::set_kernel_arg_svm_pointer(kernel.get(), i, p.ptr.0 as *const c_void) },
+                },
+                // SAFETY: see above.
+                KernelArg::Scalar(bytes) => unsafe {
+                    clk::set_kernel_arg(kernel.get(), i, bytes.len(), bytes.as_ptr().cast())
+                },
+                // SAFETY: see above; local memory takes a null value.
+                KernelArg::Local(n) => unsafe { clk::set_kernel_arg(kernel.get(), i, *n, ptr::null()) },
+            };
+            check(r).map_err(arg_err)?;
+        }
+        let local = range.local.as_ref().map_or(ptr::null(), |l| l.as_ptr());
+        submit(q, wait, |q, n, w| {
+            // SAFETY: the caller guarantees (the launch contract) a well-formed
+            // range (dims 1..=3, the arrays have 3 entries) and one argument per
+            // kernel parameter, all set above; the arrays live across the call.
+            raw_event(unsafe {
+                cq::enqueue_nd_range_kernel(
+                    q,
+                    kernel.get(),
+                    range.dims,
+                    range.offset.as_ptr(),
+                    range.global.as_ptr(),
+                    local,
+                    n,
+                    w,
+                )
+            })
+        })
     }
 }

@@ -138,46 +138,6 @@ fn addr(m: MemArg<'_, OpenClAdapter>) -> *mut c_void {
     }
 }
 
-/// Copies between USM and/or host memory. With at least one USM side this
-/// is `clEnqueueMemcpyINTEL` or `clEnqueueSVMMemcpy` (both take plain host
-/// pointers too). Host to host needs neither: it waits for the queue (and
-/// `wait`) with a marker, copies on the calling thread and returns a marker
-/// enqueued after it.
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_copy(
-    q: &Queue,
-    dst: MemArg<'_, OpenClAdapter>,
-    src: MemArg<'_, OpenClAdapter>,
-    size: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    if let (MemArg::Host(d), MemArg::Host(s)) = (dst, src) {
-        return submit(q, wait, |q, n, w| {
-            // SAFETY: a marker over live events of the queue's context.
-            let before = raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })?;
-            check3(before.wait())?;
-            // SAFETY: the caller guarantees (the command contract) both spans
-            // hold `size` bytes, do not overlap, and are ours for the command
-            // (`HostPtr::new`).
-            unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
-            // SAFETY: a marker with no wait list.
-            raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
-        });
-    }
-    let intel = &q.intel;
-    submit(q, wait, |raw, n, w| {
-        let q = QueueRef { raw, intel };
-        // SAFETY: the caller guarantees (the command contract) each side holds
-        // `size` bytes, the two do not overlap, host sides are valid for the
-        // command, and USM sides are usable for a copy here: allocations of
-        // the queue's context (other contexts are never even `Migratable`).
-        raw_event(unsafe { memcpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) })
-    })
-}
-
 /// One USM copy on the queue's path (Intel or SVM).
 ///
 /// # Safety
@@ -209,99 +169,6 @@ unsafe fn memcpy(
 struct QueueRef<'a> {
     raw: opencl3::types::cl_command_queue,
     intel: &'a Option<IntelUsm>,
-}
-
-/// Fills USM memory: powers of two with `clEnqueueMemFillINTEL` or
-/// `clEnqueueSVMMemFill`; other pattern lengths by one blocking copy of a
-/// seed of whole repetitions, then in-place doubling copies (the seed is
-/// host memory, so that first copy completes before this call returns).
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_fill(
-    q: &Queue,
-    p: UsmRef<'_, OpenClAdapter>,
-    size: usize,
-    pattern: &[u8],
-    wait: &[&Event],
-) -> Result<Event> {
-    let dst = p.ptr.0 as *mut c_void;
-    let intel = &q.intel;
-    if pattern.len().is_power_of_two() {
-        return submit(q, wait, |q, n, w| {
-            // SAFETY (both arms): the caller guarantees (the command contract)
-            // `size` bytes at `dst` lie in an allocation usable here and the
-            // pattern's length divides `size`; the runtime copies the pattern
-            // before returning.
-            raw_event(match intel {
-                Some(i) => event_of(|ev| {
-                    // SAFETY: see above.
-                    unsafe { (i.fill)(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w, ev) }
-                }),
-                // SAFETY: see above.
-                None => unsafe { cq::enqueue_svm_mem_fill(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w) },
-            })
-        });
-    }
-    let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
-    submit(q, wait, |raw, n, w| {
-        let q = QueueRef { raw, intel };
-        // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`
-        // bytes, inside the range the caller guarantees (the command contract).
-        let mut last = raw_event(unsafe { memcpy(q, CL_TRUE, dst, seed.as_ptr().cast(), seed.len(), n, w) })?;
-        let mut done = seed.len();
-        while done < size {
-            let len = done.min(size - done);
-            // SAFETY: disjoint ranges inside the caller's range (`done + len
-            // <= size`), as above.
-            let r = unsafe { memcpy(q, CL_FALSE, dst.cast::<u8>().add(done).cast(), dst, len, 0, ptr::null()) };
-            last = raw_event(r)?;
-            done += len;
-        }
-        Ok(last)
-    })
-}
-
-/// Prefetch: `clEnqueueMigrateMemINTEL` to the queue's device, or
-/// `clEnqueueSVMMigrateMem` on OpenCL 2.1+ SVM devices; where the runtime
-/// refuses it, a marker (a prefetch is only a hint; its ordering is all
-/// that must hold).
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_prefetch(
-    q: &Queue,
-    p: UsmRef<'_, OpenClAdapter>,
-    size: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    let migrate = q.version >= (2, 1);
-    let intel = &q.intel;
-    submit(q, wait, |q, n, w| {
-        let at = p.ptr.0 as *const c_void;
-        let r = match intel {
-            // SAFETY: the caller guarantees (the command contract) one range
-            // of a live allocation of the queue's context; flags 0 migrate
-            // to the queue's device.
-            Some(i) => Some(event_of(|ev| unsafe { (i.migrate)(q, at, size, 0, n, w, ev) })),
-            None if migrate => {
-                let ptrs: [*const c_void; 1] = [at];
-                let sizes: [usize; 1] = [size];
-                // SAFETY: as above, for an SVM allocation.
-                Some(unsafe { cq::enqueue_svm_migrate_mem(q, 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) })
-            }
-            None => None,
-        };
-        match r {
-            Some(Ok(ev)) => return raw_event(Ok(ev)),
-            Some(Err(code)) => tracing::debug!(code, "the runtime refused the migration; prefetch becomes a marker"),
-            None => {}
-        }
-        // SAFETY: a marker over live events of the queue's context.
-        raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })
-    })
 }
 
 impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
@@ -342,39 +209,132 @@ impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
         usm_free(alloc)
     }
 
+    /// Copies between USM and/or host memory. With at least one USM side this
+    /// is `clEnqueueMemcpyINTEL` or `clEnqueueSVMMemcpy` (both take plain host
+    /// pointers too). Host to host needs neither: it waits for the queue (and
+    /// `wait`) with a marker, copies on the calling thread and returns a marker
+    /// enqueued after it.
     unsafe fn enqueue_usm_copy(
         &self,
         q: &Queue,
-        dst: MemArg<'_, Self>,
-        src: MemArg<'_, Self>,
+        dst: MemArg<'_, OpenClAdapter>,
+        src: MemArg<'_, OpenClAdapter>,
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { enqueue_usm_copy(q, dst, src, size, wait) }
+        if let (MemArg::Host(d), MemArg::Host(s)) = (dst, src) {
+            return submit(q, wait, |q, n, w| {
+                // SAFETY: a marker over live events of the queue's context.
+                let before = raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })?;
+                check3(before.wait())?;
+                // SAFETY: the caller guarantees (the command contract) both spans
+                // hold `size` bytes, do not overlap, and are ours for the command
+                // (`HostPtr::new`).
+                unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
+                // SAFETY: a marker with no wait list.
+                raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
+            });
+        }
+        let intel = &q.intel;
+        submit(q, wait, |raw, n, w| {
+            let q = QueueRef { raw, intel };
+            // SAFETY: the caller guarantees (the command contract) each side holds
+            // `size` bytes, the two do not overlap, host sides are valid for the
+            // command, and USM sides are usable for a copy here: allocations of
+            // the queue's context (other contexts are never even `Migratable`).
+            raw_event(unsafe { memcpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) })
+        })
     }
 
+    /// Fills USM memory: powers of two with `clEnqueueMemFillINTEL` or
+    /// `clEnqueueSVMMemFill`; other pattern lengths by one blocking copy of a
+    /// seed of whole repetitions, then in-place doubling copies (the seed is
+    /// host memory, so that first copy completes before this call returns).
     unsafe fn enqueue_usm_fill(
         &self,
         q: &Queue,
-        ptr: UsmRef<'_, Self>,
+        p: UsmRef<'_, OpenClAdapter>,
         size: usize,
         pattern: &[u8],
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { enqueue_usm_fill(q, ptr, size, pattern, wait) }
+        let dst = p.ptr.0 as *mut c_void;
+        let intel = &q.intel;
+        if pattern.len().is_power_of_two() {
+            return submit(q, wait, |q, n, w| {
+                // SAFETY (both arms): the caller guarantees (the command contract)
+                // `size` bytes at `dst` lie in an allocation usable here and the
+                // pattern's length divides `size`; the runtime copies the pattern
+                // before returning.
+                raw_event(match intel {
+                    Some(i) => event_of(|ev| {
+                        // SAFETY: see above.
+                        unsafe { (i.fill)(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w, ev) }
+                    }),
+                    // SAFETY: see above.
+                    None => unsafe {
+                        cq::enqueue_svm_mem_fill(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w)
+                    },
+                })
+            });
+        }
+        let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
+        submit(q, wait, |raw, n, w| {
+            let q = QueueRef { raw, intel };
+            // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`
+            // bytes, inside the range the caller guarantees (the command contract).
+            let mut last = raw_event(unsafe { memcpy(q, CL_TRUE, dst, seed.as_ptr().cast(), seed.len(), n, w) })?;
+            let mut done = seed.len();
+            while done < size {
+                let len = done.min(size - done);
+                // SAFETY: disjoint ranges inside the caller's range (`done + len
+                // <= size`), as above.
+                let r = unsafe { memcpy(q, CL_FALSE, dst.cast::<u8>().add(done).cast(), dst, len, 0, ptr::null()) };
+                last = raw_event(r)?;
+                done += len;
+            }
+            Ok(last)
+        })
     }
 
+    /// Prefetch: `clEnqueueMigrateMemINTEL` to the queue's device, or
+    /// `clEnqueueSVMMigrateMem` on OpenCL 2.1+ SVM devices; where the runtime
+    /// refuses it, a marker (a prefetch is only a hint; its ordering is all
+    /// that must hold).
     unsafe fn enqueue_usm_prefetch(
         &self,
         q: &Queue,
-        ptr: UsmRef<'_, Self>,
+        p: UsmRef<'_, OpenClAdapter>,
         size: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { enqueue_usm_prefetch(q, ptr, size, wait) }
+        let migrate = q.version >= (2, 1);
+        let intel = &q.intel;
+        submit(q, wait, |q, n, w| {
+            let at = p.ptr.0 as *const c_void;
+            let r = match intel {
+                // SAFETY: the caller guarantees (the command contract) one range
+                // of a live allocation of the queue's context; flags 0 migrate
+                // to the queue's device.
+                Some(i) => Some(event_of(|ev| unsafe { (i.migrate)(q, at, size, 0, n, w, ev) })),
+                None if migrate => {
+                    let ptrs: [*const c_void; 1] = [at];
+                    let sizes: [usize; 1] = [size];
+                    // SAFETY: as above, for an SVM allocation.
+                    Some(unsafe { cq::enqueue_svm_migrate_mem(q, 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) })
+                }
+                None => None,
+            };
+            match r {
+                Some(Ok(ev)) => return raw_event(Ok(ev)),
+                Some(Err(code)) => {
+                    tracing::debug!(code, "the runtime refused the migration; prefetch becomes a marker")
+                }
+                None => {}
+            }
+            // SAFETY: a marker over live events of the queue's context.
+            raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })
+        })
     }
 }
 
