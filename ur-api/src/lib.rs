@@ -45,7 +45,7 @@ pub mod runtime;
 pub mod selector;
 pub mod types;
 
-pub use adapter::{Adapter, KernelArg, Loc, MemArg, UsmRef};
+pub use adapter::{Adapter, Api, KernelArg, Loc, MemArg, UsmRef};
 pub use dynamic::{AdapterHost, ArgValue, BufferInfo, DynAdapter};
 pub use error::{Error, HandleKind, LaunchLimit, Result};
 pub use handles::{BufferId, ContextId, DeviceId, EventId, Handle, KernelId, Location, PlatformId, ProgramId, QueueId};

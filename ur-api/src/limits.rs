@@ -259,7 +259,7 @@ pub enum NativeOf {
 }
 
 /// An adapter object whose native handle is asked for.
-pub enum NativeObj<'a, A: crate::Adapter + ?Sized> {
+pub enum NativeObj<'a, A: crate::adapter::Api + ?Sized> {
     /// A platform.
     Platform(&'a A::Platform),
     /// A device.
@@ -274,7 +274,7 @@ pub enum NativeObj<'a, A: crate::Adapter + ?Sized> {
     Kernel(&'a A::Kernel),
 }
 
-impl<A: crate::Adapter + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
+impl<A: crate::adapter::Api + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             NativeObj::Platform(_) => "Platform",

@@ -1,7 +1,7 @@
 //! Device partitioning: how a device can be split into sub-devices
 //! ([`PartitionCaps`], in [`DeviceLimits`](crate::DeviceLimits)) and one
 //! request to split it ([`Partition`], taken by
-//! [`Adapter::partition_device`](crate::Adapter::partition_device)).
+//! [`Devices::partition_device`](crate::adapter::Devices::partition_device)).
 //!
 //! The flag values are OpenCL's and Unified Runtime's (they agree), so the
 //! adapters and the C ABI convert with `bits()`.

@@ -246,7 +246,7 @@ impl Runtime {
         a.memory_connection(src, dst)
     }
 
-    /// Waits for events, of any adapters. As [`Adapter::wait`]
+    /// Waits for events, of any adapters. As [`Commands::wait`](crate::adapter::Commands::wait)
     /// promises, it returns only when every event is complete (or failed,
     /// or its device lost), reporting the first failure: a failure of one
     /// adapter's events does not cut the wait for another's short.
@@ -282,7 +282,7 @@ impl Runtime {
     dyn_entry_points!(runtime_forwarders);
 
     /// Waits for `event` and releases it. Trusts the wait's contract
-    /// ([`Adapter::wait`]): an error means the
+    /// ([`Commands::wait`](crate::adapter::Commands::wait)): an error means the
     /// command failed or its device was lost. (The blocking helpers,
     /// [`Runtime::read`] and the others, which know the command's queue,
     /// also finish it after a failed wait.)

@@ -10,6 +10,7 @@ use ur_api::{
 
 use crate::conv;
 use crate::driver::{self, Attr, Device, Event, PrimaryCtx};
+use ur_api::Loc;
 
 /// The one CUDA platform.
 #[derive(Debug)]
@@ -110,22 +111,6 @@ impl CtxInner {
     }
 }
 
-pub(crate) fn platforms() -> Result<Vec<CudaPlatform>> {
-    if let Err(reason) = driver::load() {
-        tracing::info!(%reason, "CUDA absent: no platforms");
-        return Ok(Vec::new());
-    }
-    let count = driver::device_count()?;
-    let version = driver::driver_version()?;
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    Ok(vec![CudaPlatform {
-        driver_version: version,
-        count,
-    }])
-}
-
 pub(crate) fn platform_info(p: &CudaPlatform) -> PlatformInfo {
     PlatformInfo {
         name: "NVIDIA CUDA".into(),
@@ -133,76 +118,6 @@ pub(crate) fn platform_info(p: &CudaPlatform) -> PlatformInfo {
         version: format!("CUDA {}", conv::cuda_version(p.driver_version)),
         backend: Backend::Cuda,
     }
-}
-
-pub(crate) fn devices(p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
-    let siblings = Arc::new(Siblings::default());
-    let handles = (0..p.count).map(driver::device).collect::<Result<Vec<_>>>()?;
-    let mut out = Vec::new();
-    for &dev in &handles {
-        let name = driver::device_name(dev)?;
-        let total = driver::device_total_mem(dev)?;
-        let mut peers = Vec::new();
-        for &other in handles.iter().filter(|&&o| o != dev) {
-            if driver::can_access_peer(dev, other)? {
-                peers.push(other);
-            }
-        }
-        let a = |x| driver::device_attribute(dev, x);
-        // Limits a driver may no longer report (the clock rate, deprecated
-        // in CUDA 13) read as 0, never as a failed enumeration.
-        let opt = |x| driver::device_attribute(dev, x).map_or(0, |v| v.max(0));
-        let limits = conv::LimitAttrs {
-            cc: (
-                a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-                a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-            ),
-            max_block: [
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
-            ],
-            max_threads: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as usize,
-            warp: opt(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE) as u32,
-            clock_khz: opt(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
-            l2_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) as u64,
-            const_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY) as u64,
-            concurrent_managed: opt(Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0,
-        };
-        let ctx = PrimaryCtx::retain(dev)?;
-        let inner = DevInner {
-            dev,
-            ctx,
-            name,
-            cc: limits.cc,
-            total_mem: total,
-            sm_count: a(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-            max_threads: limits.max_threads,
-            max_block: limits.max_block,
-            max_grid: [
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as usize,
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as usize,
-                a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as usize,
-            ],
-            max_pitch: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_PITCH)? as usize,
-            shared_mem: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
-            integrated: a(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0,
-            // Shared USM needs managed memory the host may touch while kernels run.
-            managed: a(Attr::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0
-                && a(Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
-            host_register: a(Attr::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED)? != 0,
-            map_host: a(Attr::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0
-                && a(Attr::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? != 0,
-            peers,
-            limits,
-            driver_version: p.driver_version,
-            siblings: siblings.clone(),
-            event_pool: Mutex::new(Vec::new()),
-        };
-        out.push(CudaDevice(Arc::new(inner)));
-    }
-    let _ = siblings.0.set(out.iter().map(|d| Arc::downgrade(&d.0)).collect());
-    Ok(out)
 }
 
 pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
@@ -255,33 +170,7 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         )
 }
 
-/// A context over `devices`; enables peer access between every pair of its
-/// devices that supports it (in both directions where possible).
-pub(crate) fn create_context(devices: &[&CudaDevice]) -> Result<CudaContext> {
-    let devs: Vec<Arc<DevInner>> = devices.iter().map(|d| d.0.clone()).collect();
-    let mut peer_enabled = Vec::new();
-    for dst in &devs {
-        for src in devs.iter().filter(|s| dst.peers.contains(&s.dev)) {
-            dst.bind()?;
-            match src.ctx.enable_access_from_current() {
-                Ok(()) => peer_enabled.push((src.dev, dst.dev)),
-                // E.g. too many peers: the pair stays Migratable.
-                Err(e) => tracing::warn!(
-                    src = %src.name,
-                    dst = %dst.name,
-                    error = %e,
-                    "peer access not enabled"
-                ),
-            }
-        }
-    }
-    Ok(CudaContext(Arc::new(CtxInner {
-        devices: devs,
-        peer_enabled,
-    })))
-}
-
-/// The connection answer for two locations (see [`conv::connection`]).
+/// The connection answer for two locations (see `conv::connection`).
 pub(crate) fn memory_connection(src: (&CtxInner, &DevInner), dst: (&CtxInner, &DevInner)) -> MemoryConnection {
     let ((sc, sd), (dc, dd)) = (src, dst);
     conv::connection(
@@ -289,4 +178,135 @@ pub(crate) fn memory_connection(src: (&CtxInner, &DevInner), dst: (&CtxInner, &D
         std::ptr::eq(sc, dc) && sc.peer_enabled.contains(&(sd.dev, dd.dev)),
         dd.peers.contains(&sd.dev),
     )
+}
+
+impl ur_api::adapter::Devices for crate::CudaAdapter {
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+
+    fn platforms(&self) -> Result<Vec<CudaPlatform>> {
+        if let Err(reason) = driver::load() {
+            tracing::info!(%reason, "CUDA absent: no platforms");
+            return Ok(Vec::new());
+        }
+        let count = driver::device_count()?;
+        let version = driver::driver_version()?;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(vec![CudaPlatform {
+            driver_version: version,
+            count,
+        }])
+    }
+
+    fn platform_info(&self, platform: &CudaPlatform) -> Result<PlatformInfo> {
+        Ok(platform_info(platform))
+    }
+
+    fn devices(&self, p: &CudaPlatform) -> Result<Vec<CudaDevice>> {
+        let siblings = Arc::new(Siblings::default());
+        let handles = (0..p.count).map(driver::device).collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::new();
+        for &dev in &handles {
+            let name = driver::device_name(dev)?;
+            let total = driver::device_total_mem(dev)?;
+            let mut peers = Vec::new();
+            for &other in handles.iter().filter(|&&o| o != dev) {
+                if driver::can_access_peer(dev, other)? {
+                    peers.push(other);
+                }
+            }
+            let a = |x| driver::device_attribute(dev, x);
+            // Limits a driver may no longer report (the clock rate, deprecated
+            // in CUDA 13) read as 0, never as a failed enumeration.
+            let opt = |x| driver::device_attribute(dev, x).map_or(0, |v| v.max(0));
+            let limits = conv::LimitAttrs {
+                cc: (
+                    a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                    a(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+                ),
+                max_block: [
+                    a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)? as usize,
+                    a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)? as usize,
+                    a(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)? as usize,
+                ],
+                max_threads: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as usize,
+                warp: opt(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE) as u32,
+                clock_khz: opt(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as u32,
+                l2_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) as u64,
+                const_bytes: opt(Attr::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY) as u64,
+                concurrent_managed: opt(Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0,
+            };
+            let ctx = PrimaryCtx::retain(dev)?;
+            let inner = DevInner {
+                dev,
+                ctx,
+                name,
+                cc: limits.cc,
+                total_mem: total,
+                sm_count: a(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+                max_threads: limits.max_threads,
+                max_block: limits.max_block,
+                max_grid: [
+                    a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as usize,
+                    a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as usize,
+                    a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)? as usize,
+                ],
+                max_pitch: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_PITCH)? as usize,
+                shared_mem: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u64,
+                integrated: a(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0,
+                // Shared USM needs managed memory the host may touch while kernels run.
+                managed: a(Attr::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0
+                    && a(Attr::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
+                host_register: a(Attr::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED)? != 0,
+                map_host: a(Attr::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? != 0
+                    && a(Attr::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? != 0,
+                peers,
+                limits,
+                driver_version: p.driver_version,
+                siblings: siblings.clone(),
+                event_pool: Mutex::new(Vec::new()),
+            };
+            out.push(CudaDevice(Arc::new(inner)));
+        }
+        let _ = siblings.0.set(out.iter().map(|d| Arc::downgrade(&d.0)).collect());
+        Ok(out)
+    }
+
+    fn device_info(&self, device: &CudaDevice) -> Result<DeviceInfo> {
+        Ok(device_info(&device.0))
+    }
+
+    /// A context over `devices`; enables peer access between every pair of its
+    /// devices that supports it (in both directions where possible).
+    fn create_context(&self, devices: &[&CudaDevice]) -> Result<CudaContext> {
+        let devs: Vec<Arc<DevInner>> = devices.iter().map(|d| d.0.clone()).collect();
+        let mut peer_enabled = Vec::new();
+        for dst in &devs {
+            for src in devs.iter().filter(|s| dst.peers.contains(&s.dev)) {
+                dst.bind()?;
+                match src.ctx.enable_access_from_current() {
+                    Ok(()) => peer_enabled.push((src.dev, dst.dev)),
+                    // E.g. too many peers: the pair stays Migratable.
+                    Err(e) => tracing::warn!(
+                        src = %src.name,
+                        dst = %dst.name,
+                        error = %e,
+                        "peer access not enabled"
+                    ),
+                }
+            }
+        }
+        Ok(CudaContext(Arc::new(CtxInner {
+            devices: devs,
+            peer_enabled,
+        })))
+    }
+
+    /// The connection answer for two locations (see `conv::connection`).
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        memory_connection((&src.0 .0, &src.1 .0), (&dst.0 .0, &dst.1 .0))
+    }
 }

@@ -4,7 +4,7 @@
 //! [`cudarc`] (features `dynamic-loading`, `driver`, `nvrtc`).
 //!
 //! ```
-//! use ur_api::Adapter;
+//! use ur_api::adapter::Devices;
 //! let cuda = ur_cuda::CudaAdapter::new();
 //! // With no driver installed this is an empty list, never a panic.
 //! let platforms = cuda.platforms().unwrap();
@@ -17,7 +17,7 @@
 //!   libcuda (or a symbol) is missing. Before the first driver call the
 //!   adapter checks that the library is present and that it exports every
 //!   entry point the adapter uses, then calls `cuInit`; any failure is
-//!   logged and [`Adapter::platforms`] returns an empty list. NVRTC is
+//!   logged and [`Devices::platforms`](ur_api::adapter::Devices::platforms) returns an empty list. NVRTC is
 //!   checked the same way: without it devices accept PTX only (the
 //!   [`ProgramFormats::CUDA_C`](ur_api::ProgramFormats) flag is off).
 //! - **One platform with every device.** Each device is used through its
@@ -88,7 +88,7 @@
 //!   device addresses. Global offsets and local-memory arguments have no
 //!   CUDA equivalent: the devices set neither `DeviceCaps::GLOBAL_OFFSET`
 //!   nor `DeviceCaps::LOCAL_MEMORY_ARGS`, so the dyn layer refuses them.
-//!   [`Adapter::kernel_info`] reports parameter sizes where the driver
+//!   [`Kernels::kernel_info`](ur_api::adapter::Kernels::kernel_info) reports parameter sizes where the driver
 //!   knows them (`cuFuncGetParamInfo`, 12.4+), so the dyn layer checks
 //!   argument counts and sizes; with an older driver nothing can check them.
 //! - **Queues are streams** (non-blocking, in order); each command records
@@ -120,12 +120,6 @@ pub use memory::{CudaBuffer, CudaUsm};
 pub use program::{CudaKernel, CudaProgram};
 pub use queue::{CudaEvent, CudaQueue};
 
-use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags,
-    MemArg, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result,
-    UsmAdvice, UsmDesc, UsmPtr, UsmRef,
-};
-
 /// The CUDA adapter. Creating it touches no library; the driver is looked
 /// for when platforms are listed.
 #[derive(Debug, Default)]
@@ -156,7 +150,7 @@ impl CudaAdapter {
     }
 }
 
-impl Adapter for CudaAdapter {
+impl ur_api::Api for CudaAdapter {
     type Platform = CudaPlatform;
     type Device = CudaDevice;
     type Context = CudaContext;
@@ -166,270 +160,4 @@ impl Adapter for CudaAdapter {
     type Event = CudaEvent;
     type Program = CudaProgram;
     type Kernel = CudaKernel;
-
-    fn backend(&self) -> Backend {
-        Backend::Cuda
-    }
-
-    fn platforms(&self) -> Result<Vec<CudaPlatform>> {
-        device::platforms()
-    }
-
-    fn platform_info(&self, platform: &CudaPlatform) -> Result<PlatformInfo> {
-        Ok(device::platform_info(platform))
-    }
-
-    fn devices(&self, platform: &CudaPlatform) -> Result<Vec<CudaDevice>> {
-        device::devices(platform)
-    }
-
-    fn device_info(&self, device: &CudaDevice) -> Result<DeviceInfo> {
-        Ok(device::device_info(&device.0))
-    }
-
-    fn create_context(&self, devices: &[&CudaDevice]) -> Result<CudaContext> {
-        device::create_context(devices)
-    }
-
-    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
-        device::memory_connection((&src.0 .0, &src.1 .0), (&dst.0 .0, &dst.1 .0))
-    }
-
-    unsafe fn create_buffer(
-        &self,
-        ctx: &CudaContext,
-        desc: &BufferDesc<&CudaDevice>,
-        init: Option<HostPtr>,
-    ) -> Result<CudaBuffer> {
-        // SAFETY: the caller keeps create_buffer's contract, forwarded as is.
-        unsafe { memory::create_buffer(&ctx.0, desc, init) }
-    }
-
-    unsafe fn create_sub_buffer(&self, parent: &CudaBuffer, offset: usize, size: usize) -> Result<CudaBuffer> {
-        // The caller guarantees the window lies inside the parent; the
-        // commands on it carry their own ranges.
-        let _ = size;
-        Ok(memory::create_sub_buffer(parent, offset))
-    }
-
-    fn usm_alloc(&self, ctx: &CudaContext, desc: &UsmDesc<&CudaDevice>) -> Result<(CudaUsm, UsmPtr)> {
-        memory::usm_alloc(&ctx.0, desc)
-    }
-
-    // `usm_free` is the trait's default: dropping a `CudaUsm` waits for the
-    // devices and frees it.
-
-    unsafe fn lock_host(&self, ctx: &CudaContext, mem: HostPtr) -> Result<DeviceAddr> {
-        // SAFETY: the caller keeps lock_host's contract, forwarded as is.
-        unsafe { memory::lock_host(&ctx.0, mem) }
-    }
-
-    unsafe fn unlock_host(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
-        // SAFETY: the caller keeps unlock_host's contract, forwarded as is.
-        unsafe { memory::unlock_host(&ctx.0, mem) }
-    }
-
-    fn create_queue(&self, ctx: &CudaContext, device: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
-        queue::create_queue(ctx, device, props)
-    }
-
-    fn flush(&self, _queue: &CudaQueue) -> Result<()> {
-        // CUDA submits work when it is enqueued.
-        Ok(())
-    }
-
-    fn finish(&self, queue: &CudaQueue) -> Result<()> {
-        queue::finish(queue)
-    }
-
-    fn event_status(&self, event: &CudaEvent) -> Result<EventStatus> {
-        queue::event_status(event)
-    }
-
-    fn wait(&self, events: &[&CudaEvent]) -> Result<()> {
-        queue::wait(events)
-    }
-
-    fn event_profiling(&self, event: &CudaEvent) -> Result<ProfilingInfo> {
-        queue::event_profiling(event)
-    }
-
-    fn create_program(&self, ctx: &CudaContext, source: &ProgramSource, options: &str) -> Result<CudaProgram> {
-        program::create_program(&ctx.0, source, options)
-    }
-
-    fn create_kernel(&self, program: &CudaProgram, name: &str) -> Result<CudaKernel> {
-        program::create_kernel(program, name)
-    }
-
-    fn kernel_info(&self, kernel: &CudaKernel) -> KernelInfo {
-        program::kernel_info(kernel)
-    }
-
-    unsafe fn enqueue_read(
-        &self,
-        q: &CudaQueue,
-        b: &CudaBuffer,
-        offset: usize,
-        dst: HostPtr,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::read(q, b, offset, dst, w) }
-    }
-
-    unsafe fn enqueue_write(
-        &self,
-        q: &CudaQueue,
-        b: &CudaBuffer,
-        offset: usize,
-        src: HostPtr,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::write(q, b, offset, src, w) }
-    }
-
-    unsafe fn enqueue_copy(
-        &self,
-        q: &CudaQueue,
-        src: &CudaBuffer,
-        src_offset: usize,
-        dst: &CudaBuffer,
-        dst_offset: usize,
-        size: usize,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::copy(q, src, src_offset, dst, dst_offset, size, w) }
-    }
-
-    unsafe fn enqueue_copy_rect(
-        &self,
-        q: &CudaQueue,
-        src: &CudaBuffer,
-        dst: &CudaBuffer,
-        rect: &RectCopy,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::copy_rect(q, src, dst, rect, w) }
-    }
-
-    unsafe fn enqueue_read_rect(
-        &self,
-        q: &CudaQueue,
-        b: &CudaBuffer,
-        rect: &RectCopy,
-        dst: HostPtr,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::read_rect(q, b, rect, dst, w) }
-    }
-
-    unsafe fn enqueue_write_rect(
-        &self,
-        q: &CudaQueue,
-        b: &CudaBuffer,
-        rect: &RectCopy,
-        src: HostPtr,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::write_rect(q, b, rect, src, w) }
-    }
-
-    unsafe fn enqueue_fill(
-        &self,
-        q: &CudaQueue,
-        b: &CudaBuffer,
-        offset: usize,
-        size: usize,
-        pattern: &[u8],
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::fill(q, b, offset, size, pattern, w) }
-    }
-
-    unsafe fn enqueue_map(
-        &self,
-        q: &CudaQueue,
-        b: &CudaBuffer,
-        flags: MapFlags,
-        offset: usize,
-        size: usize,
-        w: &[&CudaEvent],
-    ) -> Result<(CudaEvent, HostPtr)> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::map(q, b, flags, offset, size, w) }
-    }
-
-    unsafe fn enqueue_unmap(
-        &self,
-        q: &CudaQueue,
-        b: &CudaBuffer,
-        mapped: HostPtr,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps enqueue_unmap's contract, forwarded as is.
-        unsafe { queue::unmap(q, b, mapped, w) }
-    }
-
-    unsafe fn enqueue_usm_copy(
-        &self,
-        q: &CudaQueue,
-        dst: MemArg<'_, Self>,
-        src: MemArg<'_, Self>,
-        size: usize,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::usm_copy(q, dst, src, size, w) }
-    }
-
-    unsafe fn enqueue_usm_fill(
-        &self,
-        q: &CudaQueue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        pattern: &[u8],
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::usm_fill(q, ptr, size, pattern, w) }
-    }
-
-    unsafe fn enqueue_usm_prefetch(
-        &self,
-        q: &CudaQueue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { queue::usm_prefetch(q, ptr, size, w) }
-    }
-
-    unsafe fn usm_advise(&self, q: &CudaQueue, ptr: UsmRef<'_, Self>, size: usize, advice: UsmAdvice) -> Result<()> {
-        // SAFETY: the caller keeps usm_advise's contract, forwarded as is.
-        unsafe { queue::usm_advise(q, ptr, size, advice) }
-    }
-
-    unsafe fn enqueue_launch(
-        &self,
-        q: &CudaQueue,
-        kernel: &CudaKernel,
-        range: &NdRange,
-        args: &[KernelArg<'_, Self>],
-        w: &[&CudaEvent],
-    ) -> Result<CudaEvent> {
-        // SAFETY: the caller keeps the launch contract, forwarded as is.
-        unsafe { program::launch(q, kernel, range, args, w) }
-    }
-
-    fn enqueue_barrier(&self, q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {
-        queue::barrier(q, w)
-    }
 }

@@ -11,6 +11,10 @@ use ur_api::{BufferDesc, DeviceAddr, Error, HostPtr, MapFlags, MemFlags, Result,
 use crate::conv;
 use crate::device::{CtxInner, CudaDevice, DevInner};
 use crate::driver::{self, DeviceMem, DevicePtr, HostMem, Registration};
+use crate::CudaContext;
+use crate::CudaEvent;
+use crate::CudaQueue;
+use ur_api::{MemArg, RectCopy, UsmRef};
 
 /// Sub-buffer offsets must be multiples of this: `cuMemAlloc`'s guaranteed
 /// alignment, so a sub-buffer is as aligned for kernels as a buffer.
@@ -126,7 +130,7 @@ fn target<'a>(ctx: &'a CtxInner, hint: Option<&'a CudaDevice>) -> &'a Arc<DevInn
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::create_buffer`].
+/// The contract of [`ur_api::adapter::Memory::create_buffer`].
 pub(crate) unsafe fn create_buffer(
     ctx: &CtxInner,
     desc: &BufferDesc<&CudaDevice>,
@@ -313,7 +317,7 @@ pub(crate) unsafe fn advise(dev: &DevInner, addr: u64, size: usize, advice: UsmA
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::lock_host`].
+/// The contract of [`ur_api::adapter::HostLocking::lock_host`].
 pub(crate) unsafe fn lock_host(ctx: &CtxInner, mem: HostPtr) -> Result<DeviceAddr> {
     ctx.first().bind()?;
     let p: *mut c_void = mem.as_ptr().cast();
@@ -334,10 +338,205 @@ pub(crate) unsafe fn lock_host(ctx: &CtxInner, mem: HostPtr) -> Result<DeviceAdd
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::unlock_host`].
+/// The contract of [`ur_api::adapter::HostLocking::unlock_host`].
 pub(crate) unsafe fn unlock_host(ctx: &CtxInner, mem: HostPtr) -> Result<()> {
     ctx.first().bind()?;
     // SAFETY: the caller guarantees (unlock_host's contract) exactly a
     // locked range; unregistering does not access the memory.
     unsafe { driver::host_unregister(mem.as_ptr().cast()) }
+}
+
+impl ur_api::adapter::Memory for crate::CudaAdapter {
+    unsafe fn create_buffer(
+        &self,
+        ctx: &CudaContext,
+        desc: &BufferDesc<&CudaDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<CudaBuffer> {
+        // SAFETY: the caller keeps create_buffer's contract, forwarded as is.
+        unsafe { create_buffer(&ctx.0, desc, init) }
+    }
+
+    unsafe fn enqueue_read(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        offset: usize,
+        dst: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::read(q, b, offset, dst, w) }
+    }
+
+    unsafe fn enqueue_write(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        offset: usize,
+        src: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::write(q, b, offset, src, w) }
+    }
+
+    unsafe fn enqueue_copy(
+        &self,
+        q: &CudaQueue,
+        src: &CudaBuffer,
+        src_offset: usize,
+        dst: &CudaBuffer,
+        dst_offset: usize,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::copy(q, src, src_offset, dst, dst_offset, size, w) }
+    }
+
+    unsafe fn enqueue_copy_rect(
+        &self,
+        q: &CudaQueue,
+        src: &CudaBuffer,
+        dst: &CudaBuffer,
+        rect: &RectCopy,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::copy_rect(q, src, dst, rect, w) }
+    }
+
+    unsafe fn enqueue_read_rect(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::read_rect(q, b, rect, dst, w) }
+    }
+
+    unsafe fn enqueue_write_rect(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::write_rect(q, b, rect, src, w) }
+    }
+
+    unsafe fn enqueue_fill(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::fill(q, b, offset, size, pattern, w) }
+    }
+}
+
+impl ur_api::adapter::SubBuffers for crate::CudaAdapter {
+    unsafe fn create_sub_buffer(&self, parent: &CudaBuffer, offset: usize, size: usize) -> Result<CudaBuffer> {
+        // The caller guarantees the window lies inside the parent; the
+        // commands on it carry their own ranges.
+        let _ = size;
+        Ok(create_sub_buffer(parent, offset))
+    }
+}
+
+impl ur_api::adapter::Mapping for crate::CudaAdapter {
+    unsafe fn enqueue_map(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        flags: MapFlags,
+        offset: usize,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<(CudaEvent, HostPtr)> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::map(q, b, flags, offset, size, w) }
+    }
+
+    unsafe fn enqueue_unmap(
+        &self,
+        q: &CudaQueue,
+        b: &CudaBuffer,
+        mapped: HostPtr,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps enqueue_unmap's contract, forwarded as is.
+        unsafe { crate::queue::unmap(q, b, mapped, w) }
+    }
+}
+
+impl ur_api::adapter::HostLocking for crate::CudaAdapter {
+    // `usm_free` is the trait's default: dropping a `CudaUsm` waits for the
+    // devices and frees it.
+
+    unsafe fn lock_host(&self, ctx: &CudaContext, mem: HostPtr) -> Result<DeviceAddr> {
+        // SAFETY: the caller keeps lock_host's contract, forwarded as is.
+        unsafe { lock_host(&ctx.0, mem) }
+    }
+
+    unsafe fn unlock_host(&self, ctx: &CudaContext, mem: HostPtr) -> Result<()> {
+        // SAFETY: the caller keeps unlock_host's contract, forwarded as is.
+        unsafe { unlock_host(&ctx.0, mem) }
+    }
+}
+
+impl ur_api::adapter::UnifiedMemory for crate::CudaAdapter {
+    fn usm_alloc(&self, ctx: &CudaContext, desc: &UsmDesc<&CudaDevice>) -> Result<(CudaUsm, UsmPtr)> {
+        usm_alloc(&ctx.0, desc)
+    }
+
+    unsafe fn enqueue_usm_copy(
+        &self,
+        q: &CudaQueue,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::usm_copy(q, dst, src, size, w) }
+    }
+
+    unsafe fn enqueue_usm_fill(
+        &self,
+        q: &CudaQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        pattern: &[u8],
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::usm_fill(q, ptr, size, pattern, w) }
+    }
+
+    unsafe fn enqueue_usm_prefetch(
+        &self,
+        q: &CudaQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the command contract, forwarded as is.
+        unsafe { crate::queue::usm_prefetch(q, ptr, size, w) }
+    }
+
+    unsafe fn usm_advise(&self, q: &CudaQueue, ptr: UsmRef<'_, Self>, size: usize, advice: UsmAdvice) -> Result<()> {
+        // SAFETY: the caller keeps usm_advise's contract, forwarded as is.
+        unsafe { crate::queue::usm_advise(q, ptr, size, advice) }
+    }
 }

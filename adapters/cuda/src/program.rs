@@ -10,6 +10,7 @@ use crate::device::{CtxInner, DevInner};
 use crate::driver::{self, Device, Function, Module};
 use crate::queue::{submit, CudaEvent, CudaQueue};
 use crate::CudaAdapter;
+use crate::CudaContext;
 
 /// A program: one loaded module per device of its context.
 #[derive(Debug, Clone)]
@@ -107,46 +108,13 @@ pub(crate) fn create_program(ctx: &CtxInner, source: &ProgramSource, options: &s
     Ok(CudaProgram(Arc::new(inner)))
 }
 
-/// Looks a kernel up by its (unmangled: declare kernels `extern "C"`) name.
-pub(crate) fn create_kernel(p: &CudaProgram, name: &str) -> Result<CudaKernel> {
-    let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
-    let mut funcs = Vec::new();
-    for (dev, m) in &p.0.modules {
-        dev.bind()?;
-        match m.function(&cname)? {
-            Some(f) => funcs.push((dev.dev, f)),
-            None => return Err(Error::KernelNotFound { name: name.to_owned() }),
-        }
-    }
-    // A kernel whose parameter layout is unknown could not be launched
-    // soundly (see `device_info`): refuse it here rather than launch blind.
-    let params = match funcs.first() {
-        // SAFETY: the function's module is loaded (the program is alive).
-        Some(&(_, f)) => unsafe { f.param_sizes() }
-            .ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?,
-        None => Vec::new(),
-    };
-    Ok(CudaKernel {
-        funcs,
-        params,
-        _program: p.clone(),
-    })
-}
-
-/// What the dyn layer checks launches against: the parameter sizes the
-/// driver reports (`cuFuncGetParamInfo`, CUDA 12.4+; devices of older
-/// drivers do not advertise `KERNELS`, see `device_info`).
-pub(crate) fn kernel_info(k: &CudaKernel) -> KernelInfo {
-    KernelInfo::with_arg_sizes(k.params.clone())
-}
-
 /// Launches with grid = global / block (see [`conv::launch_dims`]).
 /// Buffers and USM pointers pass as 8-byte device addresses, scalars as
 /// their bytes.
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::enqueue_launch`]. The devices set
+/// The contract of [`ur_api::adapter::Kernels::enqueue_launch`]. The devices set
 /// neither `GLOBAL_OFFSET` nor `LOCAL_MEMORY_ARGS`, so the range has no
 /// offset and no argument is local memory.
 pub(crate) unsafe fn launch(
@@ -189,4 +157,55 @@ pub(crate) unsafe fn launch(
         // the kernel.
         unsafe { driver::launch_kernel(f, grid, block, &mut ptrs, s) }
     })
+}
+
+impl ur_api::adapter::Kernels for crate::CudaAdapter {
+    fn create_program(&self, ctx: &CudaContext, source: &ProgramSource, options: &str) -> Result<CudaProgram> {
+        create_program(&ctx.0, source, options)
+    }
+
+    /// Looks a kernel up by its (unmangled: declare kernels `extern "C"`) name.
+    fn create_kernel(&self, p: &CudaProgram, name: &str) -> Result<CudaKernel> {
+        let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
+        let mut funcs = Vec::new();
+        for (dev, m) in &p.0.modules {
+            dev.bind()?;
+            match m.function(&cname)? {
+                Some(f) => funcs.push((dev.dev, f)),
+                None => return Err(Error::KernelNotFound { name: name.to_owned() }),
+            }
+        }
+        // A kernel whose parameter layout is unknown could not be launched
+        // soundly (see `device_info`): refuse it here rather than launch blind.
+        let params = match funcs.first() {
+            // SAFETY: the function's module is loaded (the program is alive).
+            Some(&(_, f)) => unsafe { f.param_sizes() }
+                .ok_or_else(|| Error::unsupported("kernels whose parameters the driver cannot report"))?,
+            None => Vec::new(),
+        };
+        Ok(CudaKernel {
+            funcs,
+            params,
+            _program: p.clone(),
+        })
+    }
+
+    /// What the dyn layer checks launches against: the parameter sizes the
+    /// driver reports (`cuFuncGetParamInfo`, CUDA 12.4+; devices of older
+    /// drivers do not advertise `KERNELS`, see `device_info`).
+    fn kernel_info(&self, k: &CudaKernel) -> KernelInfo {
+        KernelInfo::with_arg_sizes(k.params.clone())
+    }
+
+    unsafe fn enqueue_launch(
+        &self,
+        q: &CudaQueue,
+        kernel: &CudaKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        w: &[&CudaEvent],
+    ) -> Result<CudaEvent> {
+        // SAFETY: the caller keeps the launch contract, forwarded as is.
+        unsafe { launch(q, kernel, range, args, w) }
+    }
 }

@@ -125,26 +125,6 @@ impl Drop for CudaEvent {
     }
 }
 
-pub(crate) fn create_queue(_ctx: &CudaContext, dev: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
-    let d = dev.0.clone();
-    d.bind()?;
-    let mut q = CudaQueue {
-        stream: Stream::new()?,
-        prof: None,
-        dev: d,
-    };
-    if props.profiling {
-        let origin = RawEvent::new(&q.dev, true)?;
-        origin.record(&q.stream)?;
-        origin.ev().synchronize()?;
-        q.prof = Some(Arc::new(ProfBase {
-            origin,
-            base_ns: now_ns(),
-        }));
-    }
-    Ok(q)
-}
-
 /// Enqueues `op` on the queue after the wait list, bracketed by events.
 pub(crate) fn submit(
     q: &CudaQueue,
@@ -176,50 +156,6 @@ pub(crate) fn submit(
         keep,
         dev: q.dev.clone(),
     })
-}
-
-pub(crate) fn finish(q: &CudaQueue) -> Result<()> {
-    q.dev.bind()?;
-    q.stream.synchronize()
-}
-
-pub(crate) fn event_status(e: &CudaEvent) -> Result<EventStatus> {
-    e.dev.bind()?;
-    Ok(match e.end.ev().query() {
-        Ok(true) => EventStatus::Complete,
-        Ok(false) => EventStatus::Submitted,
-        Err(err) => EventStatus::Failed(err),
-    })
-}
-
-/// Synchronizes every event, even after one fails (`Adapter::wait`'s
-/// promise: a failure does not end the wait for the others early), and
-/// reports the first failure. `cuEventSynchronize` itself returns only
-/// once the event has completed, or with the context's sticky error (the
-/// device is lost to this process).
-pub(crate) fn wait(events: &[&CudaEvent]) -> Result<()> {
-    let mut first = Ok(());
-    for e in events {
-        let r = e.dev.bind().and_then(|()| e.end.ev().synchronize());
-        if first.is_ok() {
-            first = r;
-        }
-    }
-    first
-}
-
-pub(crate) fn event_profiling(e: &CudaEvent) -> Result<ProfilingInfo> {
-    let Some((start, base)) = &e.start else {
-        return Err(Error::ProfilingUnavailable(
-            "the event's queue was created without profiling",
-        ));
-    };
-    if event_status(e)? != EventStatus::Complete {
-        return Err(Error::ProfilingUnavailable("the command has not completed"));
-    }
-    let to_start = base.origin.elapsed_ms(start)?;
-    let run = start.elapsed_ms(&e.end)?;
-    Ok(conv::profiling(base.base_ns, e.queued_ns, to_start, run))
 }
 
 // ---- memory operations ----
@@ -656,7 +592,7 @@ pub(crate) unsafe fn usm_prefetch(
 ///
 /// # Safety
 ///
-/// The contract of [`ur_api::Adapter::usm_advise`].
+/// The contract of [`ur_api::adapter::UnifiedMemory::usm_advise`].
 pub(crate) unsafe fn usm_advise(
     q: &CudaQueue,
     ptr: UsmRef<'_, CudaAdapter>,
@@ -674,4 +610,81 @@ pub(crate) unsafe fn usm_advise(
 
 pub(crate) fn barrier(q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {
     submit(q, w, Vec::new(), |_| Ok(()))
+}
+
+impl ur_api::adapter::Commands for crate::CudaAdapter {
+    fn create_queue(&self, _ctx: &CudaContext, dev: &CudaDevice, props: &QueueProps) -> Result<CudaQueue> {
+        let d = dev.0.clone();
+        d.bind()?;
+        let mut q = CudaQueue {
+            stream: Stream::new()?,
+            prof: None,
+            dev: d,
+        };
+        if props.profiling {
+            let origin = RawEvent::new(&q.dev, true)?;
+            origin.record(&q.stream)?;
+            origin.ev().synchronize()?;
+            q.prof = Some(Arc::new(ProfBase {
+                origin,
+                base_ns: now_ns(),
+            }));
+        }
+        Ok(q)
+    }
+
+    fn flush(&self, _queue: &CudaQueue) -> Result<()> {
+        // CUDA submits work when it is enqueued.
+        Ok(())
+    }
+
+    fn finish(&self, q: &CudaQueue) -> Result<()> {
+        q.dev.bind()?;
+        q.stream.synchronize()
+    }
+
+    fn event_status(&self, e: &CudaEvent) -> Result<EventStatus> {
+        e.dev.bind()?;
+        Ok(match e.end.ev().query() {
+            Ok(true) => EventStatus::Complete,
+            Ok(false) => EventStatus::Submitted,
+            Err(err) => EventStatus::Failed(err),
+        })
+    }
+
+    /// Synchronizes every event, even after one fails (`Adapter::wait`'s
+    /// promise: a failure does not end the wait for the others early), and
+    /// reports the first failure. `cuEventSynchronize` itself returns only
+    /// once the event has completed, or with the context's sticky error (the
+    /// device is lost to this process).
+    fn wait(&self, events: &[&CudaEvent]) -> Result<()> {
+        let mut first = Ok(());
+        for e in events {
+            let r = e.dev.bind().and_then(|()| e.end.ev().synchronize());
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    fn enqueue_barrier(&self, q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {
+        barrier(q, w)
+    }
+}
+
+impl ur_api::adapter::Profiling for crate::CudaAdapter {
+    fn event_profiling(&self, e: &CudaEvent) -> Result<ProfilingInfo> {
+        let Some((start, base)) = &e.start else {
+            return Err(Error::ProfilingUnavailable(
+                "the event's queue was created without profiling",
+            ));
+        };
+        if ur_api::adapter::Commands::event_status(self, e)? != EventStatus::Complete {
+            return Err(Error::ProfilingUnavailable("the command has not completed"));
+        }
+        let to_start = base.origin.elapsed_ms(start)?;
+        let run = start.elapsed_ms(&e.end)?;
+        Ok(conv::profiling(base.base_ns, e.queued_ns, to_start, run))
+    }
 }

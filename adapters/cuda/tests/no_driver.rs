@@ -2,7 +2,7 @@
 //! report zero platforms when the driver is absent. This runs in CI, where
 //! there is no GPU and no libcuda; on a GPU machine it checks the other side.
 
-use ur_api::{Adapter, AdapterHost, Backend, DeviceSelector, DynAdapter};
+use ur_api::{adapter::prelude::*, AdapterHost, Backend, DeviceSelector, DynAdapter};
 use ur_cuda::CudaAdapter;
 
 /// An independent probe: is a libcuda there at all?

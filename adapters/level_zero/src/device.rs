@@ -14,6 +14,7 @@ use ur_api::{
 
 use crate::conv;
 use crate::queue::EventPools;
+use ur_api::Loc;
 
 /// A raw Level Zero handle that may cross threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -369,4 +370,34 @@ pub(crate) fn memory_connection(
         };
         check(r).is_ok() && can != 0
     })
+}
+
+impl ur_api::adapter::Devices for crate::LevelZeroAdapter {
+    fn backend(&self) -> Backend {
+        Backend::LevelZero
+    }
+
+    fn platforms(&self) -> Result<Vec<LevelZeroPlatform>> {
+        drivers()
+    }
+
+    fn platform_info(&self, platform: &LevelZeroPlatform) -> Result<PlatformInfo> {
+        Ok(platform_info(platform))
+    }
+
+    fn devices(&self, platform: &LevelZeroPlatform) -> Result<Vec<LevelZeroDevice>> {
+        devices(platform)
+    }
+
+    fn device_info(&self, device: &LevelZeroDevice) -> Result<DeviceInfo> {
+        Ok(device.info.clone())
+    }
+
+    fn create_context(&self, devices: &[&LevelZeroDevice]) -> Result<LevelZeroContext> {
+        create_context(devices)
+    }
+
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        memory_connection(src, dst)
+    }
 }

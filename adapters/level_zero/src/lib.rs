@@ -5,7 +5,7 @@
 //! run time, never linked.
 //!
 //! ```
-//! use ur_api::Adapter;
+//! use ur_api::adapter::Devices;
 //! let l0 = ur_level_zero::LevelZeroAdapter::new();
 //! // With no loader or no driver this is an empty list, never a panic.
 //! let platforms = l0.platforms().unwrap();
@@ -20,7 +20,7 @@
 //!   `zeInit` called once per process; any failure (no `libze1`, a loader
 //!   missing an entry point, `ZE_RESULT_ERROR_UNINITIALIZED` for no driver)
 //!   is kept as [`LevelZeroAdapter::unavailable_reason`] and
-//!   [`Adapter::platforms`] is empty.
+//!   [`Devices::platforms`](ur_api::adapter::Devices::platforms) is empty.
 //! - **Drivers are platforms; devices are root devices, each followed by its
 //!   sub-devices** (named "(sub-device N)"), so the selector and the memory
 //!   manager see tiles.
@@ -68,12 +68,7 @@ mod queue;
 
 use std::sync::Arc;
 
-use level_zero_sys::sys;
-use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MemArg,
-    MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result, UsmAdvice,
-    UsmDesc, UsmPtr, UsmRef,
-};
+use ur_api::{MemArg, RectCopy, Result};
 
 pub use device::{LevelZeroContext, LevelZeroDevice, LevelZeroPlatform};
 pub use memory::{LevelZeroBuffer, LevelZeroUsm, SUB_BUFFER_ALIGN};
@@ -243,7 +238,7 @@ fn hold(b: &LevelZeroBuffer) -> Held {
     }
 }
 
-impl Adapter for LevelZeroAdapter {
+impl ur_api::Api for LevelZeroAdapter {
     type Platform = LevelZeroPlatform;
     type Device = LevelZeroDevice;
     type Context = LevelZeroContext;
@@ -253,321 +248,11 @@ impl Adapter for LevelZeroAdapter {
     type Event = LevelZeroEvent;
     type Program = LevelZeroProgram;
     type Kernel = LevelZeroKernel;
-
-    fn backend(&self) -> Backend {
-        Backend::LevelZero
-    }
-
-    fn platforms(&self) -> Result<Vec<LevelZeroPlatform>> {
-        device::drivers()
-    }
-
-    fn platform_info(&self, platform: &LevelZeroPlatform) -> Result<PlatformInfo> {
-        Ok(device::platform_info(platform))
-    }
-
-    fn devices(&self, platform: &LevelZeroPlatform) -> Result<Vec<LevelZeroDevice>> {
-        device::devices(platform)
-    }
-
-    fn device_info(&self, device: &LevelZeroDevice) -> Result<DeviceInfo> {
-        Ok(device.info.clone())
-    }
-
-    fn create_context(&self, devices: &[&LevelZeroDevice]) -> Result<LevelZeroContext> {
-        device::create_context(devices)
-    }
-
-    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
-        device::memory_connection(src, dst)
-    }
-
-    unsafe fn create_buffer(
-        &self,
-        ctx: &LevelZeroContext,
-        desc: &BufferDesc<&LevelZeroDevice>,
-        init: Option<HostPtr>,
-    ) -> Result<LevelZeroBuffer> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { memory::create_buffer(ctx, desc, init) }
-    }
-
-    unsafe fn create_sub_buffer(&self, parent: &LevelZeroBuffer, offset: usize, _: usize) -> Result<LevelZeroBuffer> {
-        Ok(memory::sub_buffer(parent, offset))
-    }
-
-    fn usm_alloc(&self, ctx: &LevelZeroContext, desc: &UsmDesc<&LevelZeroDevice>) -> Result<(LevelZeroUsm, UsmPtr)> {
-        memory::usm_alloc(ctx, desc)
-    }
-
-    unsafe fn lock_host(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<DeviceAddr> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { memory::lock_host(ctx, mem) }
-    }
-
-    unsafe fn unlock_host(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { memory::unlock_host(ctx, mem) }
-    }
-
-    fn create_queue(
-        &self,
-        ctx: &LevelZeroContext,
-        device: &LevelZeroDevice,
-        props: &QueueProps,
-    ) -> Result<LevelZeroQueue> {
-        LevelZeroQueue::new(ctx, device, props.profiling)
-    }
-
-    fn flush(&self, _: &LevelZeroQueue) -> Result<()> {
-        Ok(()) // Immediate command lists submit at append.
-    }
-
-    fn finish(&self, queue: &LevelZeroQueue) -> Result<()> {
-        queue.finish()
-    }
-
-    fn event_status(&self, event: &LevelZeroEvent) -> Result<EventStatus> {
-        event.status()
-    }
-
-    fn wait(&self, events: &[&LevelZeroEvent]) -> Result<()> {
-        let mut first = Ok(());
-        for e in events {
-            let r = e.wait();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
-    }
-
-    fn event_profiling(&self, event: &LevelZeroEvent) -> Result<ProfilingInfo> {
-        event.profiling()
-    }
-
-    fn create_program(
-        &self,
-        ctx: &LevelZeroContext,
-        source: &ProgramSource,
-        options: &str,
-    ) -> Result<LevelZeroProgram> {
-        program::create_program(ctx, source, options)
-    }
-
-    fn create_kernel(&self, program: &LevelZeroProgram, name: &str) -> Result<LevelZeroKernel> {
-        program::create_kernel(program, name)
-    }
-
-    fn kernel_info(&self, kernel: &LevelZeroKernel) -> KernelInfo {
-        program::kernel_info(kernel)
-    }
-
-    unsafe fn enqueue_read(
-        &self,
-        q: &LevelZeroQueue,
-        buffer: &LevelZeroBuffer,
-        offset: usize,
-        dst: HostPtr,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        // SAFETY: the command contract: range in the buffer, `dst` valid.
-        unsafe { self.copy(q, dst.as_ptr().cast(), buffer.at(offset), dst.len(), hold(buffer), wait) }
-    }
-
-    unsafe fn enqueue_write(
-        &self,
-        q: &LevelZeroQueue,
-        buffer: &LevelZeroBuffer,
-        offset: usize,
-        src: HostPtr,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        // SAFETY: the command contract: range in the buffer, `src` valid.
-        unsafe { self.copy(q, buffer.at(offset), src.as_ptr().cast(), src.len(), hold(buffer), wait) }
-    }
-
-    unsafe fn enqueue_copy(
-        &self,
-        q: &LevelZeroQueue,
-        src: &LevelZeroBuffer,
-        src_offset: usize,
-        dst: &LevelZeroBuffer,
-        dst_offset: usize,
-        size: usize,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        let held = Held {
-            mem: vec![src.mem.clone(), dst.mem.clone()],
-            ..Held::default()
-        };
-        // SAFETY: the command contract: both ranges in their buffers, disjoint.
-        unsafe { self.copy(q, dst.at(dst_offset), src.at(src_offset), size, held, wait) }
-    }
-
-    unsafe fn enqueue_copy_rect(
-        &self,
-        q: &LevelZeroQueue,
-        src: &LevelZeroBuffer,
-        dst: &LevelZeroBuffer,
-        rect: &RectCopy,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        let held = Held {
-            mem: vec![src.mem.clone(), dst.mem.clone()],
-            ..Held::default()
-        };
-        // SAFETY: the command contract: both boxes inside their buffers.
-        unsafe { self.copy_rect(q, dst.at(0).cast(), src.at(0).cast(), rect, held, wait) }
-    }
-
-    unsafe fn enqueue_read_rect(
-        &self,
-        q: &LevelZeroQueue,
-        buffer: &LevelZeroBuffer,
-        rect: &RectCopy,
-        dst: HostPtr,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        // SAFETY: the command contract: boxes inside the buffer and `dst`.
-        unsafe { self.copy_rect(q, dst.as_ptr(), buffer.at(0).cast(), rect, hold(buffer), wait) }
-    }
-
-    unsafe fn enqueue_write_rect(
-        &self,
-        q: &LevelZeroQueue,
-        buffer: &LevelZeroBuffer,
-        rect: &RectCopy,
-        src: HostPtr,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        // SAFETY: the command contract: boxes inside `src` and the buffer.
-        unsafe { self.copy_rect(q, buffer.at(0).cast(), src.as_ptr(), rect, hold(buffer), wait) }
-    }
-
-    unsafe fn enqueue_fill(
-        &self,
-        q: &LevelZeroQueue,
-        buffer: &LevelZeroBuffer,
-        offset: usize,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        // SAFETY: the command contract: the range lies in the buffer.
-        unsafe { self.fill(q, buffer.at(offset), size, pattern, hold(buffer), wait) }
-    }
-
-    unsafe fn enqueue_usm_copy(
-        &self,
-        q: &LevelZeroQueue,
-        dst: MemArg<'_, Self>,
-        src: MemArg<'_, Self>,
-        size: usize,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        let mut held = Held::default();
-        let (d, s) = (mem_arg(&dst, &mut held), mem_arg(&src, &mut held));
-        // SAFETY: the command contract: both ranges valid and disjoint.
-        unsafe { self.copy(q, d, s, size, held, wait) }
-    }
-
-    unsafe fn enqueue_usm_fill(
-        &self,
-        q: &LevelZeroQueue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        let held = Held {
-            mem: vec![ptr.alloc.mem.clone()],
-            ..Held::default()
-        };
-        // SAFETY: the command contract: the range lies in the allocation.
-        unsafe { self.fill(q, ptr.alloc.mem.at(ptr.offset), size, pattern, held, wait) }
-    }
-
-    unsafe fn enqueue_usm_prefetch(
-        &self,
-        q: &LevelZeroQueue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        if ptr.alloc.kind != ur_api::UsmKind::Shared {
-            return q.barrier(wait);
-        }
-        let ze = q.ctx.driver.ze;
-        let p = ptr.alloc.mem.at(ptr.offset);
-        // The prefetch itself signals nothing: a barrier after it carries
-        // the event and the ordering.
-        let held = Held {
-            mem: vec![ptr.alloc.mem.clone()],
-            ..Held::default()
-        };
-        q.submit(wait, held, |a| {
-            // SAFETY: a range of a shared allocation; then a barrier on the
-            // prepared list, event and wait list.
-            unsafe {
-                let r = ze.zeCommandListAppendMemoryPrefetch(a.list, p, size);
-                if r != sys::ZE_RESULT_SUCCESS {
-                    return r;
-                }
-                ze.zeCommandListAppendBarrier(a.list, a.signal, a.nwait(), a.wait_ptr())
-            }
-        })
-    }
-
-    unsafe fn usm_advise(
-        &self,
-        q: &LevelZeroQueue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        advice: UsmAdvice,
-    ) -> Result<()> {
-        if ptr.alloc.kind != ur_api::UsmKind::Shared {
-            return Ok(()); // Advice is a hint; it acts on shared memory only.
-        }
-        let ze = q.ctx.driver.ze;
-        let p = ptr.alloc.mem.at(ptr.offset);
-        for adv in conv::advices(advice) {
-            let held = Held {
-                mem: vec![ptr.alloc.mem.clone()],
-                ..Held::default()
-            };
-            let ev = q.submit(&[], held, |a| {
-                // SAFETY: a range of a shared allocation of the queue's
-                // device; a barrier carries the event.
-                unsafe {
-                    let r = ze.zeCommandListAppendMemAdvise(a.list, q.device.0, p, size, adv);
-                    if r != sys::ZE_RESULT_SUCCESS {
-                        return r;
-                    }
-                    ze.zeCommandListAppendBarrier(a.list, a.signal, a.nwait(), a.wait_ptr())
-                }
-            })?;
-            drop(ev);
-        }
-        Ok(())
-    }
-
-    unsafe fn enqueue_launch(
-        &self,
-        q: &LevelZeroQueue,
-        kernel: &LevelZeroKernel,
-        range: &NdRange,
-        args: &[KernelArg<'_, Self>],
-        wait: &[&LevelZeroEvent],
-    ) -> Result<LevelZeroEvent> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { program::launch(q, kernel, range, args, wait) }
-    }
-
-    fn enqueue_barrier(&self, q: &LevelZeroQueue, wait: &[&LevelZeroEvent]) -> Result<LevelZeroEvent> {
-        q.barrier(wait)
-    }
 }
+
+// The optional groups this adapter does not offer (its devices lack the
+// capability flags, so the dyn layer never calls these defaults).
+impl ur_api::adapter::Mapping for LevelZeroAdapter {}
 
 // The adapter's types must cross threads, as the trait demands.
 const _: fn() = || {

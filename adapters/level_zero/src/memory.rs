@@ -10,6 +10,12 @@ use ur_api::{BufferDesc, DeviceAddr, Error, HostPtr, MemFlags, Result, UsmDesc, 
 
 use crate::conv;
 use crate::device::{ContextInner, LevelZeroContext, LevelZeroDevice, Raw};
+use crate::hold;
+use crate::mem_arg;
+use crate::Held;
+use crate::LevelZeroEvent;
+use crate::LevelZeroQueue;
+use ur_api::{MemArg, RectCopy, UsmAdvice, UsmRef};
 
 /// Alignment of sub-buffer offsets (a cache line; Level Zero pointers may be
 /// offset freely, this keeps kernel accesses aligned).
@@ -102,14 +108,14 @@ fn alloc(
 ///
 /// # Safety
 ///
-/// As [`ur_api::Adapter::create_buffer`].
+/// As [`ur_api::adapter::Memory::create_buffer`].
 pub(crate) unsafe fn create_buffer(
     ctx: &LevelZeroContext,
     desc: &BufferDesc<&LevelZeroDevice>,
     init: Option<HostPtr>,
 ) -> Result<LevelZeroBuffer> {
     let Some(device) = desc.device_hint else {
-        unreachable!("the dyn layer places every buffer (Adapter::create_buffer)")
+        unreachable!("the dyn layer places every buffer (Memory::create_buffer)")
     };
     let mem = alloc(&ctx.0, UsmKind::Device, desc.size, SUB_BUFFER_ALIGN, Some(device))?;
     if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
@@ -194,7 +200,7 @@ pub(crate) fn usm_alloc(ctx: &LevelZeroContext, desc: &UsmDesc<&LevelZeroDevice>
 ///
 /// # Safety
 ///
-/// As [`ur_api::Adapter::lock_host`].
+/// As [`ur_api::adapter::HostLocking::lock_host`].
 pub(crate) unsafe fn lock_host(ctx: &LevelZeroContext, mem: HostPtr) -> Result<DeviceAddr> {
     let d = &ctx.0.driver;
     let import = d.import.ok_or_else(|| Error::unsupported("host pointer import"))?;
@@ -208,10 +214,235 @@ pub(crate) unsafe fn lock_host(ctx: &LevelZeroContext, mem: HostPtr) -> Result<D
 ///
 /// # Safety
 ///
-/// As [`ur_api::Adapter::unlock_host`].
+/// As [`ur_api::adapter::HostLocking::unlock_host`].
 pub(crate) unsafe fn unlock_host(ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
     let d = &ctx.0.driver;
     let import = d.import.ok_or_else(|| Error::unsupported("host pointer import"))?;
     // SAFETY: `mem` was imported with this driver (the caller's contract).
     check(unsafe { (import.release)(d.handle.0, mem.as_ptr().cast()) }).map_err(conv::error)
+}
+
+impl ur_api::adapter::Memory for crate::LevelZeroAdapter {
+    unsafe fn create_buffer(
+        &self,
+        ctx: &LevelZeroContext,
+        desc: &BufferDesc<&LevelZeroDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<LevelZeroBuffer> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { create_buffer(ctx, desc, init) }
+    }
+
+    unsafe fn enqueue_read(
+        &self,
+        q: &LevelZeroQueue,
+        buffer: &LevelZeroBuffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        // SAFETY: the command contract: range in the buffer, `dst` valid.
+        unsafe { self.copy(q, dst.as_ptr().cast(), buffer.at(offset), dst.len(), hold(buffer), wait) }
+    }
+
+    unsafe fn enqueue_write(
+        &self,
+        q: &LevelZeroQueue,
+        buffer: &LevelZeroBuffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        // SAFETY: the command contract: range in the buffer, `src` valid.
+        unsafe { self.copy(q, buffer.at(offset), src.as_ptr().cast(), src.len(), hold(buffer), wait) }
+    }
+
+    unsafe fn enqueue_copy(
+        &self,
+        q: &LevelZeroQueue,
+        src: &LevelZeroBuffer,
+        src_offset: usize,
+        dst: &LevelZeroBuffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        let held = Held {
+            mem: vec![src.mem.clone(), dst.mem.clone()],
+            ..Held::default()
+        };
+        // SAFETY: the command contract: both ranges in their buffers, disjoint.
+        unsafe { self.copy(q, dst.at(dst_offset), src.at(src_offset), size, held, wait) }
+    }
+
+    unsafe fn enqueue_copy_rect(
+        &self,
+        q: &LevelZeroQueue,
+        src: &LevelZeroBuffer,
+        dst: &LevelZeroBuffer,
+        rect: &RectCopy,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        let held = Held {
+            mem: vec![src.mem.clone(), dst.mem.clone()],
+            ..Held::default()
+        };
+        // SAFETY: the command contract: both boxes inside their buffers.
+        unsafe { self.copy_rect(q, dst.at(0).cast(), src.at(0).cast(), rect, held, wait) }
+    }
+
+    unsafe fn enqueue_read_rect(
+        &self,
+        q: &LevelZeroQueue,
+        buffer: &LevelZeroBuffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        // SAFETY: the command contract: boxes inside the buffer and `dst`.
+        unsafe { self.copy_rect(q, dst.as_ptr(), buffer.at(0).cast(), rect, hold(buffer), wait) }
+    }
+
+    unsafe fn enqueue_write_rect(
+        &self,
+        q: &LevelZeroQueue,
+        buffer: &LevelZeroBuffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        // SAFETY: the command contract: boxes inside `src` and the buffer.
+        unsafe { self.copy_rect(q, buffer.at(0).cast(), src.as_ptr(), rect, hold(buffer), wait) }
+    }
+
+    unsafe fn enqueue_fill(
+        &self,
+        q: &LevelZeroQueue,
+        buffer: &LevelZeroBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        // SAFETY: the command contract: the range lies in the buffer.
+        unsafe { self.fill(q, buffer.at(offset), size, pattern, hold(buffer), wait) }
+    }
+}
+
+impl ur_api::adapter::SubBuffers for crate::LevelZeroAdapter {
+    unsafe fn create_sub_buffer(&self, parent: &LevelZeroBuffer, offset: usize, _: usize) -> Result<LevelZeroBuffer> {
+        Ok(sub_buffer(parent, offset))
+    }
+}
+
+impl ur_api::adapter::HostLocking for crate::LevelZeroAdapter {
+    unsafe fn lock_host(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<DeviceAddr> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { lock_host(ctx, mem) }
+    }
+
+    unsafe fn unlock_host(&self, ctx: &LevelZeroContext, mem: HostPtr) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { unlock_host(ctx, mem) }
+    }
+}
+
+impl ur_api::adapter::UnifiedMemory for crate::LevelZeroAdapter {
+    fn usm_alloc(&self, ctx: &LevelZeroContext, desc: &UsmDesc<&LevelZeroDevice>) -> Result<(LevelZeroUsm, UsmPtr)> {
+        usm_alloc(ctx, desc)
+    }
+
+    unsafe fn enqueue_usm_copy(
+        &self,
+        q: &LevelZeroQueue,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
+        size: usize,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        let mut held = Held::default();
+        let (d, s) = (mem_arg(&dst, &mut held), mem_arg(&src, &mut held));
+        // SAFETY: the command contract: both ranges valid and disjoint.
+        unsafe { self.copy(q, d, s, size, held, wait) }
+    }
+
+    unsafe fn enqueue_usm_fill(
+        &self,
+        q: &LevelZeroQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        let held = Held {
+            mem: vec![ptr.alloc.mem.clone()],
+            ..Held::default()
+        };
+        // SAFETY: the command contract: the range lies in the allocation.
+        unsafe { self.fill(q, ptr.alloc.mem.at(ptr.offset), size, pattern, held, wait) }
+    }
+
+    unsafe fn enqueue_usm_prefetch(
+        &self,
+        q: &LevelZeroQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        if ptr.alloc.kind != ur_api::UsmKind::Shared {
+            return q.barrier(wait);
+        }
+        let ze = q.ctx.driver.ze;
+        let p = ptr.alloc.mem.at(ptr.offset);
+        // The prefetch itself signals nothing: a barrier after it carries
+        // the event and the ordering.
+        let held = Held {
+            mem: vec![ptr.alloc.mem.clone()],
+            ..Held::default()
+        };
+        q.submit(wait, held, |a| {
+            // SAFETY: a range of a shared allocation; then a barrier on the
+            // prepared list, event and wait list.
+            unsafe {
+                let r = ze.zeCommandListAppendMemoryPrefetch(a.list, p, size);
+                if r != sys::ZE_RESULT_SUCCESS {
+                    return r;
+                }
+                ze.zeCommandListAppendBarrier(a.list, a.signal, a.nwait(), a.wait_ptr())
+            }
+        })
+    }
+
+    unsafe fn usm_advise(
+        &self,
+        q: &LevelZeroQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        advice: UsmAdvice,
+    ) -> Result<()> {
+        if ptr.alloc.kind != ur_api::UsmKind::Shared {
+            return Ok(()); // Advice is a hint; it acts on shared memory only.
+        }
+        let ze = q.ctx.driver.ze;
+        let p = ptr.alloc.mem.at(ptr.offset);
+        for adv in crate::conv::advices(advice) {
+            let held = Held {
+                mem: vec![ptr.alloc.mem.clone()],
+                ..Held::default()
+            };
+            let ev = q.submit(&[], held, |a| {
+                // SAFETY: a range of a shared allocation of the queue's
+                // device; a barrier carries the event.
+                unsafe {
+                    let r = ze.zeCommandListAppendMemAdvise(a.list, q.device.0, p, size, adv);
+                    if r != sys::ZE_RESULT_SUCCESS {
+                        return r;
+                    }
+                    ze.zeCommandListAppendBarrier(a.list, a.signal, a.nwait(), a.wait_ptr())
+                }
+            })?;
+            drop(ev);
+        }
+        Ok(())
+    }
 }

@@ -13,6 +13,7 @@ use crate::conv;
 use crate::device::{ContextInner, LevelZeroContext, Raw};
 use crate::queue::{Held, LevelZeroEvent, LevelZeroQueue};
 use crate::LevelZeroAdapter;
+use ur_api::KernelArg;
 
 #[derive(Debug)]
 struct ProgramInner {
@@ -168,7 +169,7 @@ pub(crate) fn kernel_info(kernel: &LevelZeroKernel) -> KernelInfo {
 ///
 /// # Safety
 ///
-/// As [`ur_api::Adapter::enqueue_launch`].
+/// As [`ur_api::adapter::Kernels::enqueue_launch`].
 pub(crate) unsafe fn launch(
     q: &LevelZeroQueue,
     kernel: &LevelZeroKernel,
@@ -246,4 +247,35 @@ pub(crate) unsafe fn launch(
         // and wait list `submit` prepared; buffers and USM are held.
         unsafe { ze.zeCommandListAppendLaunchKernel(a.list, k.0, &count, a.signal, a.nwait(), a.wait_ptr()) }
     })
+}
+
+impl ur_api::adapter::Kernels for crate::LevelZeroAdapter {
+    fn create_program(
+        &self,
+        ctx: &LevelZeroContext,
+        source: &ProgramSource,
+        options: &str,
+    ) -> Result<LevelZeroProgram> {
+        create_program(ctx, source, options)
+    }
+
+    fn create_kernel(&self, program: &LevelZeroProgram, name: &str) -> Result<LevelZeroKernel> {
+        create_kernel(program, name)
+    }
+
+    fn kernel_info(&self, kernel: &LevelZeroKernel) -> KernelInfo {
+        kernel_info(kernel)
+    }
+
+    unsafe fn enqueue_launch(
+        &self,
+        q: &LevelZeroQueue,
+        kernel: &LevelZeroKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        wait: &[&LevelZeroEvent],
+    ) -> Result<LevelZeroEvent> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { launch(q, kernel, range, args, wait) }
+    }
 }

@@ -11,6 +11,7 @@ use ur_api::{EventStatus, ProfilingInfo, Result};
 use crate::conv;
 use crate::device::{ContextInner, LevelZeroContext, LevelZeroDevice, Raw};
 use crate::memory::Alloc;
+use ur_api::QueueProps;
 
 type ZeEvent = Raw<sys::ze_event_handle_t>;
 
@@ -406,5 +407,49 @@ impl LevelZeroQueue {
             // SAFETY: the list, event and wait list `submit` prepared.
             unsafe { ze.zeCommandListAppendBarrier(a.list, a.signal, a.nwait(), a.wait_ptr()) }
         })
+    }
+}
+
+impl ur_api::adapter::Commands for crate::LevelZeroAdapter {
+    fn create_queue(
+        &self,
+        ctx: &LevelZeroContext,
+        device: &LevelZeroDevice,
+        props: &QueueProps,
+    ) -> Result<LevelZeroQueue> {
+        LevelZeroQueue::new(ctx, device, props.profiling)
+    }
+
+    fn flush(&self, _: &LevelZeroQueue) -> Result<()> {
+        Ok(()) // Immediate command lists submit at append.
+    }
+
+    fn finish(&self, queue: &LevelZeroQueue) -> Result<()> {
+        queue.finish()
+    }
+
+    fn event_status(&self, event: &LevelZeroEvent) -> Result<EventStatus> {
+        event.status()
+    }
+
+    fn wait(&self, events: &[&LevelZeroEvent]) -> Result<()> {
+        let mut first = Ok(());
+        for e in events {
+            let r = e.wait();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    fn enqueue_barrier(&self, q: &LevelZeroQueue, wait: &[&LevelZeroEvent]) -> Result<LevelZeroEvent> {
+        q.barrier(wait)
+    }
+}
+
+impl ur_api::adapter::Profiling for crate::LevelZeroAdapter {
+    fn event_profiling(&self, event: &LevelZeroEvent) -> Result<ProfilingInfo> {
+        event.profiling()
     }
 }

@@ -13,7 +13,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use ur_api::{Adapter, Backend, BufferDesc, DeviceSelector, MemoryConnection, QueueProps, UsmDesc, UsmKind};
+use ur_api::{
+    adapter::prelude::*, Backend, BufferDesc, DeviceSelector, MemoryConnection, QueueProps, UsmDesc, UsmKind,
+};
 use ur_level_zero::LevelZeroAdapter;
 
 const PROBE: &str = "UR_L0_TEST_PROBE";

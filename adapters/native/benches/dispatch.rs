@@ -13,7 +13,7 @@
 
 use std::time::Instant;
 
-use ur_api::{Adapter, BufferDesc, QueueProps, Runtime};
+use ur_api::{adapter::prelude::*, BufferDesc, QueueProps, Runtime};
 use ur_bench_row::{median, print_row};
 use ur_native::NativeAdapter;
 

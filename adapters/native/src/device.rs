@@ -1,7 +1,9 @@
 //! Platform and device discovery: one platform, one device (the host CPU),
 //! described from the real machine.
 
+use crate::NativeContext;
 use ur_api::{Backend, DeviceCaps, DeviceInfo, DeviceType, PlatformInfo, ProgramFormats, UsmCaps};
+use ur_api::{Loc, MemoryConnection, Result};
 
 /// The native platform (there is exactly one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +122,39 @@ fn mem_total(text: &str) -> Option<u64> {
         Some("kB") => n.checked_mul(1024),
         None => Some(n),
         Some(_) => None,
+    }
+}
+
+impl ur_api::adapter::Devices for crate::NativeAdapter {
+    fn backend(&self) -> Backend {
+        Backend::Native
+    }
+
+    fn platforms(&self) -> Result<Vec<NativePlatform>> {
+        Ok(vec![NativePlatform])
+    }
+
+    fn platform_info(&self, _: &NativePlatform) -> Result<PlatformInfo> {
+        Ok(platform_info())
+    }
+
+    fn devices(&self, _: &NativePlatform) -> Result<Vec<NativeDevice>> {
+        Ok(vec![NativeDevice])
+    }
+
+    fn device_info(&self, _: &NativeDevice) -> Result<DeviceInfo> {
+        Ok(self.info.clone())
+    }
+
+    fn create_context(&self, _: &[&NativeDevice]) -> Result<NativeContext> {
+        Ok(NativeContext::default())
+    }
+
+    fn memory_connection(&self, _: Loc<'_, Self>, _: Loc<'_, Self>) -> MemoryConnection {
+        // Every allocation of this adapter, in any context, is ordinary host
+        // memory of this process: every native context and device, and the
+        // host itself, can address it as it is. No copy is ever needed.
+        MemoryConnection::Unified
     }
 }
 

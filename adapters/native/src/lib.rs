@@ -9,7 +9,7 @@
 //! - **All memory is ordinary host memory.** Buffers are zeroed, aligned
 //!   heap blocks (64 bytes, a cache line; 4096 for `ALLOC_HOST_PTR`), or the
 //!   caller's memory with `USE_HOST_PTR`. USM of every kind is the same, and
-//!   a USM pointer is its host address. Hence [`Adapter::memory_connection`]
+//!   a USM pointer is its host address. Hence [`Devices::memory_connection`](ur_api::adapter::Devices::memory_connection)
 //!   is `Unified` for every pair of locations, and mapping is zero-copy.
 //! - **Memory is shared by `Arc`**: a sub-buffer, and every command in
 //!   flight, holds the memory it touches, so releasing a buffer or freeing
@@ -61,12 +61,8 @@ mod tests;
 mod timeline;
 
 use command::Command;
-use memory::{HostMem, MapTable, Span};
-use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags,
-    MemArg, MemFlags, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy,
-    Result, UsmDesc, UsmPtr, UsmRef,
-};
+use memory::MapTable;
+use ur_api::DeviceInfo;
 
 pub use device::{NativeDevice, NativePlatform, BASE_ALIGN, PAGE_ALIGN, PLATFORM_NAME};
 pub use memory::{NativeBuffer, NativeContext, NativeUsm};
@@ -75,12 +71,13 @@ pub use queue::{NativeEvent, NativeQueue};
 
 /// The host CPU adapter.
 ///
-/// Used directly through the static [`Adapter`] trait, whose data-path
+/// Used directly through the static [`Adapter`](ur_api::Adapter) trait, whose data-path
 /// methods are `unsafe` (the caller takes on the checks the dyn layer
 /// would make):
 ///
 /// ```
-/// use ur_api::{Adapter, BufferDesc, HostPtr, QueueProps};
+/// use ur_api::adapter::prelude::*;
+/// use ur_api::{BufferDesc, HostPtr, QueueProps};
 /// use ur_native::NativeAdapter;
 ///
 /// let a = NativeAdapter::new();
@@ -109,7 +106,8 @@ pub use queue::{NativeEvent, NativeQueue};
 /// `// SAFETY:` comment would have to claim the range fits)...
 ///
 /// ```compile_fail,E0133
-/// use ur_api::{Adapter, BufferDesc, QueueProps};
+/// use ur_api::adapter::prelude::*;
+/// use ur_api::{BufferDesc, QueueProps};
 /// let a = ur_native::NativeAdapter::new();
 /// let platform = a.platforms()?.remove(0);
 /// let dev = a.devices(&platform)?.remove(0);
@@ -156,7 +154,7 @@ impl NativeAdapter {
     }
 }
 
-impl Adapter for NativeAdapter {
+impl ur_api::Api for NativeAdapter {
     type Platform = NativePlatform;
     type Device = NativeDevice;
     type Context = NativeContext;
@@ -166,288 +164,4 @@ impl Adapter for NativeAdapter {
     type Event = NativeEvent;
     type Program = NativeProgram;
     type Kernel = NativeKernel;
-
-    fn backend(&self) -> Backend {
-        Backend::Native
-    }
-
-    fn platforms(&self) -> Result<Vec<NativePlatform>> {
-        Ok(vec![NativePlatform])
-    }
-
-    fn platform_info(&self, _: &NativePlatform) -> Result<PlatformInfo> {
-        Ok(device::platform_info())
-    }
-
-    fn devices(&self, _: &NativePlatform) -> Result<Vec<NativeDevice>> {
-        Ok(vec![NativeDevice])
-    }
-
-    fn device_info(&self, _: &NativeDevice) -> Result<DeviceInfo> {
-        Ok(self.info.clone())
-    }
-
-    fn create_context(&self, _: &[&NativeDevice]) -> Result<NativeContext> {
-        Ok(NativeContext::default())
-    }
-
-    fn memory_connection(&self, _: Loc<'_, Self>, _: Loc<'_, Self>) -> MemoryConnection {
-        // Every allocation of this adapter, in any context, is ordinary host
-        // memory of this process: every native context and device, and the
-        // host itself, can address it as it is. No copy is ever needed.
-        MemoryConnection::Unified
-    }
-
-    unsafe fn create_buffer(
-        &self,
-        _: &NativeContext,
-        desc: &BufferDesc<&NativeDevice>,
-        init: Option<HostPtr>,
-    ) -> Result<NativeBuffer> {
-        if let Some(mem) = init.filter(|_| desc.flags.contains(MemFlags::USE_HOST_PTR)) {
-            // SAFETY: USE_HOST_PTR memory is exactly `size` bytes, valid for
-            // the buffer's life (the caller's contract).
-            return Ok(NativeBuffer::whole(unsafe { HostMem::borrowed(mem)? }));
-        }
-        let align = if desc.flags.contains(MemFlags::ALLOC_HOST_PTR) {
-            PAGE_ALIGN
-        } else {
-            BASE_ALIGN
-        };
-        let buf = NativeBuffer::whole(HostMem::alloc(desc.size, align)?);
-        if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
-            // SAFETY: `src` is readable for exactly `size` bytes during this
-            // call (the caller's contract); the new buffer is ours and as long.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.at(0), desc.size) };
-        }
-        Ok(buf)
-    }
-
-    unsafe fn create_sub_buffer(&self, parent: &NativeBuffer, offset: usize, size: usize) -> Result<NativeBuffer> {
-        Ok(parent.sub(offset, size))
-    }
-
-    fn usm_alloc(&self, _: &NativeContext, desc: &UsmDesc<&NativeDevice>) -> Result<(NativeUsm, UsmPtr)> {
-        // Host, device and shared allocations are all host memory here.
-        let usm = NativeUsm::alloc(desc.size, desc.align)?;
-        let base = UsmPtr(usm.mem.at(0) as u64);
-        Ok((usm, base))
-    }
-
-    unsafe fn lock_host(&self, _: &NativeContext, mem: HostPtr) -> Result<DeviceAddr> {
-        // Host memory is what this device uses already: nothing to pin, and
-        // the device reaches it at the host pointer itself. The dyn layer
-        // keeps the books (overlaps, exact unlocks).
-        Ok(DeviceAddr(mem.as_ptr() as u64))
-    }
-
-    unsafe fn unlock_host(&self, _: &NativeContext, _: HostPtr) -> Result<()> {
-        Ok(())
-    }
-
-    fn create_queue(&self, _: &NativeContext, _: &NativeDevice, props: &QueueProps) -> Result<NativeQueue> {
-        NativeQueue::new(props.profiling)
-    }
-
-    fn flush(&self, _: &NativeQueue) -> Result<()> {
-        Ok(()) // Commands are handed to the worker when enqueued.
-    }
-
-    fn finish(&self, queue: &NativeQueue) -> Result<()> {
-        queue.finish()
-    }
-
-    fn event_status(&self, event: &NativeEvent) -> Result<EventStatus> {
-        Ok(event.status())
-    }
-
-    fn wait(&self, events: &[&NativeEvent]) -> Result<()> {
-        let mut first = Ok(());
-        for e in events {
-            let r = e.wait();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
-    }
-
-    fn event_profiling(&self, event: &NativeEvent) -> Result<ProfilingInfo> {
-        event.profiling()
-    }
-
-    fn create_program(&self, _: &NativeContext, source: &ProgramSource, _options: &str) -> Result<NativeProgram> {
-        NativeProgram::build(source)
-    }
-
-    fn create_kernel(&self, program: &NativeProgram, name: &str) -> Result<NativeKernel> {
-        program.kernel(name)
-    }
-
-    fn kernel_info(&self, kernel: &NativeKernel) -> KernelInfo {
-        kernel.info()
-    }
-
-    unsafe fn enqueue_read(
-        &self,
-        q: &NativeQueue,
-        buffer: &NativeBuffer,
-        offset: usize,
-        dst: HostPtr,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(
-            wait,
-            Command::copy(Span::host(dst), Span::buffer(buffer, offset), dst.len()),
-        )
-    }
-
-    unsafe fn enqueue_write(
-        &self,
-        q: &NativeQueue,
-        buffer: &NativeBuffer,
-        offset: usize,
-        src: HostPtr,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(
-            wait,
-            Command::copy(Span::buffer(buffer, offset), Span::host(src), src.len()),
-        )
-    }
-
-    unsafe fn enqueue_copy(
-        &self,
-        q: &NativeQueue,
-        src: &NativeBuffer,
-        src_offset: usize,
-        dst: &NativeBuffer,
-        dst_offset: usize,
-        size: usize,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(
-            wait,
-            Command::copy(Span::buffer(dst, dst_offset), Span::buffer(src, src_offset), size),
-        )
-    }
-
-    unsafe fn enqueue_copy_rect(
-        &self,
-        q: &NativeQueue,
-        src: &NativeBuffer,
-        dst: &NativeBuffer,
-        rect: &RectCopy,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(
-            wait,
-            Command::copy_rect(Span::buffer(dst, 0), Span::buffer(src, 0), *rect),
-        )
-    }
-
-    unsafe fn enqueue_read_rect(
-        &self,
-        q: &NativeQueue,
-        buffer: &NativeBuffer,
-        rect: &RectCopy,
-        dst: HostPtr,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(
-            wait,
-            Command::copy_rect(Span::host(dst), Span::buffer(buffer, 0), *rect),
-        )
-    }
-
-    unsafe fn enqueue_write_rect(
-        &self,
-        q: &NativeQueue,
-        buffer: &NativeBuffer,
-        rect: &RectCopy,
-        src: HostPtr,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(
-            wait,
-            Command::copy_rect(Span::buffer(buffer, 0), Span::host(src), *rect),
-        )
-    }
-
-    unsafe fn enqueue_fill(
-        &self,
-        q: &NativeQueue,
-        buffer: &NativeBuffer,
-        offset: usize,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(wait, Command::fill(Span::buffer(buffer, offset), size, pattern)?)
-    }
-
-    unsafe fn enqueue_map(
-        &self,
-        q: &NativeQueue,
-        buffer: &NativeBuffer,
-        _: MapFlags,
-        offset: usize,
-        size: usize,
-        wait: &[&NativeEvent],
-    ) -> Result<(NativeEvent, HostPtr)> {
-        // Zero copy: the mapping is the buffer's own memory. The event only
-        // orders the host's access after earlier commands.
-        // SAFETY: the range lies inside the buffer (the caller's contract).
-        let ptr = unsafe { self.maps.map(buffer, offset, size) };
-        Ok((q.marker(wait)?, ptr))
-    }
-
-    unsafe fn enqueue_unmap(
-        &self,
-        q: &NativeQueue,
-        _: &NativeBuffer,
-        mapped: HostPtr,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        // Host writes went straight into the buffer; nothing to write back.
-        self.maps.unmap(mapped);
-        q.marker(wait)
-    }
-
-    unsafe fn enqueue_usm_copy(
-        &self,
-        q: &NativeQueue,
-        dst: MemArg<'_, Self>,
-        src: MemArg<'_, Self>,
-        size: usize,
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(wait, Command::copy(Span::mem_arg(dst), Span::mem_arg(src), size))
-    }
-
-    unsafe fn enqueue_usm_fill(
-        &self,
-        q: &NativeQueue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(wait, Command::fill(Span::usm(ptr), size, pattern)?)
-    }
-
-    unsafe fn enqueue_launch(
-        &self,
-        q: &NativeQueue,
-        kernel: &NativeKernel,
-        range: &NdRange,
-        args: &[KernelArg<'_, Self>],
-        wait: &[&NativeEvent],
-    ) -> Result<NativeEvent> {
-        q.submit(wait, Command::Run(program::launch_work(kernel, range, args)))
-    }
-
-    fn enqueue_barrier(&self, q: &NativeQueue, wait: &[&NativeEvent]) -> Result<NativeEvent> {
-        q.marker(wait)
-    }
 }

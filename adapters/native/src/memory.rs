@@ -22,7 +22,13 @@ use parking_lot::Mutex;
 use ur_api::{Error, HostPtr, MemArg, Result, UsmRef};
 
 use crate::device::BASE_ALIGN;
+use crate::Command;
 use crate::NativeAdapter;
+use crate::NativeDevice;
+use crate::NativeEvent;
+use crate::NativeQueue;
+use crate::PAGE_ALIGN;
+use ur_api::{BufferDesc, DeviceAddr, MapFlags, MemFlags, RectCopy, UsmDesc, UsmPtr};
 
 /// A span of host memory the adapter may hand to commands.
 #[derive(Debug)]
@@ -285,6 +291,211 @@ impl Span {
 
     pub(crate) fn ptr(&self) -> *mut u8 {
         self.at.get()
+    }
+}
+
+impl ur_api::adapter::Memory for crate::NativeAdapter {
+    unsafe fn create_buffer(
+        &self,
+        _: &NativeContext,
+        desc: &BufferDesc<&NativeDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<NativeBuffer> {
+        if let Some(mem) = init.filter(|_| desc.flags.contains(MemFlags::USE_HOST_PTR)) {
+            // SAFETY: USE_HOST_PTR memory is exactly `size` bytes, valid for
+            // the buffer's life (the caller's contract).
+            return Ok(NativeBuffer::whole(unsafe { HostMem::borrowed(mem)? }));
+        }
+        let align = if desc.flags.contains(MemFlags::ALLOC_HOST_PTR) {
+            PAGE_ALIGN
+        } else {
+            BASE_ALIGN
+        };
+        let buf = NativeBuffer::whole(HostMem::alloc(desc.size, align)?);
+        if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
+            // SAFETY: `src` is readable for exactly `size` bytes during this
+            // call (the caller's contract); the new buffer is ours and as long.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.at(0), desc.size) };
+        }
+        Ok(buf)
+    }
+
+    unsafe fn enqueue_read(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            Command::copy(Span::host(dst), Span::buffer(buffer, offset), dst.len()),
+        )
+    }
+
+    unsafe fn enqueue_write(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            Command::copy(Span::buffer(buffer, offset), Span::host(src), src.len()),
+        )
+    }
+
+    unsafe fn enqueue_copy(
+        &self,
+        q: &NativeQueue,
+        src: &NativeBuffer,
+        src_offset: usize,
+        dst: &NativeBuffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            Command::copy(Span::buffer(dst, dst_offset), Span::buffer(src, src_offset), size),
+        )
+    }
+
+    unsafe fn enqueue_copy_rect(
+        &self,
+        q: &NativeQueue,
+        src: &NativeBuffer,
+        dst: &NativeBuffer,
+        rect: &RectCopy,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            Command::copy_rect(Span::buffer(dst, 0), Span::buffer(src, 0), *rect),
+        )
+    }
+
+    unsafe fn enqueue_read_rect(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            Command::copy_rect(Span::host(dst), Span::buffer(buffer, 0), *rect),
+        )
+    }
+
+    unsafe fn enqueue_write_rect(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(
+            wait,
+            Command::copy_rect(Span::buffer(buffer, 0), Span::host(src), *rect),
+        )
+    }
+
+    unsafe fn enqueue_fill(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, Command::fill(Span::buffer(buffer, offset), size, pattern)?)
+    }
+}
+
+impl ur_api::adapter::SubBuffers for crate::NativeAdapter {
+    unsafe fn create_sub_buffer(&self, parent: &NativeBuffer, offset: usize, size: usize) -> Result<NativeBuffer> {
+        Ok(parent.sub(offset, size))
+    }
+}
+
+impl ur_api::adapter::Mapping for crate::NativeAdapter {
+    unsafe fn enqueue_map(
+        &self,
+        q: &NativeQueue,
+        buffer: &NativeBuffer,
+        _: MapFlags,
+        offset: usize,
+        size: usize,
+        wait: &[&NativeEvent],
+    ) -> Result<(NativeEvent, HostPtr)> {
+        // Zero copy: the mapping is the buffer's own memory. The event only
+        // orders the host's access after earlier commands.
+        // SAFETY: the range lies inside the buffer (the caller's contract).
+        let ptr = unsafe { self.maps.map(buffer, offset, size) };
+        Ok((q.marker(wait)?, ptr))
+    }
+
+    unsafe fn enqueue_unmap(
+        &self,
+        q: &NativeQueue,
+        _: &NativeBuffer,
+        mapped: HostPtr,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        // Host writes went straight into the buffer; nothing to write back.
+        self.maps.unmap(mapped);
+        q.marker(wait)
+    }
+}
+
+impl ur_api::adapter::HostLocking for crate::NativeAdapter {
+    unsafe fn lock_host(&self, _: &NativeContext, mem: HostPtr) -> Result<DeviceAddr> {
+        // Host memory is what this device uses already: nothing to pin, and
+        // the device reaches it at the host pointer itself. The dyn layer
+        // keeps the books (overlaps, exact unlocks).
+        Ok(DeviceAddr(mem.as_ptr() as u64))
+    }
+
+    unsafe fn unlock_host(&self, _: &NativeContext, _: HostPtr) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl ur_api::adapter::UnifiedMemory for crate::NativeAdapter {
+    fn usm_alloc(&self, _: &NativeContext, desc: &UsmDesc<&NativeDevice>) -> Result<(NativeUsm, UsmPtr)> {
+        // Host, device and shared allocations are all host memory here.
+        let usm = NativeUsm::alloc(desc.size, desc.align)?;
+        let base = UsmPtr(usm.mem.at(0) as u64);
+        Ok((usm, base))
+    }
+
+    unsafe fn enqueue_usm_copy(
+        &self,
+        q: &NativeQueue,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
+        size: usize,
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, Command::copy(Span::mem_arg(dst), Span::mem_arg(src), size))
+    }
+
+    unsafe fn enqueue_usm_fill(
+        &self,
+        q: &NativeQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, Command::fill(Span::usm(ptr), size, pattern)?)
     }
 }
 

@@ -7,7 +7,12 @@ use ur_api::{KernelArg, NdRange};
 
 use crate::command::Work;
 use crate::memory::Span;
+use crate::Command;
 use crate::NativeAdapter;
+use crate::NativeContext;
+use crate::NativeEvent;
+use crate::NativeQueue;
+use ur_api::{KernelInfo, ProgramSource, Result};
 
 /// A built program: a library of host kernels.
 pub type NativeProgram = HostProgram;
@@ -40,4 +45,29 @@ pub(crate) fn launch_work(kernel: &HostKernel, range: &NdRange, args: &[KernelAr
         let ptrs: Vec<*mut u8> = launch.mems().map(Span::ptr).collect();
         launch.run(&ptrs)
     })
+}
+
+impl ur_api::adapter::Kernels for crate::NativeAdapter {
+    fn create_program(&self, _: &NativeContext, source: &ProgramSource, _options: &str) -> Result<NativeProgram> {
+        NativeProgram::build(source)
+    }
+
+    fn create_kernel(&self, program: &NativeProgram, name: &str) -> Result<NativeKernel> {
+        program.kernel(name)
+    }
+
+    fn kernel_info(&self, kernel: &NativeKernel) -> KernelInfo {
+        kernel.info()
+    }
+
+    unsafe fn enqueue_launch(
+        &self,
+        q: &NativeQueue,
+        kernel: &NativeKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        wait: &[&NativeEvent],
+    ) -> Result<NativeEvent> {
+        q.submit(wait, Command::Run(launch_work(kernel, range, args)))
+    }
 }

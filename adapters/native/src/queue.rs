@@ -53,6 +53,9 @@ use ur_api::{Backend, Error, EventStatus, ProfilingInfo, Result};
 
 use crate::command::Command;
 use crate::timeline::Timeline;
+use crate::NativeContext;
+use crate::NativeDevice;
+use ur_api::QueueProps;
 
 /// Nanoseconds since a process-wide monotonic epoch (the first call).
 pub(crate) fn now_ns() -> u64 {
@@ -321,6 +324,45 @@ fn run(rx: Receiver<Job>, timeline: &Timeline) {
             t.end = end;
         }
         timeline.complete(seq, outcome);
+    }
+}
+
+impl ur_api::adapter::Commands for crate::NativeAdapter {
+    fn create_queue(&self, _: &NativeContext, _: &NativeDevice, props: &QueueProps) -> Result<NativeQueue> {
+        NativeQueue::new(props.profiling)
+    }
+
+    fn flush(&self, _: &NativeQueue) -> Result<()> {
+        Ok(()) // Commands are handed to the worker when enqueued.
+    }
+
+    fn finish(&self, queue: &NativeQueue) -> Result<()> {
+        queue.finish()
+    }
+
+    fn event_status(&self, event: &NativeEvent) -> Result<EventStatus> {
+        Ok(event.status())
+    }
+
+    fn wait(&self, events: &[&NativeEvent]) -> Result<()> {
+        let mut first = Ok(());
+        for e in events {
+            let r = e.wait();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    fn enqueue_barrier(&self, q: &NativeQueue, wait: &[&NativeEvent]) -> Result<NativeEvent> {
+        q.marker(wait)
+    }
+}
+
+impl ur_api::adapter::Profiling for crate::NativeAdapter {
+    fn event_profiling(&self, event: &NativeEvent) -> Result<ProfilingInfo> {
+        event.profiling()
     }
 }
 

@@ -41,7 +41,7 @@ use opencl3::device::CL_DEVICE_TYPE_ALL;
 use opencl3::event::Event;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
 use opencl3::types::{cl_event, cl_queue_properties, CL_NON_BLOCKING};
-use ur_api::{Adapter, BufferDesc, EventId, HostPtr, QueueProps, Runtime};
+use ur_api::{adapter::prelude::*, BufferDesc, EventId, HostPtr, QueueProps, Runtime};
 use ur_bench_row::{median, print_row};
 
 const OPS: usize = 200;

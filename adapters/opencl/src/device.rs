@@ -17,6 +17,7 @@ use crate::conv::{self, check3};
 use crate::ext::{self, IntelUsm};
 use crate::queue::QueueShared;
 use crate::spirv::Translator;
+use ur_api::{Loc, NativeHandle, NativeObj};
 
 /// An OpenCL object handle that may cross threads.
 ///
@@ -155,47 +156,6 @@ impl ContextInner {
         }
         Ok(())
     }
-}
-
-/// All platforms; no library or no ICD is an empty list.
-pub(crate) fn platforms() -> Result<Vec<Platform>> {
-    match opencl3::platform::platform::get_platform_ids() {
-        Ok(ids) => Ok(ids
-            .into_iter()
-            .map(|id| Platform {
-                cl: ClPlatform::new(id),
-            })
-            .collect()),
-        Err(code) if conv::means_none(code) => {
-            tracing::debug!(code, "no OpenCL platforms: {}", conv::error(code));
-            Ok(Vec::new())
-        }
-        Err(code) => Err(conv::error(code)),
-    }
-}
-
-pub(crate) fn platform_info(p: &Platform) -> Result<PlatformInfo> {
-    Ok(PlatformInfo {
-        name: check3(p.cl.name())?,
-        vendor: check3(p.cl.vendor())?,
-        version: check3(p.cl.version())?,
-        backend: Backend::OpenCl,
-    })
-}
-
-/// The devices of a platform; a platform without devices (Clover with no
-/// supported GPU answers `CL_DEVICE_NOT_FOUND`) gives an empty list.
-pub(crate) fn devices(p: &Platform) -> Result<Vec<Device>> {
-    let ids = match opencl3::device::get_device_ids(p.cl.id(), CL_DEVICE_TYPE_ALL) {
-        Ok(ids) => ids,
-        Err(code) if conv::means_none(code) => return Ok(Vec::new()),
-        Err(code) => return Err(conv::error(code)),
-    };
-    let intel = IntelUsm::load(p.cl.id());
-    let translator = p.cl.version().ok().and_then(|v| Translator::find(&v));
-    ids.into_iter()
-        .map(|id| describe(id, intel, translator.as_ref()))
-        .collect()
 }
 
 /// A device capability of the Intel USM extension (a `cl_bitfield`).
@@ -477,30 +437,6 @@ pub(crate) fn partition(device: &Device, how: &Partition) -> Result<Vec<Device>>
         .collect()
 }
 
-pub(crate) fn create_context(devices: &[&Device]) -> Result<Context> {
-    let ids: Vec<cl_device_id> = devices.iter().map(|d| d.id.0).collect();
-    let cl = check3(opencl3::context::Context::from_devices(
-        &ids,
-        &[],
-        None,
-        std::ptr::null_mut(),
-    ))?;
-    Ok(Context(Arc::new(ContextInner {
-        cl,
-        devices: devices.iter().map(|d| d.id).collect(),
-        helpers: Mutex::new(HashMap::new()),
-        queues: Mutex::new(Vec::new()),
-        versions: devices.iter().map(|d| d.version).collect(),
-        intel: devices.iter().map(|d| d.intel).reduce(|a, b| a.and(b)).flatten(),
-        placement_refused: std::sync::atomic::AtomicBool::new(false),
-        translator: devices
-            .iter()
-            .map(|d| d.translator.clone())
-            .reduce(|a, b| a.and(b))
-            .flatten(),
-    })))
-}
-
 /// The connection between two (context, device) locations.
 ///
 /// - Same context and device: `Unified`.
@@ -528,5 +464,112 @@ pub(crate) fn memory_connection(src: (&Context, &Device), dst: (&Context, &Devic
         MemoryConnection::Unified
     } else {
         MemoryConnection::Migratable
+    }
+}
+
+impl ur_api::adapter::Devices for crate::OpenClAdapter {
+    fn backend(&self) -> Backend {
+        Backend::OpenCl
+    }
+
+    /// All platforms; no library or no ICD is an empty list.
+    fn platforms(&self) -> Result<Vec<Platform>> {
+        match opencl3::platform::platform::get_platform_ids() {
+            Ok(ids) => Ok(ids
+                .into_iter()
+                .map(|id| Platform {
+                    cl: ClPlatform::new(id),
+                })
+                .collect()),
+            Err(code) if conv::means_none(code) => {
+                tracing::debug!(code, "no OpenCL platforms: {}", conv::error(code));
+                Ok(Vec::new())
+            }
+            Err(code) => Err(conv::error(code)),
+        }
+    }
+
+    fn platform_info(&self, p: &Platform) -> Result<PlatformInfo> {
+        Ok(PlatformInfo {
+            name: check3(p.cl.name())?,
+            vendor: check3(p.cl.vendor())?,
+            version: check3(p.cl.version())?,
+            backend: Backend::OpenCl,
+        })
+    }
+
+    /// The devices of a platform; a platform without devices (Clover with no
+    /// supported GPU answers `CL_DEVICE_NOT_FOUND`) gives an empty list.
+    fn devices(&self, p: &Platform) -> Result<Vec<Device>> {
+        let ids = match opencl3::device::get_device_ids(p.cl.id(), CL_DEVICE_TYPE_ALL) {
+            Ok(ids) => ids,
+            Err(code) if conv::means_none(code) => return Ok(Vec::new()),
+            Err(code) => return Err(conv::error(code)),
+        };
+        let intel = IntelUsm::load(p.cl.id());
+        let translator = p.cl.version().ok().and_then(|v| Translator::find(&v));
+        ids.into_iter()
+            .map(|id| describe(id, intel, translator.as_ref()))
+            .collect()
+    }
+
+    fn device_info(&self, device: &Device) -> Result<DeviceInfo> {
+        Ok(device.info.clone())
+    }
+
+    fn partition_device(&self, device: &Device, how: &Partition) -> Result<Vec<Device>> {
+        partition(device, how)
+    }
+
+    fn create_context(&self, devices: &[&Device]) -> Result<Context> {
+        let ids: Vec<cl_device_id> = devices.iter().map(|d| d.id.0).collect();
+        let cl = check3(opencl3::context::Context::from_devices(
+            &ids,
+            &[],
+            None,
+            std::ptr::null_mut(),
+        ))?;
+        Ok(Context(Arc::new(ContextInner {
+            cl,
+            devices: devices.iter().map(|d| d.id).collect(),
+            helpers: Mutex::new(HashMap::new()),
+            queues: Mutex::new(Vec::new()),
+            versions: devices.iter().map(|d| d.version).collect(),
+            intel: devices.iter().map(|d| d.intel).reduce(|a, b| a.and(b)).flatten(),
+            placement_refused: std::sync::atomic::AtomicBool::new(false),
+            translator: devices
+                .iter()
+                .map(|d| d.translator.clone())
+                .reduce(|a, b| a.and(b))
+                .flatten(),
+        })))
+    }
+
+    /// The connection between two (context, device) locations.
+    ///
+    /// - Same context and device: `Unified`.
+    /// - Same context, another device: `Migratable`. OpenCL would let the
+    ///   buffer be used there as it is, but the runtime would then move the data
+    ///   implicitly and invisibly, the hidden migration the memory manager exists
+    ///   to replace; answering `Migratable` makes it keep one allocation per
+    ///   device and copy with `clEnqueueCopyBuffer`, visible in its plans. The
+    ///   dyn layer holds every command to this answer, inside one context too:
+    ///   a buffer placed for one device is only copied from or to on another
+    ///   device's queue, never read, written, mapped or given to a kernel there
+    ///   (where OpenCL would migrate it behind everyone's back). This
+    ///   holds for CPU devices whose memory is host memory too (PoCL's pthread
+    ///   devices): that is an implementation detail the spec does not promise,
+    ///   and a copy between them costs one memcpy.
+    /// - Different contexts (same platform or not): `None`. An OpenCL object is
+    ///   only valid in its own context, so no OpenCL command can touch memory of
+    ///   another context, not even on a host-unified CPU device; the dyn layer
+    ///   would let a buffer cross contexts if we answered `Unified`, which would
+    ///   be invalid here.
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        memory_connection(src, dst)
+    }
+
+    fn native_handle(&self, obj: NativeObj<'_, Self>) -> Result<NativeHandle> {
+        Ok(crate::program::native_handle(obj))
     }
 }

@@ -6,7 +6,7 @@
 //! ## Design choices
 //!
 //! - **No OpenCL is zero platforms.** Without `libOpenCL.so.1`, or with no
-//!   ICD installed, [`Adapter::platforms`] answers an empty list, never an
+//!   ICD installed, [`Devices::platforms`](ur_api::adapter::Devices::platforms) answers an empty list, never an
 //!   error or a panic; platforms without devices (Clover) answer an empty
 //!   device list and the dyn layer skips them.
 //! - **Allocations honour the device hint.** OpenCL allocates per context;
@@ -52,7 +52,7 @@
 //!   pinned memory is a buffer with `ALLOC_HOST_PTR`, used through map/unmap.
 //! - **Launches** take a global offset (`DeviceCaps::GLOBAL_OFFSET`, OpenCL
 //!   1.1+) and `__local` arguments (`DeviceCaps::LOCAL_MEMORY_ARGS`);
-//!   [`Adapter::kernel_info`] reports `CL_KERNEL_NUM_ARGS`, so the dyn layer
+//!   [`Kernels::kernel_info`](ur_api::adapter::Kernels::kernel_info) reports `CL_KERNEL_NUM_ARGS`, so the dyn layer
 //!   checks argument counts.
 //! - **Fills of any pattern length** are honest: powers of two use
 //!   `clEnqueueFillBuffer`/`clEnqueueSVMMemFill`, other lengths a seed of
@@ -102,12 +102,6 @@ pub use program::{Kernel, Program};
 pub use queue::{Event, Queue};
 pub use usm::Usm;
 
-use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelGroupInfo, KernelInfo, Loc,
-    MapFlags, MemArg, MemoryConnection, NativeHandle, NativeObj, NdRange, Partition, PlatformInfo, ProfilingInfo,
-    ProgramSource, QueueProps, RectCopy, Result, UsmDesc, UsmPtr, UsmRef,
-};
-
 /// The OpenCL adapter. Holds no state: OpenCL objects carry their own.
 #[derive(Debug, Default, Clone)]
 pub struct OpenClAdapter {
@@ -142,7 +136,7 @@ pub fn registered_icd_vendors() -> Option<std::path::PathBuf> {
     vendors.join("intel-cpu.icd").is_file().then_some(vendors)
 }
 
-impl Adapter for OpenClAdapter {
+impl ur_api::Api for OpenClAdapter {
     type Platform = Platform;
     type Device = Device;
     type Context = Context;
@@ -152,266 +146,8 @@ impl Adapter for OpenClAdapter {
     type Event = Event;
     type Program = Program;
     type Kernel = Kernel;
-
-    fn backend(&self) -> Backend {
-        Backend::OpenCl
-    }
-
-    fn platforms(&self) -> Result<Vec<Platform>> {
-        device::platforms()
-    }
-
-    fn platform_info(&self, platform: &Platform) -> Result<PlatformInfo> {
-        device::platform_info(platform)
-    }
-
-    fn devices(&self, platform: &Platform) -> Result<Vec<Device>> {
-        device::devices(platform)
-    }
-
-    fn device_info(&self, device: &Device) -> Result<DeviceInfo> {
-        Ok(device.info.clone())
-    }
-
-    fn partition_device(&self, device: &Device, how: &Partition) -> Result<Vec<Device>> {
-        device::partition(device, how)
-    }
-
-    fn create_context(&self, devices: &[&Device]) -> Result<Context> {
-        device::create_context(devices)
-    }
-
-    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
-        device::memory_connection(src, dst)
-    }
-
-    unsafe fn create_buffer(&self, ctx: &Context, desc: &BufferDesc<&Device>, init: Option<HostPtr>) -> Result<Buffer> {
-        // SAFETY: the caller keeps create_buffer's contract, forwarded as is.
-        unsafe { memory::create_buffer(ctx, desc, init) }
-    }
-
-    unsafe fn create_sub_buffer(&self, parent: &Buffer, offset: usize, size: usize) -> Result<Buffer> {
-        // SAFETY: the caller keeps create_sub_buffer's contract, forwarded as is.
-        unsafe { memory::create_sub_buffer(parent, offset, size) }
-    }
-
-    fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
-        usm::usm_alloc(ctx, desc)
-    }
-
-    unsafe fn usm_free(&self, _ctx: &Context, alloc: Usm) -> Result<()> {
-        usm::usm_free(alloc)
-    }
-
-    fn create_queue(&self, ctx: &Context, device: &Device, props: &QueueProps) -> Result<Queue> {
-        queue::create_queue(ctx, device.id, props)
-    }
-
-    fn flush(&self, queue: &Queue) -> Result<()> {
-        queue::flush(queue)
-    }
-
-    fn finish(&self, queue: &Queue) -> Result<()> {
-        queue::finish(queue)
-    }
-
-    fn event_status(&self, event: &Event) -> Result<EventStatus> {
-        queue::event_status(event)
-    }
-
-    fn wait(&self, events: &[&Event]) -> Result<()> {
-        queue::wait(events)
-    }
-
-    fn event_profiling(&self, event: &Event) -> Result<ProfilingInfo> {
-        queue::event_profiling(event)
-    }
-
-    fn create_program(&self, ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
-        program::create_program(ctx, source, options)
-    }
-
-    fn create_kernel(&self, program: &Program, name: &str) -> Result<Kernel> {
-        program::create_kernel(program, name)
-    }
-
-    fn kernel_info(&self, kernel: &Kernel) -> KernelInfo {
-        program::kernel_info(kernel)
-    }
-
-    fn native_handle(&self, obj: NativeObj<'_, Self>) -> Result<NativeHandle> {
-        Ok(program::native_handle(obj))
-    }
-
-    fn program_from_native(&self, ctx: &Context, handle: NativeHandle, owned: bool) -> Result<Program> {
-        program::program_from_native(ctx, handle, owned)
-    }
-
-    fn kernel_from_native(&self, ctx: &Context, handle: NativeHandle, owned: bool) -> Result<(Program, Kernel)> {
-        program::kernel_from_native(ctx, handle, owned)
-    }
-
-    fn kernel_names(&self, p: &Program) -> Result<Vec<String>> {
-        program::kernel_names(p)
-    }
-
-    fn kernel_group_info(&self, kernel: &Kernel, device: &Device) -> Result<KernelGroupInfo> {
-        program::kernel_group_info(kernel, device)
-    }
-
-    unsafe fn enqueue_read(
-        &self,
-        q: &Queue,
-        b: &Buffer,
-        offset: usize,
-        dst: HostPtr,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_read(q, b, offset, dst, wait) }
-    }
-
-    unsafe fn enqueue_write(
-        &self,
-        q: &Queue,
-        b: &Buffer,
-        offset: usize,
-        src: HostPtr,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_write(q, b, offset, src, wait) }
-    }
-
-    unsafe fn enqueue_copy(
-        &self,
-        q: &Queue,
-        src: &Buffer,
-        src_offset: usize,
-        dst: &Buffer,
-        dst_offset: usize,
-        size: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_copy(q, src, src_offset, dst, dst_offset, size, wait) }
-    }
-
-    unsafe fn enqueue_copy_rect(
-        &self,
-        q: &Queue,
-        src: &Buffer,
-        dst: &Buffer,
-        rect: &RectCopy,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_copy_rect(q, src, dst, rect, wait) }
-    }
-
-    unsafe fn enqueue_read_rect(
-        &self,
-        q: &Queue,
-        b: &Buffer,
-        rect: &RectCopy,
-        dst: HostPtr,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_read_rect(q, b, rect, dst, wait) }
-    }
-
-    unsafe fn enqueue_write_rect(
-        &self,
-        q: &Queue,
-        b: &Buffer,
-        rect: &RectCopy,
-        src: HostPtr,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_write_rect(q, b, rect, src, wait) }
-    }
-
-    unsafe fn enqueue_fill(
-        &self,
-        q: &Queue,
-        b: &Buffer,
-        offset: usize,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_fill(q, b, offset, size, pattern, wait) }
-    }
-
-    unsafe fn enqueue_map(
-        &self,
-        q: &Queue,
-        b: &Buffer,
-        flags: MapFlags,
-        offset: usize,
-        size: usize,
-        wait: &[&Event],
-    ) -> Result<(Event, HostPtr)> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { memory::enqueue_map(q, b, flags, offset, size, wait) }
-    }
-
-    unsafe fn enqueue_unmap(&self, q: &Queue, b: &Buffer, mapped: HostPtr, wait: &[&Event]) -> Result<Event> {
-        // SAFETY: the caller keeps enqueue_unmap's contract, forwarded as is.
-        unsafe { memory::enqueue_unmap(q, b, mapped, wait) }
-    }
-
-    unsafe fn enqueue_usm_copy(
-        &self,
-        q: &Queue,
-        dst: MemArg<'_, Self>,
-        src: MemArg<'_, Self>,
-        size: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { usm::enqueue_usm_copy(q, dst, src, size, wait) }
-    }
-
-    unsafe fn enqueue_usm_fill(
-        &self,
-        q: &Queue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { usm::enqueue_usm_fill(q, ptr, size, pattern, wait) }
-    }
-
-    unsafe fn enqueue_usm_prefetch(
-        &self,
-        q: &Queue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the command contract, forwarded as is.
-        unsafe { usm::enqueue_usm_prefetch(q, ptr, size, wait) }
-    }
-
-    unsafe fn enqueue_launch(
-        &self,
-        q: &Queue,
-        kernel: &Kernel,
-        range: &NdRange,
-        args: &[KernelArg<'_, Self>],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        // SAFETY: the caller keeps the launch contract, forwarded as is.
-        unsafe { program::enqueue_launch(q, kernel, range, args, wait) }
-    }
-
-    fn enqueue_barrier(&self, q: &Queue, wait: &[&Event]) -> Result<Event> {
-        queue::enqueue_barrier(q, wait)
-    }
 }
+
+// The optional groups this adapter does not offer (its devices lack the
+// capability flags, so the dyn layer never calls these defaults).
+impl ur_api::adapter::HostLocking for OpenClAdapter {}

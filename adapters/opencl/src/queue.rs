@@ -33,6 +33,7 @@ use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result};
 use crate::conv::{self, check, check3};
 use crate::device::{Context, ContextInner, Handle};
 use crate::ext::IntelUsm;
+use crate::Device;
 
 /// What the adapter knows about the commands of one queue.
 #[derive(Debug, Default)]
@@ -210,15 +211,9 @@ pub(crate) fn submit(
     })
 }
 
-pub(crate) fn flush(q: &Queue) -> Result<()> {
-    q.shared.flush()
-}
-
-pub(crate) fn finish(q: &Queue) -> Result<()> {
-    q.shared.finish()
-}
-
-pub(crate) fn event_status(e: &Event) -> Result<EventStatus> {
+/// An event's status, also for [`wait_one`]: a runtime that updates the
+/// status lazily is made to do so where the event is known complete.
+fn event_status(e: &Event) -> Result<EventStatus> {
     let raw = check3(e.cl.command_execution_status())?.0;
     let status = conv::event_status(raw);
     match status {
@@ -233,51 +228,6 @@ pub(crate) fn event_status(e: &Event) -> Result<EventStatus> {
         _ => {}
     }
     Ok(status)
-}
-
-/// Waits for every event with one `clWaitForEvents` (after flushing their
-/// queues where needed), keeping `Adapter::wait`'s promise: it returns only
-/// when every event has ended (completed or failed) or the device is lost,
-/// whatever goes wrong on the way. A failed flush is reported after the
-/// waiting, not instead of it (`clWaitForEvents` flushes by itself).
-/// Events of different contexts cannot share that call
-/// (`CL_INVALID_CONTEXT`), and a failed command or any other error makes it
-/// return early: then each event is waited for on its own ([`wait_one`]).
-/// The first failure is reported.
-pub(crate) fn wait(events: &[&Event]) -> Result<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let mut first = None;
-    for e in events {
-        if e.queue.progress.flushed.load(Ordering::Acquire) < e.seq {
-            if let Err(err) = e.queue.flush() {
-                tracing::debug!(error = %err, "clFlush before a wait failed: waiting all the same");
-                first.get_or_insert(err);
-            }
-        }
-    }
-    let ids: Vec<cl_event> = events.iter().map(|e| e.cl.get()).collect();
-    match opencl3::event::wait_for_events(&ids) {
-        Ok(()) => {
-            // Latest first: the earlier events of a queue then settle at once.
-            for e in events.iter().rev() {
-                mark_done(&e.queue.progress, e.seq);
-            }
-            return first.map_or(Ok(()), Err);
-        }
-        Err(code) if code == CL_INVALID_CONTEXT || code == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST => {}
-        Err(code) => {
-            tracing::debug!(code, "clWaitForEvents failed: waiting for each event on its own");
-            first.get_or_insert(conv::error(code));
-        }
-    }
-    for e in events {
-        if let Err(err) = wait_one(e) {
-            first.get_or_insert(err);
-        }
-    }
-    first.map_or(Ok(()), Err)
 }
 
 /// Waits for one event: its command's error once it failed; where the
@@ -301,20 +251,85 @@ fn wait_one(e: &Event) -> Result<()> {
     }
 }
 
-pub(crate) fn event_profiling(e: &Event) -> Result<ProfilingInfo> {
-    Ok(ProfilingInfo {
-        queued: check3(e.cl.profiling_command_queued())?,
-        submit: check3(e.cl.profiling_command_submit())?,
-        start: check3(e.cl.profiling_command_start())?,
-        end: check3(e.cl.profiling_command_end())?,
-    })
+impl ur_api::adapter::Commands for crate::OpenClAdapter {
+    fn create_queue(&self, ctx: &Context, device: &Device, props: &QueueProps) -> Result<Queue> {
+        create_queue(ctx, device.id, props)
+    }
+
+    fn flush(&self, q: &Queue) -> Result<()> {
+        q.shared.flush()
+    }
+
+    fn finish(&self, q: &Queue) -> Result<()> {
+        q.shared.finish()
+    }
+
+    fn event_status(&self, e: &Event) -> Result<EventStatus> {
+        event_status(e)
+    }
+
+    /// Waits for every event with one `clWaitForEvents` (after flushing their
+    /// queues where needed), keeping `Adapter::wait`'s promise: it returns only
+    /// when every event has ended (completed or failed) or the device is lost,
+    /// whatever goes wrong on the way. A failed flush is reported after the
+    /// waiting, not instead of it (`clWaitForEvents` flushes by itself).
+    /// Events of different contexts cannot share that call
+    /// (`CL_INVALID_CONTEXT`), and a failed command or any other error makes it
+    /// return early: then each event is waited for on its own (`wait_one`).
+    /// The first failure is reported.
+    fn wait(&self, events: &[&Event]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut first = None;
+        for e in events {
+            if e.queue.progress.flushed.load(Ordering::Acquire) < e.seq {
+                if let Err(err) = e.queue.flush() {
+                    tracing::debug!(error = %err, "clFlush before a wait failed: waiting all the same");
+                    first.get_or_insert(err);
+                }
+            }
+        }
+        let ids: Vec<cl_event> = events.iter().map(|e| e.cl.get()).collect();
+        match opencl3::event::wait_for_events(&ids) {
+            Ok(()) => {
+                // Latest first: the earlier events of a queue then settle at once.
+                for e in events.iter().rev() {
+                    mark_done(&e.queue.progress, e.seq);
+                }
+                return first.map_or(Ok(()), Err);
+            }
+            Err(code) if code == CL_INVALID_CONTEXT || code == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST => {}
+            Err(code) => {
+                tracing::debug!(code, "clWaitForEvents failed: waiting for each event on its own");
+                first.get_or_insert(conv::error(code));
+            }
+        }
+        for e in events {
+            if let Err(err) = wait_one(e) {
+                first.get_or_insert(err);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    fn enqueue_barrier(&self, q: &Queue, wait: &[&Event]) -> Result<Event> {
+        submit(q, wait, |q, n, w| {
+            // SAFETY: the wait list holds live events of the queue's context.
+            raw_event(unsafe { cq::enqueue_barrier_with_wait_list(q, n, w) })
+        })
+    }
 }
 
-pub(crate) fn enqueue_barrier(q: &Queue, wait: &[&Event]) -> Result<Event> {
-    submit(q, wait, |q, n, w| {
-        // SAFETY: the wait list holds live events of the queue's context.
-        raw_event(unsafe { cq::enqueue_barrier_with_wait_list(q, n, w) })
-    })
+impl ur_api::adapter::Profiling for crate::OpenClAdapter {
+    fn event_profiling(&self, e: &Event) -> Result<ProfilingInfo> {
+        Ok(ProfilingInfo {
+            queued: check3(e.cl.profiling_command_queued())?,
+            submit: check3(e.cl.profiling_command_submit())?,
+            start: check3(e.cl.profiling_command_start())?,
+            end: check3(e.cl.profiling_command_end())?,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ const NATIVE_ALIGN: usize = 128;
 /// It keeps the context alive, so that freeing it can wait for the commands
 /// using it: `clMemBlockingFreeINTEL` does so itself; for SVM the context's
 /// queues are drained first (`clSVMFree` does not wait). Freed by
-/// [`ur_api::Adapter::usm_free`], or when dropped.
+/// [`ur_api::adapter::UnifiedMemory::usm_free`], or when dropped.
 #[derive(Debug)]
 pub struct Usm {
     /// What the allocator returned (the address handed out may be aligned
@@ -74,38 +74,6 @@ impl Drop for Usm {
             tracing::warn!(error = %e, "freeing USM memory failed; the memory is leaked");
         }
     }
-}
-
-/// Allocates USM memory: with the Intel extension for the hinted device
-/// (see [`conv::intel_alloc_flags`] for the placement), else as SVM (see
-/// [`conv::usm_caps_from_svm`] for which kind gets which grain; SVM is
-/// context-wide, so the device only decided what the dyn layer checked).
-pub(crate) fn usm_alloc(ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
-    let (native, extra) = if desc.align <= NATIVE_ALIGN {
-        (desc.align, 0)
-    } else {
-        (NATIVE_ALIGN, desc.align - NATIVE_ALIGN)
-    };
-    let size = desc.size.checked_add(extra).ok_or(Error::OutOfDeviceMemory)?;
-    let base = match ctx.intel {
-        Some(intel) => intel_alloc(ctx, &intel, desc, size, native as cl_uint)?,
-        None => {
-            let flags = match desc.kind {
-                UsmKind::Device => CL_MEM_READ_WRITE,
-                UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
-            };
-            // SAFETY: alignment is 0 or a power of two <= 128 and the size
-            // non-zero; a null result is reported as an error by cl3.
-            unsafe { clmem::svm_alloc(ctx.cl.get(), flags, size, native as cl_uint) }
-                .map_err(|_| Error::OutOfDeviceMemory)?
-        }
-    };
-    let addr = (base as u64).next_multiple_of(desc.align.max(1) as u64);
-    let usm = Usm {
-        base: Some(Handle(base)),
-        ctx: ctx.shared().clone(),
-    };
-    Ok((usm, UsmPtr(addr)))
 }
 
 /// One allocation through the extension; device and shared allocations are
@@ -158,7 +126,7 @@ fn intel_alloc(
     Ok(p)
 }
 
-/// Frees USM memory once no command uses it (see [`Usm::free`]).
+/// Frees USM memory once no command uses it (see `Usm::free`).
 pub(crate) fn usm_free(mut alloc: Usm) -> Result<()> {
     alloc.free()
 }
@@ -168,46 +136,6 @@ fn addr(m: MemArg<'_, OpenClAdapter>) -> *mut c_void {
         MemArg::Usm(u) => u.ptr.0 as *mut c_void,
         MemArg::Host(h) => h.as_ptr().cast(),
     }
-}
-
-/// Copies between USM and/or host memory. With at least one USM side this
-/// is `clEnqueueMemcpyINTEL` or `clEnqueueSVMMemcpy` (both take plain host
-/// pointers too). Host to host needs neither: it waits for the queue (and
-/// `wait`) with a marker, copies on the calling thread and returns a marker
-/// enqueued after it.
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_copy(
-    q: &Queue,
-    dst: MemArg<'_, OpenClAdapter>,
-    src: MemArg<'_, OpenClAdapter>,
-    size: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    if let (MemArg::Host(d), MemArg::Host(s)) = (dst, src) {
-        return submit(q, wait, |q, n, w| {
-            // SAFETY: a marker over live events of the queue's context.
-            let before = raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })?;
-            check3(before.wait())?;
-            // SAFETY: the caller guarantees (the command contract) both spans
-            // hold `size` bytes, do not overlap, and are ours for the command
-            // (`HostPtr::new`).
-            unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
-            // SAFETY: a marker with no wait list.
-            raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
-        });
-    }
-    let intel = &q.intel;
-    submit(q, wait, |raw, n, w| {
-        let q = QueueRef { raw, intel };
-        // SAFETY: the caller guarantees (the command contract) each side holds
-        // `size` bytes, the two do not overlap, host sides are valid for the
-        // command, and USM sides are usable for a copy here: allocations of
-        // the queue's context (other contexts are never even `Migratable`).
-        raw_event(unsafe { memcpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) })
-    })
 }
 
 /// One USM copy on the queue's path (Intel or SVM).
@@ -243,102 +171,176 @@ struct QueueRef<'a> {
     intel: &'a Option<IntelUsm>,
 }
 
-/// Fills USM memory: powers of two with `clEnqueueMemFillINTEL` or
-/// `clEnqueueSVMMemFill`; other pattern lengths by one blocking copy of a
-/// seed of whole repetitions, then in-place doubling copies (the seed is
-/// host memory, so that first copy completes before this call returns).
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_fill(
-    q: &Queue,
-    p: UsmRef<'_, OpenClAdapter>,
-    size: usize,
-    pattern: &[u8],
-    wait: &[&Event],
-) -> Result<Event> {
-    let dst = p.ptr.0 as *mut c_void;
-    let intel = &q.intel;
-    if pattern.len().is_power_of_two() {
-        return submit(q, wait, |q, n, w| {
-            // SAFETY (both arms): the caller guarantees (the command contract)
-            // `size` bytes at `dst` lie in an allocation usable here and the
-            // pattern's length divides `size`; the runtime copies the pattern
-            // before returning.
-            raw_event(match intel {
-                Some(i) => event_of(|ev| {
-                    // SAFETY: see above.
-                    unsafe { (i.fill)(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w, ev) }
-                }),
-                // SAFETY: see above.
-                None => unsafe { cq::enqueue_svm_mem_fill(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w) },
-            })
-        });
-    }
-    let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
-    submit(q, wait, |raw, n, w| {
-        let q = QueueRef { raw, intel };
-        // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`
-        // bytes, inside the range the caller guarantees (the command contract).
-        let mut last = raw_event(unsafe { memcpy(q, CL_TRUE, dst, seed.as_ptr().cast(), seed.len(), n, w) })?;
-        let mut done = seed.len();
-        while done < size {
-            let len = done.min(size - done);
-            // SAFETY: disjoint ranges inside the caller's range (`done + len
-            // <= size`), as above.
-            let r = unsafe { memcpy(q, CL_FALSE, dst.cast::<u8>().add(done).cast(), dst, len, 0, ptr::null()) };
-            last = raw_event(r)?;
-            done += len;
-        }
-        Ok(last)
-    })
-}
-
-/// Prefetch: `clEnqueueMigrateMemINTEL` to the queue's device, or
-/// `clEnqueueSVMMigrateMem` on OpenCL 2.1+ SVM devices; where the runtime
-/// refuses it, a marker (a prefetch is only a hint; its ordering is all
-/// that must hold).
-///
-/// # Safety
-///
-/// The command contract of [`ur_api::Adapter`] (see its method of the same name).
-pub(crate) unsafe fn enqueue_usm_prefetch(
-    q: &Queue,
-    p: UsmRef<'_, OpenClAdapter>,
-    size: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    let migrate = q.version >= (2, 1);
-    let intel = &q.intel;
-    submit(q, wait, |q, n, w| {
-        let at = p.ptr.0 as *const c_void;
-        let r = match intel {
-            // SAFETY: the caller guarantees (the command contract) one range
-            // of a live allocation of the queue's context; flags 0 migrate
-            // to the queue's device.
-            Some(i) => Some(event_of(|ev| unsafe { (i.migrate)(q, at, size, 0, n, w, ev) })),
-            None if migrate => {
-                let ptrs: [*const c_void; 1] = [at];
-                let sizes: [usize; 1] = [size];
-                // SAFETY: as above, for an SVM allocation.
-                Some(unsafe { cq::enqueue_svm_migrate_mem(q, 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) })
-            }
-            None => None,
+impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
+    /// Allocates USM memory: with the Intel extension for the hinted device
+    /// (see [`conv::intel_alloc_flags`] for the placement), else as SVM (see
+    /// [`conv::usm_caps_from_svm`] for which kind gets which grain; SVM is
+    /// context-wide, so the device only decided what the dyn layer checked).
+    fn usm_alloc(&self, ctx: &Context, desc: &UsmDesc<&Device>) -> Result<(Usm, UsmPtr)> {
+        let (native, extra) = if desc.align <= NATIVE_ALIGN {
+            (desc.align, 0)
+        } else {
+            (NATIVE_ALIGN, desc.align - NATIVE_ALIGN)
         };
-        match r {
-            Some(Ok(ev)) => return raw_event(Ok(ev)),
-            Some(Err(code)) => tracing::debug!(code, "the runtime refused the migration; prefetch becomes a marker"),
-            None => {}
+        let size = desc.size.checked_add(extra).ok_or(Error::OutOfDeviceMemory)?;
+        let base = match ctx.intel {
+            Some(intel) => intel_alloc(ctx, &intel, desc, size, native as cl_uint)?,
+            None => {
+                let flags = match desc.kind {
+                    UsmKind::Device => CL_MEM_READ_WRITE,
+                    UsmKind::Host | UsmKind::Shared => CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER,
+                };
+                // SAFETY: alignment is 0 or a power of two <= 128 and the size
+                // non-zero; a null result is reported as an error by cl3.
+                unsafe { clmem::svm_alloc(ctx.cl.get(), flags, size, native as cl_uint) }
+                    .map_err(|_| Error::OutOfDeviceMemory)?
+            }
+        };
+        let addr = (base as u64).next_multiple_of(desc.align.max(1) as u64);
+        let usm = Usm {
+            base: Some(Handle(base)),
+            ctx: ctx.shared().clone(),
+        };
+        Ok((usm, UsmPtr(addr)))
+    }
+
+    /// Frees USM memory once no command uses it (see `Usm::free`).
+    unsafe fn usm_free(&self, _ctx: &Context, alloc: Usm) -> Result<()> {
+        usm_free(alloc)
+    }
+
+    /// Copies between USM and/or host memory. With at least one USM side this
+    /// is `clEnqueueMemcpyINTEL` or `clEnqueueSVMMemcpy` (both take plain host
+    /// pointers too). Host to host needs neither: it waits for the queue (and
+    /// `wait`) with a marker, copies on the calling thread and returns a marker
+    /// enqueued after it.
+    unsafe fn enqueue_usm_copy(
+        &self,
+        q: &Queue,
+        dst: MemArg<'_, OpenClAdapter>,
+        src: MemArg<'_, OpenClAdapter>,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        if let (MemArg::Host(d), MemArg::Host(s)) = (dst, src) {
+            return submit(q, wait, |q, n, w| {
+                // SAFETY: a marker over live events of the queue's context.
+                let before = raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })?;
+                check3(before.wait())?;
+                // SAFETY: the caller guarantees (the command contract) both spans
+                // hold `size` bytes, do not overlap, and are ours for the command
+                // (`HostPtr::new`).
+                unsafe { ptr::copy_nonoverlapping(s.as_ptr(), d.as_ptr(), size) };
+                // SAFETY: a marker with no wait list.
+                raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
+            });
         }
-        // SAFETY: a marker over live events of the queue's context.
-        raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })
-    })
+        let intel = &q.intel;
+        submit(q, wait, |raw, n, w| {
+            let q = QueueRef { raw, intel };
+            // SAFETY: the caller guarantees (the command contract) each side holds
+            // `size` bytes, the two do not overlap, host sides are valid for the
+            // command, and USM sides are usable for a copy here: allocations of
+            // the queue's context (other contexts are never even `Migratable`).
+            raw_event(unsafe { memcpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) })
+        })
+    }
+
+    /// Fills USM memory: powers of two with `clEnqueueMemFillINTEL` or
+    /// `clEnqueueSVMMemFill`; other pattern lengths by one blocking copy of a
+    /// seed of whole repetitions, then in-place doubling copies (the seed is
+    /// host memory, so that first copy completes before this call returns).
+    unsafe fn enqueue_usm_fill(
+        &self,
+        q: &Queue,
+        p: UsmRef<'_, OpenClAdapter>,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let dst = p.ptr.0 as *mut c_void;
+        let intel = &q.intel;
+        if pattern.len().is_power_of_two() {
+            return submit(q, wait, |q, n, w| {
+                // SAFETY (both arms): the caller guarantees (the command contract)
+                // `size` bytes at `dst` lie in an allocation usable here and the
+                // pattern's length divides `size`; the runtime copies the pattern
+                // before returning.
+                raw_event(match intel {
+                    Some(i) => event_of(|ev| {
+                        // SAFETY: see above.
+                        unsafe { (i.fill)(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w, ev) }
+                    }),
+                    // SAFETY: see above.
+                    None => unsafe {
+                        cq::enqueue_svm_mem_fill(q, dst, pattern.as_ptr().cast(), pattern.len(), size, n, w)
+                    },
+                })
+            });
+        }
+        let seed = conv::repeat_pattern(pattern, size, FILL_SEED);
+        submit(q, wait, |raw, n, w| {
+            let q = QueueRef { raw, intel };
+            // SAFETY: a blocking copy, so `seed` outlives it; `seed.len() <= size`
+            // bytes, inside the range the caller guarantees (the command contract).
+            let mut last = raw_event(unsafe { memcpy(q, CL_TRUE, dst, seed.as_ptr().cast(), seed.len(), n, w) })?;
+            let mut done = seed.len();
+            while done < size {
+                let len = done.min(size - done);
+                // SAFETY: disjoint ranges inside the caller's range (`done + len
+                // <= size`), as above.
+                let r = unsafe { memcpy(q, CL_FALSE, dst.cast::<u8>().add(done).cast(), dst, len, 0, ptr::null()) };
+                last = raw_event(r)?;
+                done += len;
+            }
+            Ok(last)
+        })
+    }
+
+    /// Prefetch: `clEnqueueMigrateMemINTEL` to the queue's device, or
+    /// `clEnqueueSVMMigrateMem` on OpenCL 2.1+ SVM devices; where the runtime
+    /// refuses it, a marker (a prefetch is only a hint; its ordering is all
+    /// that must hold).
+    unsafe fn enqueue_usm_prefetch(
+        &self,
+        q: &Queue,
+        p: UsmRef<'_, OpenClAdapter>,
+        size: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let migrate = q.version >= (2, 1);
+        let intel = &q.intel;
+        submit(q, wait, |q, n, w| {
+            let at = p.ptr.0 as *const c_void;
+            let r = match intel {
+                // SAFETY: the caller guarantees (the command contract) one range
+                // of a live allocation of the queue's context; flags 0 migrate
+                // to the queue's device.
+                Some(i) => Some(event_of(|ev| unsafe { (i.migrate)(q, at, size, 0, n, w, ev) })),
+                None if migrate => {
+                    let ptrs: [*const c_void; 1] = [at];
+                    let sizes: [usize; 1] = [size];
+                    // SAFETY: as above, for an SVM allocation.
+                    Some(unsafe { cq::enqueue_svm_migrate_mem(q, 1, ptrs.as_ptr(), sizes.as_ptr(), 0, n, w) })
+                }
+                None => None,
+            };
+            match r {
+                Some(Ok(ev)) => return raw_event(Ok(ev)),
+                Some(Err(code)) => {
+                    tracing::debug!(code, "the runtime refused the migration; prefetch becomes a marker")
+                }
+                None => {}
+            }
+            // SAFETY: a marker over live events of the queue's context.
+            raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, n, w) })
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use ur_api::{Adapter, UsmDesc, UsmKind};
+    use ur_api::{adapter::prelude::*, UsmDesc, UsmKind};
 
     use crate::OpenClAdapter;
 

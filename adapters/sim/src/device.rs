@@ -6,6 +6,7 @@ use std::sync::Arc;
 use ur_api::{Backend, DeviceCaps, DeviceInfo, MemoryConnection, PlatformInfo, ProgramFormats, Result, UsmCaps};
 
 use crate::state::{DeviceState, SimState, ARENA_ALIGN};
+use ur_api::Loc;
 
 /// Work-group limit reported: kernels are host kernels that run the whole
 /// range in one call, so this is a convention, not a hardware limit.
@@ -117,6 +118,38 @@ pub(crate) fn memory_connection(
 ) -> MemoryConnection {
     let same_context = src.0.id == dst.0.id;
     state.topology.connection(src.1 .0.index, dst.1 .0.index, same_context)
+}
+
+impl ur_api::adapter::Devices for crate::SimAdapter {
+    fn backend(&self) -> Backend {
+        Backend::Sim
+    }
+
+    fn platforms(&self) -> Result<Vec<SimPlatform>> {
+        Ok((0..self.state.topology.platforms().len())
+            .map(|index| SimPlatform { index })
+            .collect())
+    }
+
+    fn platform_info(&self, platform: &SimPlatform) -> Result<PlatformInfo> {
+        Ok(platform_info(&self.state, platform))
+    }
+
+    fn devices(&self, platform: &SimPlatform) -> Result<Vec<SimDevice>> {
+        Ok(devices(&self.state, platform))
+    }
+
+    fn device_info(&self, device: &SimDevice) -> Result<DeviceInfo> {
+        Ok(device_info(&device.0))
+    }
+
+    fn create_context(&self, devices: &[&SimDevice]) -> Result<SimContext> {
+        create_context(&self.state, devices)
+    }
+
+    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
+        memory_connection(&self.state, src, dst)
+    }
 }
 
 #[cfg(test)]

@@ -126,11 +126,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceAddr, DeviceInfo, EventStatus, HostPtr, KernelArg, KernelInfo, Loc, MapFlags,
-    MemArg, MemoryConnection, NdRange, PlatformInfo, ProfilingInfo, ProgramSource, QueueProps, RectCopy, Result,
-    UsmAdvice, UsmDesc, UsmPtr, UsmRef,
-};
+use ur_api::{RectCopy, Result};
 
 pub use device::{SimContext, SimDevice, SimPlatform};
 pub use faults::{LinkStats, SimFaults, SimLinks, INJECTED_TRANSFER_FAULT, INJECTED_WAIT_FAULT};
@@ -142,8 +138,8 @@ pub use topology::{
     DeviceSpec, LinkSpec, PairRule, PlatformSpec, Topology, TopologyBuilder, TopologyError, TOPOLOGY_ENV,
 };
 
-use memory::{HostBlock, Mapping, Operand};
-use state::{SimState, ARENA_ALIGN};
+use memory::Operand;
+use state::SimState;
 
 /// The simulated-device adapter over one [`Topology`].
 ///
@@ -160,12 +156,13 @@ use state::{SimState, ARENA_ALIGN};
 /// # Ok::<(), ur_api::Error>(())
 /// ```
 ///
-/// Used directly through the static [`Adapter`] trait, whose data-path
+/// Used directly through the static [`Adapter`](ur_api::Adapter) trait, whose data-path
 /// methods are `unsafe` (the caller takes on the checks the dyn layer
 /// would make):
 ///
 /// ```
-/// use ur_api::{Adapter, BufferDesc, HostPtr, QueueProps};
+/// use ur_api::adapter::prelude::*;
+/// use ur_api::{BufferDesc, HostPtr, QueueProps};
 /// use ur_sim::{SimAdapter, Topology};
 ///
 /// let a = SimAdapter::new(Topology::single_device());
@@ -263,7 +260,7 @@ fn rect_rows(rect: &RectCopy) -> Vec<(usize, usize, usize)> {
     rows
 }
 
-impl Adapter for SimAdapter {
+impl ur_api::Api for SimAdapter {
     type Platform = SimPlatform;
     type Device = SimDevice;
     type Context = SimContext;
@@ -273,335 +270,4 @@ impl Adapter for SimAdapter {
     type Event = SimEvent;
     type Program = SimProgram;
     type Kernel = SimKernel;
-
-    fn backend(&self) -> Backend {
-        Backend::Sim
-    }
-
-    fn platforms(&self) -> Result<Vec<SimPlatform>> {
-        Ok((0..self.state.topology.platforms().len())
-            .map(|index| SimPlatform { index })
-            .collect())
-    }
-
-    fn platform_info(&self, platform: &SimPlatform) -> Result<PlatformInfo> {
-        Ok(device::platform_info(&self.state, platform))
-    }
-
-    fn devices(&self, platform: &SimPlatform) -> Result<Vec<SimDevice>> {
-        Ok(device::devices(&self.state, platform))
-    }
-
-    fn device_info(&self, device: &SimDevice) -> Result<DeviceInfo> {
-        Ok(device::device_info(&device.0))
-    }
-
-    fn create_context(&self, devices: &[&SimDevice]) -> Result<SimContext> {
-        device::create_context(&self.state, devices)
-    }
-
-    fn memory_connection(&self, src: Loc<'_, Self>, dst: Loc<'_, Self>) -> MemoryConnection {
-        device::memory_connection(&self.state, src, dst)
-    }
-
-    unsafe fn create_buffer(
-        &self,
-        ctx: &SimContext,
-        desc: &BufferDesc<&SimDevice>,
-        init: Option<HostPtr>,
-    ) -> Result<SimBuffer> {
-        // SAFETY: `init` is readable for `desc.size` bytes with COPY_HOST_PTR
-        // (this method's contract, passed on).
-        unsafe { memory::create_buffer(&self.state, ctx, desc, init) }
-    }
-
-    unsafe fn create_sub_buffer(&self, parent: &SimBuffer, offset: usize, size: usize) -> Result<SimBuffer> {
-        parent.device().check()?;
-        Ok(memory::create_sub_buffer(parent, offset, size))
-    }
-
-    fn usm_alloc(&self, ctx: &SimContext, desc: &UsmDesc<&SimDevice>) -> Result<(SimUsm, UsmPtr)> {
-        memory::usm_alloc(&self.state, ctx, desc)
-    }
-
-    unsafe fn lock_host(&self, ctx: &SimContext, mem: HostPtr) -> Result<DeviceAddr> {
-        // The sim moves locked and pageable host memory alike: nothing to
-        // pin, so it records the lock (tests see it through `SimLinks`) and
-        // its devices reach the memory at the host address. The dyn layer
-        // keeps the books (overlaps, exact unlocks).
-        for d in &ctx.devices {
-            d.check()?;
-        }
-        self.state.locked.lock().insert(mem.as_ptr() as usize, mem.len());
-        Ok(DeviceAddr(mem.as_ptr() as u64))
-    }
-
-    unsafe fn unlock_host(&self, _ctx: &SimContext, mem: HostPtr) -> Result<()> {
-        self.state.locked.lock().remove(&(mem.as_ptr() as usize));
-        Ok(())
-    }
-
-    fn create_queue(&self, _ctx: &SimContext, device: &SimDevice, _props: &QueueProps) -> Result<SimQueue> {
-        SimQueue::new(device.0.clone())
-    }
-
-    fn flush(&self, _queue: &SimQueue) -> Result<()> {
-        // Commands are handed to the worker when enqueued; nothing is pending.
-        // Always Ok, so that releasing a queue of a lost device still succeeds.
-        Ok(())
-    }
-
-    fn finish(&self, queue: &SimQueue) -> Result<()> {
-        queue.finish()
-    }
-
-    fn event_status(&self, event: &SimEvent) -> Result<EventStatus> {
-        Ok(event.0.status())
-    }
-
-    fn wait(&self, events: &[&SimEvent]) -> Result<()> {
-        if self.state.faults.take_wait_fault() {
-            tracing::debug!(events = events.len(), "injected wait failure");
-            return Err(faults::wait_fault());
-        }
-        queue::wait_all(events)
-    }
-
-    fn event_profiling(&self, event: &SimEvent) -> Result<ProfilingInfo> {
-        event.0.profiling()
-    }
-
-    fn create_program(&self, _ctx: &SimContext, source: &ProgramSource, _options: &str) -> Result<SimProgram> {
-        SimProgram::build(source)
-    }
-
-    fn create_kernel(&self, program: &SimProgram, name: &str) -> Result<SimKernel> {
-        program.kernel(name)
-    }
-
-    fn kernel_info(&self, kernel: &SimKernel) -> KernelInfo {
-        kernel.info()
-    }
-
-    unsafe fn enqueue_read(
-        &self,
-        queue: &SimQueue,
-        buffer: &SimBuffer,
-        offset: usize,
-        dst: HostPtr,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        let rows = vec![(0, 0, dst.len())];
-        self.enqueue_transfer(queue, buffer.operand(offset), Operand::host(dst), rows, wait)
-    }
-
-    unsafe fn enqueue_write(
-        &self,
-        queue: &SimQueue,
-        buffer: &SimBuffer,
-        offset: usize,
-        src: HostPtr,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        let rows = vec![(0, 0, src.len())];
-        self.enqueue_transfer(queue, Operand::host(src), buffer.operand(offset), rows, wait)
-    }
-
-    unsafe fn enqueue_copy(
-        &self,
-        queue: &SimQueue,
-        src: &SimBuffer,
-        src_offset: usize,
-        dst: &SimBuffer,
-        dst_offset: usize,
-        size: usize,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        let (s, d) = (src.operand(src_offset), dst.operand(dst_offset));
-        self.enqueue_transfer(queue, s, d, vec![(0, 0, size)], wait)
-    }
-
-    // The rect copies are the sim's own: one transfer through the link model
-    // (one latency, the link held once), not one per row as the defaults.
-
-    unsafe fn enqueue_copy_rect(
-        &self,
-        queue: &SimQueue,
-        src: &SimBuffer,
-        dst: &SimBuffer,
-        rect: &RectCopy,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        self.enqueue_transfer(queue, src.operand(0), dst.operand(0), rect_rows(rect), wait)
-    }
-
-    unsafe fn enqueue_read_rect(
-        &self,
-        queue: &SimQueue,
-        buffer: &SimBuffer,
-        rect: &RectCopy,
-        dst: HostPtr,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        self.enqueue_transfer(queue, buffer.operand(0), Operand::host(dst), rect_rows(rect), wait)
-    }
-
-    unsafe fn enqueue_write_rect(
-        &self,
-        queue: &SimQueue,
-        buffer: &SimBuffer,
-        rect: &RectCopy,
-        src: HostPtr,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        self.enqueue_transfer(queue, Operand::host(src), buffer.operand(0), rect_rows(rect), wait)
-    }
-
-    unsafe fn enqueue_fill(
-        &self,
-        queue: &SimQueue,
-        buffer: &SimBuffer,
-        offset: usize,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        buffer.device().check()?;
-        let (dst, pattern) = (buffer.operand(offset), pattern.to_vec());
-        self.submit(queue, wait, move |_| memory::fill(&dst, 0, size, &pattern))
-    }
-
-    unsafe fn enqueue_map(
-        &self,
-        queue: &SimQueue,
-        buffer: &SimBuffer,
-        flags: MapFlags,
-        offset: usize,
-        size: usize,
-        wait: &[&SimEvent],
-    ) -> Result<(SimEvent, HostPtr)> {
-        buffer.device().check()?;
-        let staging = Arc::new(HostBlock::zeroed(size, ARENA_ALIGN)?);
-        // SAFETY: the staging block is owned by the mapping record (and the
-        // commands below) until unmap; the user owns it in between, as the map
-        // contract says.
-        let mapped = unsafe { HostPtr::new(staging.as_ptr(), size) };
-        let read = !flags.contains(MapFlags::WRITE_INVALIDATE);
-        let write_back = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE);
-        let src = buffer.operand(offset);
-        let keep = staging.clone();
-        let ev = self.submit(queue, wait, move |s| {
-            if !read {
-                return src.check();
-            }
-            let dst = Operand::Host {
-                addr: keep.as_ptr() as usize,
-                len: size,
-                keep: Some(keep.clone()),
-            };
-            memory::transfer(s, &src, &dst, &[(0, 0, size)], true)
-        })?;
-        buffer.add_mapping(Mapping {
-            staging,
-            offset: buffer.offset + offset,
-            size,
-            write_back,
-        });
-        Ok((ev, mapped))
-    }
-
-    unsafe fn enqueue_unmap(
-        &self,
-        queue: &SimQueue,
-        buffer: &SimBuffer,
-        mapped: HostPtr,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        // `mapped` is a live mapping of `buffer` (the contract); a record
-        // that is absent anyway has nothing to write back.
-        let Some(m) = buffer.take_mapping(mapped) else {
-            return self.enqueue_barrier(queue, wait);
-        };
-        let dst = Operand::Dev {
-            alloc: buffer.alloc.clone(),
-            offset: m.offset,
-        };
-        self.submit(queue, wait, move |s| {
-            if !m.write_back {
-                return Ok(());
-            }
-            let src = Operand::Host {
-                addr: m.staging.as_ptr() as usize,
-                len: m.size,
-                keep: Some(m.staging.clone()),
-            };
-            memory::transfer(s, &src, &dst, &[(0, 0, m.size)], true)
-        })
-    }
-
-    unsafe fn enqueue_usm_copy(
-        &self,
-        queue: &SimQueue,
-        dst: MemArg<'_, Self>,
-        src: MemArg<'_, Self>,
-        size: usize,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        let (src, dst) = (Operand::mem_arg(src), Operand::mem_arg(dst));
-        self.enqueue_transfer(queue, src, dst, vec![(0, 0, size)], wait)
-    }
-
-    unsafe fn enqueue_usm_fill(
-        &self,
-        queue: &SimQueue,
-        ptr: UsmRef<'_, Self>,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        let dst = Operand::usm(ptr);
-        dst.check()?;
-        let pattern = pattern.to_vec();
-        self.submit(queue, wait, move |_| memory::fill(&dst, 0, size, &pattern))
-    }
-
-    unsafe fn enqueue_usm_prefetch(
-        &self,
-        queue: &SimQueue,
-        ptr: UsmRef<'_, Self>,
-        _size: usize,
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        // Device memory stays where it is and host USM is host memory:
-        // nothing moves, but memory on a lost device fails the command.
-        let device = ptr.alloc.device().cloned();
-        self.submit(queue, wait, move |_| device.map_or(Ok(()), |d| d.check()))
-    }
-
-    unsafe fn usm_advise(
-        &self,
-        queue: &SimQueue,
-        _ptr: UsmRef<'_, Self>,
-        _size: usize,
-        _advice: UsmAdvice,
-    ) -> Result<()> {
-        // Advice changes nothing here; a lost device still answers so.
-        queue.device.check()
-    }
-
-    unsafe fn enqueue_launch(
-        &self,
-        queue: &SimQueue,
-        kernel: &SimKernel,
-        range: &NdRange,
-        args: &[KernelArg<'_, Self>],
-        wait: &[&SimEvent],
-    ) -> Result<SimEvent> {
-        let launch = program::prepare(kernel, range, args)?;
-        self.submit(queue, wait, move |_| program::run(&launch))
-    }
-
-    fn enqueue_barrier(&self, queue: &SimQueue, wait: &[&SimEvent]) -> Result<SimEvent> {
-        self.submit(queue, wait, |_| Ok(()))
-    }
 }

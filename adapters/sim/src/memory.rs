@@ -17,8 +17,13 @@ use ur_api::{BufferDesc, Error, HostPtr, MemArg, MemFlags, Result, UsmDesc, UsmK
 
 use crate::device::{SimContext, SimDevice};
 use crate::faults;
+use crate::rect_rows;
 use crate::state::{DeviceState, SimState, ARENA_ALIGN};
 use crate::SimAdapter;
+use crate::SimEvent;
+use crate::SimQueue;
+use ur_api::adapter::Commands;
+use ur_api::{DeviceAddr, MapFlags, RectCopy, UsmAdvice};
 
 /// A zeroed, aligned block of host memory owned by the adapter.
 #[derive(Debug)]
@@ -390,6 +395,259 @@ pub(crate) fn fill(dst: &Operand, offset: usize, size: usize, pattern: &[u8]) ->
         }
     });
     Ok(())
+}
+
+impl ur_api::adapter::Memory for crate::SimAdapter {
+    unsafe fn create_buffer(
+        &self,
+        ctx: &SimContext,
+        desc: &BufferDesc<&SimDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<SimBuffer> {
+        // SAFETY: `init` is readable for `desc.size` bytes with COPY_HOST_PTR
+        // (this method's contract, passed on).
+        unsafe { create_buffer(&self.state, ctx, desc, init) }
+    }
+
+    unsafe fn enqueue_read(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let rows = vec![(0, 0, dst.len())];
+        self.enqueue_transfer(queue, buffer.operand(offset), Operand::host(dst), rows, wait)
+    }
+
+    unsafe fn enqueue_write(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let rows = vec![(0, 0, src.len())];
+        self.enqueue_transfer(queue, Operand::host(src), buffer.operand(offset), rows, wait)
+    }
+
+    unsafe fn enqueue_copy(
+        &self,
+        queue: &SimQueue,
+        src: &SimBuffer,
+        src_offset: usize,
+        dst: &SimBuffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let (s, d) = (src.operand(src_offset), dst.operand(dst_offset));
+        self.enqueue_transfer(queue, s, d, vec![(0, 0, size)], wait)
+    }
+
+    // The rect copies are the sim's own: one transfer through the link model
+    // (one latency, the link held once), not one per row as the defaults.
+
+    unsafe fn enqueue_copy_rect(
+        &self,
+        queue: &SimQueue,
+        src: &SimBuffer,
+        dst: &SimBuffer,
+        rect: &RectCopy,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        self.enqueue_transfer(queue, src.operand(0), dst.operand(0), rect_rows(rect), wait)
+    }
+
+    unsafe fn enqueue_read_rect(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        rect: &RectCopy,
+        dst: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        self.enqueue_transfer(queue, buffer.operand(0), Operand::host(dst), rect_rows(rect), wait)
+    }
+
+    unsafe fn enqueue_write_rect(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        rect: &RectCopy,
+        src: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        self.enqueue_transfer(queue, Operand::host(src), buffer.operand(0), rect_rows(rect), wait)
+    }
+
+    unsafe fn enqueue_fill(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        buffer.device().check()?;
+        let (dst, pattern) = (buffer.operand(offset), pattern.to_vec());
+        self.submit(queue, wait, move |_| fill(&dst, 0, size, &pattern))
+    }
+}
+
+impl ur_api::adapter::SubBuffers for crate::SimAdapter {
+    unsafe fn create_sub_buffer(&self, parent: &SimBuffer, offset: usize, size: usize) -> Result<SimBuffer> {
+        parent.device().check()?;
+        Ok(create_sub_buffer(parent, offset, size))
+    }
+}
+
+impl ur_api::adapter::Mapping for crate::SimAdapter {
+    unsafe fn enqueue_map(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        flags: MapFlags,
+        offset: usize,
+        size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<(SimEvent, HostPtr)> {
+        buffer.device().check()?;
+        let staging = Arc::new(HostBlock::zeroed(size, ARENA_ALIGN)?);
+        // SAFETY: the staging block is owned by the mapping record (and the
+        // commands below) until unmap; the user owns it in between, as the map
+        // contract says.
+        let mapped = unsafe { HostPtr::new(staging.as_ptr(), size) };
+        let read = !flags.contains(MapFlags::WRITE_INVALIDATE);
+        let write_back = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE);
+        let src = buffer.operand(offset);
+        let keep = staging.clone();
+        let ev = self.submit(queue, wait, move |s| {
+            if !read {
+                return src.check();
+            }
+            let dst = Operand::Host {
+                addr: keep.as_ptr() as usize,
+                len: size,
+                keep: Some(keep.clone()),
+            };
+            transfer(s, &src, &dst, &[(0, 0, size)], true)
+        })?;
+        buffer.add_mapping(Mapping {
+            staging,
+            offset: buffer.offset + offset,
+            size,
+            write_back,
+        });
+        Ok((ev, mapped))
+    }
+
+    unsafe fn enqueue_unmap(
+        &self,
+        queue: &SimQueue,
+        buffer: &SimBuffer,
+        mapped: HostPtr,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        // `mapped` is a live mapping of `buffer` (the contract); a record
+        // that is absent anyway has nothing to write back.
+        let Some(m) = buffer.take_mapping(mapped) else {
+            return self.enqueue_barrier(queue, wait);
+        };
+        let dst = Operand::Dev {
+            alloc: buffer.alloc.clone(),
+            offset: m.offset,
+        };
+        self.submit(queue, wait, move |s| {
+            if !m.write_back {
+                return Ok(());
+            }
+            let src = Operand::Host {
+                addr: m.staging.as_ptr() as usize,
+                len: m.size,
+                keep: Some(m.staging.clone()),
+            };
+            transfer(s, &src, &dst, &[(0, 0, m.size)], true)
+        })
+    }
+}
+
+impl ur_api::adapter::HostLocking for crate::SimAdapter {
+    unsafe fn lock_host(&self, ctx: &SimContext, mem: HostPtr) -> Result<DeviceAddr> {
+        // The sim moves locked and pageable host memory alike: nothing to
+        // pin, so it records the lock (tests see it through `SimLinks`) and
+        // its devices reach the memory at the host address. The dyn layer
+        // keeps the books (overlaps, exact unlocks).
+        for d in &ctx.devices {
+            d.check()?;
+        }
+        self.state.locked.lock().insert(mem.as_ptr() as usize, mem.len());
+        Ok(DeviceAddr(mem.as_ptr() as u64))
+    }
+
+    unsafe fn unlock_host(&self, _ctx: &SimContext, mem: HostPtr) -> Result<()> {
+        self.state.locked.lock().remove(&(mem.as_ptr() as usize));
+        Ok(())
+    }
+}
+
+impl ur_api::adapter::UnifiedMemory for crate::SimAdapter {
+    fn usm_alloc(&self, ctx: &SimContext, desc: &UsmDesc<&SimDevice>) -> Result<(SimUsm, UsmPtr)> {
+        usm_alloc(&self.state, ctx, desc)
+    }
+
+    unsafe fn enqueue_usm_copy(
+        &self,
+        queue: &SimQueue,
+        dst: MemArg<'_, Self>,
+        src: MemArg<'_, Self>,
+        size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let (src, dst) = (Operand::mem_arg(src), Operand::mem_arg(dst));
+        self.enqueue_transfer(queue, src, dst, vec![(0, 0, size)], wait)
+    }
+
+    unsafe fn enqueue_usm_fill(
+        &self,
+        queue: &SimQueue,
+        ptr: UsmRef<'_, Self>,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let dst = Operand::usm(ptr);
+        dst.check()?;
+        let pattern = pattern.to_vec();
+        self.submit(queue, wait, move |_| fill(&dst, 0, size, &pattern))
+    }
+
+    unsafe fn enqueue_usm_prefetch(
+        &self,
+        queue: &SimQueue,
+        ptr: UsmRef<'_, Self>,
+        _size: usize,
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        // Device memory stays where it is and host USM is host memory:
+        // nothing moves, but memory on a lost device fails the command.
+        let device = ptr.alloc.device().cloned();
+        self.submit(queue, wait, move |_| device.map_or(Ok(()), |d| d.check()))
+    }
+
+    unsafe fn usm_advise(
+        &self,
+        queue: &SimQueue,
+        _ptr: UsmRef<'_, Self>,
+        _size: usize,
+        _advice: UsmAdvice,
+    ) -> Result<()> {
+        // Advice changes nothing here; a lost device still answers so.
+        queue.device.check()
+    }
 }
 
 #[cfg(test)]

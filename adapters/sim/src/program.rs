@@ -9,6 +9,10 @@ use ur_api::{Error, KernelArg, NdRange, Result};
 
 use crate::memory::{access, Operand};
 use crate::SimAdapter;
+use crate::SimContext;
+use crate::SimEvent;
+use crate::SimQueue;
+use ur_api::{KernelInfo, ProgramSource};
 
 /// A built program: a library of host kernels.
 pub type SimProgram = HostProgram;
@@ -58,4 +62,30 @@ pub(crate) fn run(launch: &HostLaunch<Operand>) -> Result<()> {
         m.check()?;
     }
     access(&mems, |ptrs| launch.run(ptrs)).map_err(Error::CommandFailed)
+}
+
+impl ur_api::adapter::Kernels for crate::SimAdapter {
+    fn create_program(&self, _ctx: &SimContext, source: &ProgramSource, _options: &str) -> Result<SimProgram> {
+        SimProgram::build(source)
+    }
+
+    fn create_kernel(&self, program: &SimProgram, name: &str) -> Result<SimKernel> {
+        program.kernel(name)
+    }
+
+    fn kernel_info(&self, kernel: &SimKernel) -> KernelInfo {
+        kernel.info()
+    }
+
+    unsafe fn enqueue_launch(
+        &self,
+        queue: &SimQueue,
+        kernel: &SimKernel,
+        range: &NdRange,
+        args: &[KernelArg<'_, Self>],
+        wait: &[&SimEvent],
+    ) -> Result<SimEvent> {
+        let launch = prepare(kernel, range, args)?;
+        self.submit(queue, wait, move |_| run(&launch))
+    }
 }

@@ -12,7 +12,11 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex};
 use ur_api::{Error, EventStatus, ProfilingInfo, Result};
 
+use crate::faults;
 use crate::state::DeviceState;
+use crate::SimContext;
+use crate::SimDevice;
+use ur_api::QueueProps;
 
 /// Work of one command.
 pub(crate) type Work = Box<dyn FnOnce() -> Result<()> + Send>;
@@ -221,6 +225,44 @@ pub(crate) fn wait_all(events: &[&SimEvent]) -> Result<()> {
         }
     }
     first
+}
+
+impl ur_api::adapter::Commands for crate::SimAdapter {
+    fn create_queue(&self, _ctx: &SimContext, device: &SimDevice, _props: &QueueProps) -> Result<SimQueue> {
+        SimQueue::new(device.0.clone())
+    }
+
+    fn flush(&self, _queue: &SimQueue) -> Result<()> {
+        // Commands are handed to the worker when enqueued; nothing is pending.
+        // Always Ok, so that releasing a queue of a lost device still succeeds.
+        Ok(())
+    }
+
+    fn finish(&self, queue: &SimQueue) -> Result<()> {
+        queue.finish()
+    }
+
+    fn event_status(&self, event: &SimEvent) -> Result<EventStatus> {
+        Ok(event.0.status())
+    }
+
+    fn wait(&self, events: &[&SimEvent]) -> Result<()> {
+        if self.state.faults.take_wait_fault() {
+            tracing::debug!(events = events.len(), "injected wait failure");
+            return Err(faults::wait_fault());
+        }
+        wait_all(events)
+    }
+
+    fn enqueue_barrier(&self, queue: &SimQueue, wait: &[&SimEvent]) -> Result<SimEvent> {
+        self.submit(queue, wait, |_| Ok(()))
+    }
+}
+
+impl ur_api::adapter::Profiling for crate::SimAdapter {
+    fn event_profiling(&self, event: &SimEvent) -> Result<ProfilingInfo> {
+        event.0.profiling()
+    }
 }
 
 #[cfg(test)]

@@ -431,7 +431,7 @@ fn host_registration_books_are_the_dyn_layers_and_lost_devices_refuse() {
 
 #[test]
 fn static_usm_free_while_in_flight_is_deferred() {
-    use ur_api::{Adapter, KernelArg, UsmRef};
+    use ur_api::{adapter::prelude::*, KernelArg, UsmRef};
 
     let sim = SimAdapter::new(Topology::single_device());
     let faults = sim.faults();

@@ -4,6 +4,7 @@
 //! when its runtime library is absent); the template has nothing to find.
 
 use ur_api::{Backend, DeviceCaps, DeviceInfo, DeviceType, PlatformInfo};
+use ur_api::{Loc, MemoryConnection, Result};
 
 /// The backend name, as device selectors and test names spell it
 /// (`UR_DEVICE_SELECTOR=template:0`, `[template/Template device#0] ...`).
@@ -71,6 +72,42 @@ pub(crate) fn device_info() -> DeviceInfo {
             env!("CARGO_PKG_VERSION"),
             format!("template {}", env!("CARGO_PKG_VERSION")),
         )
+}
+
+impl ur_api::adapter::Devices for crate::TemplateAdapter {
+    fn backend(&self) -> Backend {
+        BACKEND
+    }
+
+    fn platforms(&self) -> Result<Vec<TemplatePlatform>> {
+        Ok(vec![TemplatePlatform])
+    }
+
+    fn platform_info(&self, _: &TemplatePlatform) -> Result<PlatformInfo> {
+        Ok(platform_info())
+    }
+
+    fn devices(&self, _: &TemplatePlatform) -> Result<Vec<TemplateDevice>> {
+        Ok(vec![TemplateDevice])
+    }
+
+    fn device_info(&self, _: &TemplateDevice) -> Result<DeviceInfo> {
+        Ok(device_info())
+    }
+
+    fn create_context(&self, _: &[&TemplateDevice]) -> Result<TemplateContext> {
+        Ok(TemplateContext::default())
+    }
+
+    fn memory_connection(&self, _: Loc<'_, Self>, _: Loc<'_, Self>) -> MemoryConnection {
+        // Every buffer of this adapter, whatever its context, is host memory
+        // that any command of this adapter touches as it is (through the
+        // buffer's own lock; nothing is copied). So memory made at one
+        // location is usable in place at every other: `Unified`. An adapter
+        // whose contexts own separate device memory answers `Migratable`
+        // where its copy commands can reach both, and `None` otherwise.
+        MemoryConnection::Unified
+    }
 }
 
 #[cfg(test)]

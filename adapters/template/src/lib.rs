@@ -7,30 +7,39 @@
 //!
 //! ## Walk-through
 //!
-//! 1. **Types** (one per associated type of [`Adapter`]): [`TemplatePlatform`],
-//!    [`TemplateDevice`], [`TemplateContext`] in `device.rs`;
-//!    [`TemplateBuffer`] in `memory.rs`; [`TemplateQueue`], [`TemplateEvent`]
-//!    in `queue.rs`. Optional parts the device lacks get `()` (`Usm`,
-//!    `Program`, `Kernel` here): the dyn layer never hands one over.
-//! 2. **Describe the device honestly** with the [`DeviceInfo::new`] builder
-//!    (`device.rs`). The capability flags are the contract: the dyn layer
-//!    answers [`Error::Unsupported`](ur_api::Error::Unsupported) for what
-//!    is absent and never calls the trait's defaults, and the suite turns
-//!    that into skips. This device
-//!    has `SUB_BUFFERS`, `MAP` and `FILL_ANY_PATTERN`; no USM, kernels,
-//!    profiling or host registration, so those trait methods keep their
-//!    defaults and appear nowhere below.
-//! 3. **Answer [`Adapter::memory_connection`] truthfully**: it is what the
-//!    dyn layer lets a buffer be used by and what the memory manager plans
-//!    routes with.
-//! 4. **Implement the required methods** (the `Adapter` impl below):
-//!    discovery, contexts, buffers, queues, events, read / write / copy /
-//!    fill and the barrier. Rect copies use the trait's per-row defaults.
-//! 5. **Write the `unsafe fn`s to their `# Safety` contracts.** The dyn
+//! The API is split by area ([`ur_api::adapter`]); each part is
+//! implemented in the file that owns it:
+//!
+//! 1. **Types** (`lib.rs`): [`ur_api::Api`] names one type per object:
+//!    [`TemplatePlatform`], [`TemplateDevice`], [`TemplateContext`] in
+//!    `device.rs`; [`TemplateBuffer`] in `memory.rs`; [`TemplateQueue`],
+//!    [`TemplateEvent`] in `queue.rs`. Objects of groups the device lacks
+//!    are `()` (`Usm`, `Program`, `Kernel` here): the dyn layer never hands
+//!    one over.
+//! 2. **Discovery** (`device.rs`, [`Devices`](ur_api::adapter::Devices)):
+//!    describe the device honestly with the
+//!    [`DeviceInfo::new`](ur_api::DeviceInfo::new) builder. The capability
+//!    flags are the contract: the dyn layer answers
+//!    [`Error::Unsupported`](ur_api::Error::Unsupported) for what is absent
+//!    and never calls the trait's defaults, and the suite turns that into
+//!    skips. This device has `SUB_BUFFERS`, `MAP` and `FILL_ANY_PATTERN`; no
+//!    USM, kernels, profiling or host registration.
+//! 3. **Answer [`Devices::memory_connection`](ur_api::adapter::Devices::memory_connection)
+//!    truthfully** (`device.rs`): it is what the dyn layer lets a buffer be
+//!    used by and what the memory manager plans routes with.
+//! 4. **The required areas**: buffers, read / write / copy / fill in
+//!    `memory.rs` ([`Memory`](ur_api::adapter::Memory); rect copies use the
+//!    trait's per-row defaults), queues, events and the barrier in
+//!    `queue.rs` ([`Commands`](ur_api::adapter::Commands)).
+//! 5. **The optional groups**, one trait each: the ones the device offers
+//!    are implemented where they belong (`SubBuffers` and `Mapping` in
+//!    `memory.rs`); the ones it lacks are one line each below the types
+//!    (`impl HostLocking for TemplateAdapter {}`), with no body to write.
+//! 6. **Write the `unsafe fn`s to their `# Safety` contracts.** The dyn
 //!    layer has already checked handles, contexts, sizes, bounds,
 //!    alignment and capabilities; the adapter re-checks none of it, and
 //!    each body says in a `// SAFETY:` comment which promise makes it sound.
-//! 6. **Run the suite**: `tests/conformance.rs` is the five lines
+//! 7. **Run the suite**: `tests/conformance.rs` is the five lines
 //!    `ur_conformance::harness::run_suite(TemplateAdapter::new).exit()` with
 //!    `harness = false`; `cargo test -p ur-template` runs it.
 //!
@@ -42,7 +51,7 @@
 //!   thing that is; a real backend submits and returns.
 //! - **Memory is a `Vec<u8>` behind a mutex**, shared by `Arc` with
 //!   sub-buffers and open mappings, so every buffer access is safe code;
-//!   the only raw memory is the caller's [`HostPtr`]. Releasing a buffer
+//!   the only raw memory is the caller's [`HostPtr`](ur_api::HostPtr). Releasing a buffer
 //!   that is still mapped is fine: the mapping holds the storage.
 //! - **Mapping is a staging copy** (copied in unless `WRITE_INVALIDATE`,
 //!   written back on unmap when mapped for writing), the shape a device
@@ -68,11 +77,7 @@ mod device;
 mod memory;
 mod queue;
 
-use memory::{fill, host_bytes, host_bytes_mut, MapTable};
-use ur_api::{
-    Adapter, Backend, BufferDesc, DeviceInfo, EventStatus, HostPtr, Loc, MapFlags, MemFlags, MemoryConnection,
-    PlatformInfo, QueueProps, Result,
-};
+use memory::MapTable;
 
 pub use device::{TemplateContext, TemplateDevice, TemplatePlatform, BACKEND, BACKEND_NAME};
 pub use memory::TemplateBuffer;
@@ -93,7 +98,7 @@ impl TemplateAdapter {
     }
 }
 
-impl Adapter for TemplateAdapter {
+impl ur_api::Api for TemplateAdapter {
     type Platform = TemplatePlatform;
     type Device = TemplateDevice;
     type Context = TemplateContext;
@@ -105,199 +110,14 @@ impl Adapter for TemplateAdapter {
     type Event = TemplateEvent;
     type Program = ();
     type Kernel = ();
-
-    fn backend(&self) -> Backend {
-        BACKEND
-    }
-
-    fn platforms(&self) -> Result<Vec<TemplatePlatform>> {
-        Ok(vec![TemplatePlatform])
-    }
-
-    fn platform_info(&self, _: &TemplatePlatform) -> Result<PlatformInfo> {
-        Ok(device::platform_info())
-    }
-
-    fn devices(&self, _: &TemplatePlatform) -> Result<Vec<TemplateDevice>> {
-        Ok(vec![TemplateDevice])
-    }
-
-    fn device_info(&self, _: &TemplateDevice) -> Result<DeviceInfo> {
-        Ok(device::device_info())
-    }
-
-    fn create_context(&self, _: &[&TemplateDevice]) -> Result<TemplateContext> {
-        Ok(TemplateContext::default())
-    }
-
-    fn memory_connection(&self, _: Loc<'_, Self>, _: Loc<'_, Self>) -> MemoryConnection {
-        // Every buffer of this adapter, whatever its context, is host memory
-        // that any command of this adapter touches as it is (through the
-        // buffer's own lock; nothing is copied). So memory made at one
-        // location is usable in place at every other: `Unified`. An adapter
-        // whose contexts own separate device memory answers `Migratable`
-        // where its copy commands can reach both, and `None` otherwise.
-        MemoryConnection::Unified
-    }
-
-    unsafe fn create_buffer(
-        &self,
-        _: &TemplateContext,
-        desc: &BufferDesc<&TemplateDevice>,
-        init: Option<HostPtr>,
-    ) -> Result<TemplateBuffer> {
-        let buffer = TemplateBuffer::new(desc.size)?;
-        // USE_HOST_PTR is not offered (no DeviceCaps::USE_HOST_PTR), so
-        // `init` is only ever initial data to copy.
-        if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
-            // SAFETY: with COPY_HOST_PTR, `src` is readable for exactly
-            // `desc.size` bytes during this call (the contract), and it
-            // cannot alias the buffer we just allocated.
-            let src = unsafe { host_bytes(src) };
-            buffer.with_bytes(0, desc.size, |b| b.copy_from_slice(src));
-        }
-        Ok(buffer)
-    }
-
-    unsafe fn create_sub_buffer(&self, parent: &TemplateBuffer, offset: usize, size: usize) -> Result<TemplateBuffer> {
-        // SAFETY: no unsafe operation here. The range lies inside `parent`
-        // (the contract); the view shares its storage, and a bad range
-        // could only make `with_bytes` panic, never reach out of bounds.
-        Ok(parent.sub(offset, size))
-    }
-
-    fn create_queue(&self, _: &TemplateContext, _: &TemplateDevice, _: &QueueProps) -> Result<TemplateQueue> {
-        Ok(TemplateQueue::default())
-    }
-
-    fn flush(&self, _: &TemplateQueue) -> Result<()> {
-        Ok(()) // Every command already ran.
-    }
-
-    fn finish(&self, _: &TemplateQueue) -> Result<()> {
-        Ok(()) // Every command already finished.
-    }
-
-    fn event_status(&self, event: &TemplateEvent) -> Result<EventStatus> {
-        Ok(event.status())
-    }
-
-    fn wait(&self, events: &[&TemplateEvent]) -> Result<()> {
-        events.iter().try_for_each(|e| e.outcome())
-    }
-
-    unsafe fn enqueue_read(
-        &self,
-        q: &TemplateQueue,
-        buffer: &TemplateBuffer,
-        offset: usize,
-        dst: HostPtr,
-        wait: &[&TemplateEvent],
-    ) -> Result<TemplateEvent> {
-        q.run(wait, || {
-            // SAFETY: `dst` is valid and ours alone for the whole command
-            // (the HostPtr promise), which ends before `run` returns; it
-            // cannot point into buffer storage (see memory.rs).
-            let dst = unsafe { host_bytes_mut(dst) };
-            buffer.with_bytes(offset, dst.len(), |b| dst.copy_from_slice(b));
-            Ok(())
-        })
-    }
-
-    unsafe fn enqueue_write(
-        &self,
-        q: &TemplateQueue,
-        buffer: &TemplateBuffer,
-        offset: usize,
-        src: HostPtr,
-        wait: &[&TemplateEvent],
-    ) -> Result<TemplateEvent> {
-        q.run(wait, || {
-            // SAFETY: `src` is valid for reads and not written during the
-            // command (the HostPtr promise), which ends before `run` returns.
-            let src = unsafe { host_bytes(src) };
-            buffer.with_bytes(offset, src.len(), |b| b.copy_from_slice(src));
-            Ok(())
-        })
-    }
-
-    unsafe fn enqueue_copy(
-        &self,
-        q: &TemplateQueue,
-        src: &TemplateBuffer,
-        src_offset: usize,
-        dst: &TemplateBuffer,
-        dst_offset: usize,
-        size: usize,
-        wait: &[&TemplateEvent],
-    ) -> Result<TemplateEvent> {
-        // SAFETY: no unsafe operation here. Both ranges are inside their
-        // buffers (the contract; slicing would panic otherwise), and
-        // `copy_from` handles two views of one buffer.
-        q.run(wait, || {
-            dst.copy_from(dst_offset, src, src_offset, size);
-            Ok(())
-        })
-    }
-
-    unsafe fn enqueue_fill(
-        &self,
-        q: &TemplateQueue,
-        buffer: &TemplateBuffer,
-        offset: usize,
-        size: usize,
-        pattern: &[u8],
-        wait: &[&TemplateEvent],
-    ) -> Result<TemplateEvent> {
-        // SAFETY: no unsafe operation here. The range lies inside the buffer
-        // and `size` is a multiple of the pattern's length (the contract).
-        q.run(wait, || {
-            buffer.with_bytes(offset, size, |b| fill(b, pattern));
-            Ok(())
-        })
-    }
-
-    unsafe fn enqueue_map(
-        &self,
-        q: &TemplateQueue,
-        buffer: &TemplateBuffer,
-        flags: MapFlags,
-        offset: usize,
-        size: usize,
-        wait: &[&TemplateEvent],
-    ) -> Result<(TemplateEvent, HostPtr)> {
-        // SAFETY: no unsafe operation here. The range lies inside the buffer
-        // (the contract); the staging block handed out is owned by the map
-        // table until the one unmap the dyn layer allows.
-        let event = q.run(wait, || Ok(()))?;
-        // Commands run at once, so reading the bytes after the wait list is
-        // reading them now.
-        let ptr = self.maps.map(buffer, flags, offset, size)?;
-        Ok((event, ptr))
-    }
-
-    unsafe fn enqueue_unmap(
-        &self,
-        q: &TemplateQueue,
-        _: &TemplateBuffer,
-        mapped: HostPtr,
-        wait: &[&TemplateEvent],
-    ) -> Result<TemplateEvent> {
-        // SAFETY: no unsafe operation here. `mapped` is a live mapping of
-        // this adapter, unmapped once (the contract), so the table finds it
-        // and the host's access to the staging block has ended.
-        let event = q.run(wait, || Ok(()))?;
-        // A failed dependency fails the unmap: close the mapping, but do
-        // not write back.
-        let write_back = event.outcome().is_ok();
-        self.maps.unmap(mapped, write_back);
-        Ok(event)
-    }
-
-    fn enqueue_barrier(&self, q: &TemplateQueue, wait: &[&TemplateEvent]) -> Result<TemplateEvent> {
-        q.run(wait, || Ok(()))
-    }
 }
+
+// The optional groups this adapter does not offer (its devices lack the
+// capability flags, so the dyn layer never calls these defaults).
+impl ur_api::adapter::HostLocking for TemplateAdapter {}
+impl ur_api::adapter::Profiling for TemplateAdapter {}
+impl ur_api::adapter::Kernels for TemplateAdapter {}
+impl ur_api::adapter::UnifiedMemory for TemplateAdapter {}
 
 #[cfg(test)]
 mod tests;

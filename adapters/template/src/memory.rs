@@ -14,7 +14,12 @@
 
 use std::sync::Arc;
 
+use crate::TemplateContext;
+use crate::TemplateDevice;
+use crate::TemplateEvent;
+use crate::TemplateQueue;
 use parking_lot::{Mutex, MutexGuard};
+use ur_api::{BufferDesc, MemFlags};
 use ur_api::{Error, HostPtr, MapFlags, Result};
 
 /// The bytes of a buffer and its sub-buffers.
@@ -185,6 +190,146 @@ impl MapTable {
             m.buffer
                 .with_bytes(m.offset, m.staging.len(), |b| b.copy_from_slice(&m.staging));
         }
+    }
+}
+
+impl ur_api::adapter::Memory for crate::TemplateAdapter {
+    unsafe fn create_buffer(
+        &self,
+        _: &TemplateContext,
+        desc: &BufferDesc<&TemplateDevice>,
+        init: Option<HostPtr>,
+    ) -> Result<TemplateBuffer> {
+        let buffer = TemplateBuffer::new(desc.size)?;
+        // USE_HOST_PTR is not offered (no DeviceCaps::USE_HOST_PTR), so
+        // `init` is only ever initial data to copy.
+        if let Some(src) = init.filter(|_| desc.flags.contains(MemFlags::COPY_HOST_PTR)) {
+            // SAFETY: with COPY_HOST_PTR, `src` is readable for exactly
+            // `desc.size` bytes during this call (the contract), and it
+            // cannot alias the buffer we just allocated.
+            let src = unsafe { host_bytes(src) };
+            buffer.with_bytes(0, desc.size, |b| b.copy_from_slice(src));
+        }
+        Ok(buffer)
+    }
+
+    unsafe fn enqueue_read(
+        &self,
+        q: &TemplateQueue,
+        buffer: &TemplateBuffer,
+        offset: usize,
+        dst: HostPtr,
+        wait: &[&TemplateEvent],
+    ) -> Result<TemplateEvent> {
+        q.run(wait, || {
+            // SAFETY: `dst` is valid and ours alone for the whole command
+            // (the HostPtr promise), which ends before `run` returns; it
+            // cannot point into buffer storage (see memory.rs).
+            let dst = unsafe { host_bytes_mut(dst) };
+            buffer.with_bytes(offset, dst.len(), |b| dst.copy_from_slice(b));
+            Ok(())
+        })
+    }
+
+    unsafe fn enqueue_write(
+        &self,
+        q: &TemplateQueue,
+        buffer: &TemplateBuffer,
+        offset: usize,
+        src: HostPtr,
+        wait: &[&TemplateEvent],
+    ) -> Result<TemplateEvent> {
+        q.run(wait, || {
+            // SAFETY: `src` is valid for reads and not written during the
+            // command (the HostPtr promise), which ends before `run` returns.
+            let src = unsafe { host_bytes(src) };
+            buffer.with_bytes(offset, src.len(), |b| b.copy_from_slice(src));
+            Ok(())
+        })
+    }
+
+    unsafe fn enqueue_copy(
+        &self,
+        q: &TemplateQueue,
+        src: &TemplateBuffer,
+        src_offset: usize,
+        dst: &TemplateBuffer,
+        dst_offset: usize,
+        size: usize,
+        wait: &[&TemplateEvent],
+    ) -> Result<TemplateEvent> {
+        // SAFETY: no unsafe operation here. Both ranges are inside their
+        // buffers (the contract; slicing would panic otherwise), and
+        // `copy_from` handles two views of one buffer.
+        q.run(wait, || {
+            dst.copy_from(dst_offset, src, src_offset, size);
+            Ok(())
+        })
+    }
+
+    unsafe fn enqueue_fill(
+        &self,
+        q: &TemplateQueue,
+        buffer: &TemplateBuffer,
+        offset: usize,
+        size: usize,
+        pattern: &[u8],
+        wait: &[&TemplateEvent],
+    ) -> Result<TemplateEvent> {
+        // SAFETY: no unsafe operation here. The range lies inside the buffer
+        // and `size` is a multiple of the pattern's length (the contract).
+        q.run(wait, || {
+            buffer.with_bytes(offset, size, |b| fill(b, pattern));
+            Ok(())
+        })
+    }
+}
+
+impl ur_api::adapter::SubBuffers for crate::TemplateAdapter {
+    unsafe fn create_sub_buffer(&self, parent: &TemplateBuffer, offset: usize, size: usize) -> Result<TemplateBuffer> {
+        // SAFETY: no unsafe operation here. The range lies inside `parent`
+        // (the contract); the view shares its storage, and a bad range
+        // could only make `with_bytes` panic, never reach out of bounds.
+        Ok(parent.sub(offset, size))
+    }
+}
+
+impl ur_api::adapter::Mapping for crate::TemplateAdapter {
+    unsafe fn enqueue_map(
+        &self,
+        q: &TemplateQueue,
+        buffer: &TemplateBuffer,
+        flags: MapFlags,
+        offset: usize,
+        size: usize,
+        wait: &[&TemplateEvent],
+    ) -> Result<(TemplateEvent, HostPtr)> {
+        // SAFETY: no unsafe operation here. The range lies inside the buffer
+        // (the contract); the staging block handed out is owned by the map
+        // table until the one unmap the dyn layer allows.
+        let event = q.run(wait, || Ok(()))?;
+        // Commands run at once, so reading the bytes after the wait list is
+        // reading them now.
+        let ptr = self.maps.map(buffer, flags, offset, size)?;
+        Ok((event, ptr))
+    }
+
+    unsafe fn enqueue_unmap(
+        &self,
+        q: &TemplateQueue,
+        _: &TemplateBuffer,
+        mapped: HostPtr,
+        wait: &[&TemplateEvent],
+    ) -> Result<TemplateEvent> {
+        // SAFETY: no unsafe operation here. `mapped` is a live mapping of
+        // this adapter, unmapped once (the contract), so the table finds it
+        // and the host's access to the staging block has ended.
+        let event = q.run(wait, || Ok(()))?;
+        // A failed dependency fails the unmap: close the mapping, but do
+        // not write back.
+        let write_back = event.outcome().is_ok();
+        self.maps.unmap(mapped, write_back);
+        Ok(event)
     }
 }
 

@@ -6,6 +6,9 @@
 //! backend replaces [`TemplateQueue::run`] with a submission and makes
 //! [`TemplateEvent`] wait for the device.
 
+use crate::TemplateContext;
+use crate::TemplateDevice;
+use ur_api::QueueProps;
 use ur_api::{Error, EventStatus, Result};
 
 /// An in-order queue. It holds nothing: commands finish before their
@@ -51,6 +54,32 @@ impl TemplateQueue {
             tracing::debug!(error = %e, "template command failed");
         }
         Ok(TemplateEvent { outcome })
+    }
+}
+
+impl ur_api::adapter::Commands for crate::TemplateAdapter {
+    fn create_queue(&self, _: &TemplateContext, _: &TemplateDevice, _: &QueueProps) -> Result<TemplateQueue> {
+        Ok(TemplateQueue::default())
+    }
+
+    fn flush(&self, _: &TemplateQueue) -> Result<()> {
+        Ok(()) // Every command already ran.
+    }
+
+    fn finish(&self, _: &TemplateQueue) -> Result<()> {
+        Ok(()) // Every command already finished.
+    }
+
+    fn event_status(&self, event: &TemplateEvent) -> Result<EventStatus> {
+        Ok(event.status())
+    }
+
+    fn wait(&self, events: &[&TemplateEvent]) -> Result<()> {
+        events.iter().try_for_each(|e| e.outcome())
+    }
+
+    fn enqueue_barrier(&self, q: &TemplateQueue, wait: &[&TemplateEvent]) -> Result<TemplateEvent> {
+        q.run(wait, || Ok(()))
     }
 }
 

@@ -52,7 +52,7 @@ macro_rules! dyn_entry_points {
             [routed(device)] fn device_info(&self, device: DeviceId) -> Result<DeviceInfo>;
             /// The platform of a device.
             [routed(device)] fn device_platform(&self, device: DeviceId) -> Result<PlatformId>;
-            /// Splits a device into sub-devices ([`Adapter::partition_device`](crate::Adapter::partition_device)),
+            /// Splits a device into sub-devices ([`Devices::partition_device`](crate::adapter::Devices::partition_device)),
             /// after checking the request against the device's
             /// [`PartitionCaps`](crate::PartitionCaps). Sub-devices are devices of
             /// the same platform; their ids stay valid for the adapter's life.
@@ -67,7 +67,7 @@ macro_rules! dyn_entry_points {
             /// Can memory of `src` be used at `dst`? (see [`MemoryConnection`]).
             [hand_written] fn memory_connection(&self, src: Location, dst: Location) -> Result<MemoryConnection>;
 
-            /// Creates a buffer; `init` per [`Adapter::create_buffer`](crate::Adapter::create_buffer).
+            /// Creates a buffer; `init` per [`Memory::create_buffer`](crate::adapter::Memory::create_buffer).
             [routed(context)] fn create_buffer(&self, context: ContextId, desc: &BufferDesc<DeviceId>, init: Option<HostPtr>) -> Result<BufferId>;
             /// Creates a sub-buffer of a (non-sub) buffer.
             [routed(parent)] fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId>;
@@ -112,7 +112,7 @@ macro_rules! dyn_entry_points {
             /// Status of an event.
             [routed(event)] fn event_status(&self, event: EventId) -> Result<EventStatus>;
             /// Waits for events (of this adapter): returns only when all have
-            /// ended or the device is lost, as [`Adapter::wait`](crate::Adapter::wait) promises.
+            /// ended or the device is lost, as [`Commands::wait`](crate::adapter::Commands::wait) promises.
             [hand_written] fn wait(&self, events: &[EventId]) -> Result<()>;
             /// Profiling timestamps of an event.
             [routed(event)] fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo>;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::ProgramFormats;
 
 /// What the dyn layer checks a kernel's launches against
-/// ([`Adapter::kernel_info`](crate::Adapter::kernel_info)).
+/// ([`Kernels::kernel_info`](crate::adapter::Kernels::kernel_info)).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct KernelInfo {

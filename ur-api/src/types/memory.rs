@@ -275,7 +275,7 @@ impl HostPtr {
 }
 
 /// The address at which the devices of a context reach locked host memory
-/// (what [`Adapter::lock_host`](crate::Adapter::lock_host) answers): the host
+/// (what [`HostLocking::lock_host`](crate::adapter::HostLocking::lock_host) answers): the host
 /// address itself where devices share the host's address space (native, sim,
 /// Level Zero imports, CUDA with unified addressing), a device pointer
 /// otherwise (`cuMemHostGetDevicePointer`). Usable as a [`UsmPtr`]-like

@@ -146,7 +146,7 @@ bitflags! {
         /// Kernels can be launched.
         const KERNELS = 1 << 3;
         /// Existing host memory can be locked (pinned) with the adapter
-        /// ([`Adapter::lock_host`](crate::Adapter::lock_host)), which answers
+        /// ([`HostLocking::lock_host`](crate::adapter::HostLocking::lock_host)), which answers
         /// the [`DeviceAddr`] the context's devices reach it at.
         const HOST_REGISTER = 1 << 4;
         /// Buffers may be created over caller-owned host memory (`USE_HOST_PTR`).

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ur_api::adapter::prelude::*;
 use ur_api::*;
 
 use crate::*;

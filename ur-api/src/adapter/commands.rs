@@ -1,0 +1,51 @@
+//! [`Commands`]: queues, events, waits and barriers; the optional
+//! [`Profiling`] group.
+
+use super::Api;
+use crate::error::{Error, Result};
+use crate::types::{EventStatus, ProfilingInfo, QueueProps};
+
+/// Queues and events: what every adapter implements, in its `queue.rs`.
+pub trait Commands: Api {
+    /// Creates an in-order queue on `device` of `ctx`. `props.profiling`
+    /// is set only on devices with [`DeviceCaps::PROFILING`](crate::DeviceCaps::PROFILING).
+    fn create_queue(&self, ctx: &Self::Context, device: &Self::Device, props: &QueueProps) -> Result<Self::Queue>;
+    /// Submits pending work without waiting.
+    fn flush(&self, queue: &Self::Queue) -> Result<()>;
+    /// Waits for all work on the queue. Like [`Commands::wait`], returns
+    /// only when every command enqueued before it has ended (completed or
+    /// failed) or the device is lost; an error does not end the wait early.
+    fn finish(&self, queue: &Self::Queue) -> Result<()>;
+
+    /// Current status of an event.
+    fn event_status(&self, event: &Self::Event) -> Result<EventStatus>;
+    /// Waits for all events (at least one); returns the first failure.
+    ///
+    /// **The contract**: it returns, `Ok` or `Err`, only when every one of
+    /// `events` has ended, completed or failed (its command will touch no
+    /// memory any more), or when the device is lost. A failed command, a
+    /// failed flush or any other error on the way is reported after the
+    /// waiting is done, never instead of it: callers lend memory to
+    /// commands until their wait returns (the `Runtime`'s safe blocking
+    /// `read`, `write`, `read_rect`, `write_rect`, `usm_read`,
+    /// `usm_write`), so a wait that returns early lets a device write into
+    /// memory that is no longer the command's. Where the backend's own
+    /// wait gives up early, fall back to a stronger one (a wait per event,
+    /// then finishing the events' queues) before returning the error.
+    fn wait(&self, events: &[&Self::Event]) -> Result<()>;
+
+    /// An event that completes when everything before it (and `wait`) has.
+    fn enqueue_barrier(&self, queue: &Self::Queue, wait: &[&Self::Event]) -> Result<Self::Event>;
+}
+
+/// Optional group: event profiling
+/// ([`DeviceCaps::PROFILING`](crate::DeviceCaps::PROFILING)). Without it,
+/// `impl Profiling for MyAdapter {}`.
+pub trait Profiling: Api {
+    /// Profiling timestamps of an event of a profiling queue. Default
+    /// (never reached without the flag): `Unsupported`.
+    fn event_profiling(&self, event: &Self::Event) -> Result<ProfilingInfo> {
+        let _ = event;
+        Err(Error::unsupported("profiling"))
+    }
+}
