@@ -30,11 +30,8 @@ pub(crate) struct DevInner {
     pub dev: Device,
     pub ctx: PrimaryCtx,
     pub name: String,
-    pub cc: (i32, i32),
     pub total_mem: usize,
     pub sm_count: u32,
-    pub max_threads: usize,
-    pub max_block: [usize; 3],
     pub max_grid: [usize; 3],
     pub max_pitch: usize,
     /// Shared memory per block in bytes (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`).
@@ -46,7 +43,8 @@ pub(crate) struct DevInner {
     pub map_host: bool,
     /// Devices whose memory this device can access directly (peer capable).
     pub peers: Vec<Device>,
-    /// What the driver reports of the device's limits.
+    /// What the driver reports of the device's limits (compute capability,
+    /// block size per dimension and in all, warp, caches, ...).
     pub limits: conv::LimitAttrs,
     pub driver_version: i32,
     pub siblings: Arc<Siblings>,
@@ -153,20 +151,18 @@ pub(crate) fn device_info(d: &DevInner) -> DeviceInfo {
         .usm(usm)
         .caps(caps)
         .program_formats(program_formats)
-        .compute(d.sm_count, d.max_threads)
+        .compute(d.sm_count, d.limits.max_threads)
         // Block and grid limits: the dyn layer checks explicit block sizes
         // against them, `conv::launch_dims` the blocks it chooses.
-        // The limits first: `launch_limits` then sets the block and grid
-        // limits in them (`limits` replaces the whole set).
+        .launch_limits(d.limits.max_block, d.max_grid)
         .limits(conv::limits(&d.limits))
-        .launch_limits(d.max_block, d.max_grid)
         .sub_buffer_align(crate::memory::SUB_BUFFER_ALIGN)
         // Reported although no launch takes local-memory arguments: it is
         // what a kernel's `__shared__` declarations may use per block.
         .local_mem(d.shared_mem)
         .versions(
             conv::cuda_version(d.driver_version),
-            format!("compute capability {}.{}", d.cc.0, d.cc.1),
+            format!("compute capability {}.{}", d.limits.cc.0, d.limits.cc.1),
         )
 }
 
@@ -244,11 +240,8 @@ impl ur_api::adapter::Devices for crate::CudaAdapter {
                 dev,
                 ctx,
                 name,
-                cc: limits.cc,
                 total_mem: total,
                 sm_count: a(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-                max_threads: limits.max_threads,
-                max_block: limits.max_block,
                 max_grid: [
                     a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as usize,
                     a(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)? as usize,

@@ -82,24 +82,24 @@ fn load(dev: &Arc<DevInner>, image: &[u8]) -> Result<Module> {
 pub(crate) fn create_program(ctx: &CtxInner, source: &ProgramSource, options: &str) -> Result<CudaProgram> {
     let mut images: Vec<((i32, i32), Vec<u8>)> = Vec::new();
     for d in &ctx.devices {
-        if images.iter().any(|(cc, _)| *cc == d.cc) {
+        if images.iter().any(|(cc, _)| *cc == d.limits.cc) {
             continue;
         }
         let image = match source {
             ProgramSource::Ptx(ptx) => CString::new(ptx.as_str())
                 .map_err(|_| Error::invalid("PTX contains a NUL byte"))?
                 .into_bytes_with_nul(),
-            ProgramSource::CudaC(src) => nvrtc_compile(src, d.cc, options)?,
+            ProgramSource::CudaC(src) => nvrtc_compile(src, d.limits.cc, options)?,
             // Not reached: the dyn layer only passes formats the devices listed.
             other => return Err(Error::unsupported(format!("{:?} programs on CUDA", other.format()))),
         };
-        images.push((d.cc, image));
+        images.push((d.limits.cc, image));
     }
     let mut inner = ProgramInner { modules: Vec::new() };
     for d in &ctx.devices {
         let image = &images
             .iter()
-            .find(|(cc, _)| *cc == d.cc)
+            .find(|(cc, _)| *cc == d.limits.cc)
             .expect("an image per capability")
             .1;
         let m = load(d, image)?;
@@ -146,7 +146,7 @@ pub(crate) unsafe fn launch(
         })
         .collect();
     let mut ptrs: Vec<*mut c_void> = store.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-    let (grid, block) = conv::launch_dims(range, q.dev.max_block, q.dev.max_grid)?;
+    let (grid, block) = conv::launch_dims(range, q.dev.limits.max_block, q.dev.max_grid)?;
     submit(q, wait, Vec::new(), |s| {
         // SAFETY: the caller guarantees (the launch contract) one argument per
         // kernel parameter, of its size where the driver reported sizes, and
