@@ -370,6 +370,8 @@ fn rows() -> Vec<Row> {
             .create_program_from_native(h.ctx, unused_native(), false)),
         both!("create_kernel_from_native", [Context], |a, h, m| a
             .create_kernel_from_native(h.ctx, unused_native(), false)),
+        both!("create_event_from_native", [Context], |a, h, m| a
+            .create_event_from_native(h.ctx, unused_native(), false)),
         both!("enqueue_read", [Queue, Buffer, Event], |a, h, m| a.enqueue_read(
             h.q,
             h.buf,

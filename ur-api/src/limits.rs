@@ -219,7 +219,8 @@ pub struct KernelGroupInfo {
 /// A backend object's own handle (an OpenCL `cl_context`, a CUDA
 /// `CUcontext`, ...), for interoperation with code that drives the backend
 /// directly: handed out by `Runtime::native_handle`, taken by
-/// `Runtime::create_program_from_native`.
+/// `Runtime::create_program_from_native`, `create_kernel_from_native` and
+/// `create_event_from_native`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NativeHandle(u64);
 
@@ -256,6 +257,8 @@ pub enum NativeOf {
     Program(crate::ProgramId),
     /// A kernel.
     Kernel(crate::KernelId),
+    /// An event.
+    Event(crate::EventId),
 }
 
 /// An adapter object whose native handle is asked for.
@@ -272,6 +275,8 @@ pub enum NativeObj<'a, A: crate::adapter::Api + ?Sized> {
     Program(&'a A::Program),
     /// A kernel.
     Kernel(&'a A::Kernel),
+    /// An event.
+    Event(&'a A::Event),
 }
 
 impl<A: crate::adapter::Api + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
@@ -283,6 +288,7 @@ impl<A: crate::adapter::Api + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
             NativeObj::Queue(_) => "Queue",
             NativeObj::Program(_) => "Program",
             NativeObj::Kernel(_) => "Kernel",
+            NativeObj::Event(_) => "Event",
         })
     }
 }

@@ -105,6 +105,7 @@ pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> NativeHandle {
         NativeObj::Queue(q) => q.raw() as u64,
         NativeObj::Program(p) => p.raw.0 as u64,
         NativeObj::Kernel(k) => k.cl.lock().get() as u64,
+        NativeObj::Event(e) => e.cl.get() as u64,
     };
     // SAFETY: a live object of this adapter, the backend's own handle.
     unsafe { NativeHandle::new(raw) }

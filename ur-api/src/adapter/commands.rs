@@ -3,7 +3,7 @@
 
 use super::Api;
 use crate::error::{Error, Result};
-use crate::types::{EventStatus, ProfilingInfo, QueueProps};
+use crate::types::{EventStatus, NativeHandle, ProfilingInfo, QueueProps};
 
 /// Queues and events: what every adapter implements, in its `queue.rs`.
 pub trait Commands: Api {
@@ -36,6 +36,18 @@ pub trait Commands: Api {
 
     /// An event that completes when everything before it (and `wait`) has.
     fn enqueue_barrier(&self, queue: &Self::Queue, wait: &[&Self::Event]) -> Result<Self::Event>;
+
+    /// An event of `ctx` over an event the caller got from the backend
+    /// itself (`handle`, e.g. an OpenCL `cl_event`): it is waited for,
+    /// queried and put in wait lists like the adapter's own events. The
+    /// adapter takes a reference of its own unless `owned` (the caller's
+    /// reference then passes to the event, released when it is dropped).
+    /// An event of another backend context is refused
+    /// ([`Error::WrongContext`]). Default: backend events cannot be adopted.
+    fn event_from_native(&self, ctx: &Self::Context, handle: NativeHandle, owned: bool) -> Result<Self::Event> {
+        let _ = (ctx, handle, owned);
+        Err(Error::unsupported("events from native handles"))
+    }
 }
 
 /// Optional group: event profiling

@@ -121,6 +121,13 @@ macro_rules! dyn_entry_points {
             [routed(event)] fn event_context(&self, event: EventId) -> Result<ContextId>;
             /// Releases an event.
             [routed(event)] fn release_event(&self, event: EventId) -> Result<()>;
+            /// An event of `context` over an event got from the backend itself
+            /// ([`Commands::event_from_native`](crate::adapter::Commands::event_from_native)):
+            /// complete, running or queued, it is waited for, queried, put in
+            /// wait lists and released as any other; it has no queue and no
+            /// profiling information. A reference of its own is taken unless
+            /// `owned`.
+            [routed(context)] fn create_event_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<EventId>;
 
             /// Builds a program for all devices of the context.
             [routed(context)] fn create_program(&self, context: ContextId, source: &ProgramSource, options: &str) -> Result<ProgramId>;

@@ -241,6 +241,17 @@ impl<A: Adapter> AdapterHost<A> {
         self.remove_event(event)
     }
 
+    pub(super) fn create_event_from_native(
+        &self,
+        context: ContextId,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<EventId> {
+        let c = self.context(&self.tables.read(), context)?;
+        let obj = self.adapter.event_from_native(&c.obj, handle, owned)?;
+        Ok(self.insert_event(context.key, obj))
+    }
+
     pub(super) fn create_program(
         &self,
         context: ContextId,
@@ -323,6 +334,10 @@ impl<A: Adapter> AdapterHost<A> {
                 self.own(k)?;
                 let e = lookup(&t.kernels, k.key, HandleKind::Kernel)?;
                 self.adapter.native_handle(NativeObj::Kernel(&e.obj))
+            }
+            NativeOf::Event(e) => {
+                drop(t);
+                self.with_events(&[e], |es| self.adapter.native_handle(NativeObj::Event(es[0])))
             }
         }
     }

@@ -620,6 +620,27 @@ impl<A: Adapter> AdapterHost<A> {
         }
     }
 
+    /// Inserts an event that no queue recorded (one adopted from the
+    /// backend, [`AdapterHost::create_event_from_native`]): of context
+    /// `ctx`, without profiling, in the lane the queue counter gives next.
+    /// Any lane would do (no operation of this host is borrowing it yet,
+    /// so no ticket is needed); the queues' round robin spreads adopted
+    /// events like queues, where always lane 0 would make its lock the one
+    /// every adoption and release of such events takes.
+    pub(super) fn insert_event(&self, ctx: ContextKey, obj: A::Event) -> EventId {
+        let lane = self.assign_lane();
+        let entry = EventEntry {
+            obj,
+            ctx,
+            profiling: false,
+        };
+        let key = self.lanes[lane].0.lock().events.insert(entry);
+        EventId {
+            host: self.id,
+            key: with_lane(lane, key),
+        }
+    }
+
     /// Ends an operation's ticket in `lane` without recording an event.
     pub(super) fn end_op(&self, lane: usize, ticket: Ticket) {
         let free = self.lanes[lane].0.lock().end(ticket);
