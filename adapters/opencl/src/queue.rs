@@ -132,7 +132,12 @@ impl Queue {
 #[derive(Debug)]
 pub struct Event {
     pub(crate) cl: ClEvent,
-    queue: Arc<QueueShared>,
+    /// The queue it was enqueued on, as this adapter tracks it; for an
+    /// event adopted from the caller ([`event_from_native`]), a queue of
+    /// its own over the event's OpenCL queue (flushed and finished as any
+    /// other), or `None` for an event of no queue (a user event).
+    queue: Option<Arc<QueueShared>>,
+    /// Its number in `queue`'s order.
     seq: u64,
 }
 
@@ -184,8 +189,10 @@ pub(crate) fn submit(
 ) -> Result<Event> {
     let mut ids = Vec::with_capacity(wait.len());
     for e in wait {
-        if !Arc::ptr_eq(&e.queue, &q.shared) && e.queue.progress.flushed.load(Ordering::Acquire) < e.seq {
-            e.queue.flush()?;
+        if let Some(eq) = &e.queue {
+            if !Arc::ptr_eq(eq, &q.shared) && eq.progress.flushed.load(Ordering::Acquire) < e.seq {
+                eq.flush()?;
+            }
         }
         ids.push(e.cl.get());
     }
@@ -199,14 +206,16 @@ pub(crate) fn submit(
     let cl = f(q.raw(), n, w)?;
     let seq = q.shared.progress.enqueued.fetch_add(1, Ordering::AcqRel) + 1;
     for e in wait {
-        if !Arc::ptr_eq(&e.queue, &q.shared) && e.queue.progress.done.load(Ordering::Acquire) < e.seq {
-            deps.push((seq, e.queue.progress.clone(), e.seq));
+        if let Some(eq) = &e.queue {
+            if !Arc::ptr_eq(eq, &q.shared) && eq.progress.done.load(Ordering::Acquire) < e.seq {
+                deps.push((seq, eq.progress.clone(), e.seq));
+            }
         }
     }
     drop(deps);
     Ok(Event {
         cl,
-        queue: q.shared.clone(),
+        queue: Some(q.shared.clone()),
         seq,
     })
 }
@@ -216,12 +225,15 @@ pub(crate) fn submit(
 fn event_status(e: &Event) -> Result<EventStatus> {
     let raw = check3(e.cl.command_execution_status())?.0;
     let status = conv::event_status(raw);
+    let Some(queue) = &e.queue else {
+        return Ok(status);
+    };
     match status {
-        EventStatus::Complete => mark_done(&e.queue.progress, e.seq),
+        EventStatus::Complete => mark_done(&queue.progress, e.seq),
         EventStatus::Failed(_) => {}
         // Known complete, but the runtime has not updated the status yet:
         // waiting returns at once and makes it do so.
-        _ if e.queue.progress.done.load(Ordering::Acquire) >= e.seq => {
+        _ if queue.progress.done.load(Ordering::Acquire) >= e.seq => {
             check3(e.cl.wait())?;
             return Ok(conv::event_status(check3(e.cl.command_execution_status())?.0));
         }
@@ -233,7 +245,8 @@ fn event_status(e: &Event) -> Result<EventStatus> {
 /// Waits for one event: its command's error once it failed; where the
 /// wait or the status query fails so that the event is not known to have
 /// ended, its queue is finished (`clFinish`: every command before it has
-/// ended then, or the device is lost) and the error reported all the same.
+/// ended then, or the device is lost) and the error reported all the same
+/// (an event of no queue has nothing to finish).
 fn wait_one(e: &Event) -> Result<()> {
     let waited = check3(e.cl.wait());
     match event_status(e) {
@@ -245,10 +258,49 @@ fn wait_one(e: &Event) -> Result<()> {
                 ?waited,
                 "an event not known to have ended after its wait: clFinish"
             );
-            let finished = e.queue.finish();
+            let finished = e.queue.as_ref().map_or(Ok(()), |q| q.finish());
             waited.and(status.map(drop)).and(finished)
         }
     }
+}
+
+/// An event over `raw`, a `cl_event` the caller got from OpenCL in `ctx`'s
+/// OpenCL context: retained unless `owned`. Its queue (none for a user
+/// event) is retained too and given a [`QueueShared`] of its own, whose
+/// one command is the event, not yet known flushed: a command of another
+/// queue waiting on it, or a wait, flushes that queue first, as for the
+/// adapter's own events.
+fn event_from_native(ctx: &Context, raw: cl_event, owned: bool) -> Result<Event> {
+    if raw.is_null() {
+        return Err(ur_api::Error::invalid("a null event handle"));
+    }
+    let its_ctx = check(cl3::event::get_event_info(raw, cl3::event::CL_EVENT_CONTEXT))?;
+    if isize::from(its_ctx) as usize != ctx.cl.get() as usize {
+        return Err(ur_api::Error::WrongContext { what: "native event" });
+    }
+    let its_queue = isize::from(check(cl3::event::get_event_info(
+        raw,
+        cl3::event::CL_EVENT_COMMAND_QUEUE,
+    ))?) as cl_command_queue;
+    let queue = if its_queue.is_null() {
+        None
+    } else {
+        // SAFETY: the live event's own queue (OpenCL keeps it alive while
+        // the event is); the reference taken here is the `CommandQueue`'s.
+        check(unsafe { cq::retain_command_queue(its_queue) })?;
+        let shared = QueueShared::new(CommandQueue::new(its_queue, 3));
+        shared.progress.enqueued.store(1, Ordering::Release);
+        Some(Arc::new(shared))
+    };
+    if !owned {
+        // SAFETY: a live event (the handle's contract).
+        check(unsafe { cl3::event::retain_event(raw) })?;
+    }
+    Ok(Event {
+        cl: ClEvent::new(raw),
+        queue,
+        seq: 1,
+    })
 }
 
 impl ur_api::adapter::Commands for crate::OpenClAdapter {
@@ -283,8 +335,9 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
         }
         let mut first = None;
         for e in events {
-            if e.queue.progress.flushed.load(Ordering::Acquire) < e.seq {
-                if let Err(err) = e.queue.flush() {
+            let Some(queue) = &e.queue else { continue };
+            if queue.progress.flushed.load(Ordering::Acquire) < e.seq {
+                if let Err(err) = queue.flush() {
                     tracing::debug!(error = %err, "clFlush before a wait failed: waiting all the same");
                     first.get_or_insert(err);
                 }
@@ -295,7 +348,9 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
             Ok(()) => {
                 // Latest first: the earlier events of a queue then settle at once.
                 for e in events.iter().rev() {
-                    mark_done(&e.queue.progress, e.seq);
+                    if let Some(queue) = &e.queue {
+                        mark_done(&queue.progress, e.seq);
+                    }
                 }
                 return first.map_or(Ok(()), Err);
             }
@@ -318,6 +373,13 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
             // SAFETY: the wait list holds live events of the queue's context.
             raw_event(unsafe { cq::enqueue_barrier_with_wait_list(q, n, w) })
         })
+    }
+
+    /// A `cl_event` of `ctx`'s OpenCL context (`CL_EVENT_CONTEXT` is
+    /// checked: another context's event is [`ur_api::Error::WrongContext`]),
+    /// retained unless `owned`.
+    fn event_from_native(&self, ctx: &Context, handle: ur_api::NativeHandle, owned: bool) -> Result<Event> {
+        event_from_native(ctx, handle.raw() as cl_event, owned)
     }
 }
 

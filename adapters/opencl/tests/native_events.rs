@@ -1,0 +1,63 @@
+//! Events adopted from native `cl_event`s through the dyn layer
+//! (`Runtime::create_event_from_native`): on every OpenCL device, a
+//! command's event of one queue, adopted unflushed, orders a copy on
+//! another queue, is waited for, reports its status and context, and is
+//! released on its own; another context's event is refused.
+
+mod common;
+
+use common::{pattern, runtime};
+use ur_api::{BufferDesc, Error, EventStatus, HostPtr, NativeOf, QueueProps};
+
+#[test]
+fn adopted_events_order_wait_and_release() {
+    let Some(rt) = runtime("native_events") else { return };
+    for d in rt.all_devices() {
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q1 = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let q2 = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let n = 1 << 16;
+        let data = pattern(n, 3);
+        let a = rt.create_buffer(ctx, &BufferDesc::new(n), None).unwrap();
+        let b = rt.create_buffer(ctx, &BufferDesc::new(n), None).unwrap();
+        // SAFETY: `data` outlives the write, waited for below.
+        let src = unsafe { HostPtr::new(data.as_ptr().cast_mut(), n) };
+        let w = rt.enqueue_write(q1, a, 0, src, &[]).unwrap();
+        let native = rt.native_handle(NativeOf::Event(w)).unwrap();
+        let adopted = rt.create_event_from_native(ctx, native, false).unwrap();
+        assert_ne!(adopted, w);
+        assert_eq!(rt.event_context(adopted).unwrap(), ctx);
+        assert_eq!(rt.native_handle(NativeOf::Event(adopted)).unwrap(), native);
+        assert!(matches!(
+            rt.event_profiling(adopted),
+            Err(Error::ProfilingUnavailable(_))
+        ));
+        // q1 was never flushed: the adopted event's queue is flushed first.
+        let c = rt.enqueue_copy(q2, a, 0, b, 0, n, &[adopted]).unwrap();
+        rt.wait(&[adopted, c]).unwrap();
+        assert_eq!(rt.event_status(adopted).unwrap(), EventStatus::Complete);
+        // The command's own event is released first: the adopted one holds
+        // its own reference.
+        rt.release_event(w).unwrap();
+        assert_eq!(rt.event_status(adopted).unwrap(), EventStatus::Complete);
+        let other = rt.create_context(&[d]).unwrap();
+        assert!(matches!(
+            rt.create_event_from_native(other, native, false),
+            Err(Error::WrongContext { .. })
+        ));
+        rt.release_event(adopted).unwrap();
+        assert!(matches!(rt.event_status(adopted), Err(Error::InvalidHandle { .. })));
+        rt.release_event(c).unwrap();
+        let mut back = vec![0u8; n];
+        rt.read(q2, b, 0, &mut back).unwrap();
+        assert!(back == data);
+        for q in [q1, q2] {
+            rt.release_queue(q).unwrap();
+        }
+        for buf in [a, b] {
+            rt.release_buffer(buf).unwrap();
+        }
+        rt.release_context(other).unwrap();
+        rt.release_context(ctx).unwrap();
+    }
+}
