@@ -139,6 +139,7 @@ fn build() -> ur_dditable_t {
     t.Queue.pfnGetNativeHandle = Some(native::urQueueGetNativeHandle);
     t.Program.pfnGetNativeHandle = Some(native::urProgramGetNativeHandle);
     t.Kernel.pfnGetNativeHandle = Some(native::urKernelGetNativeHandle);
+    t.Event.pfnGetNativeHandle = Some(native::urEventGetNativeHandle);
     t.Program.pfnCreateWithNativeHandle = Some(native::urProgramCreateWithNativeHandle);
     t.Kernel.pfnCreateWithNativeHandle = Some(native::urKernelCreateWithNativeHandle);
     t

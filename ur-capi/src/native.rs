@@ -5,12 +5,14 @@
 //!
 //! Handed out where the adapter serving the object has one (OpenCL: the
 //! `cl_platform_id`, `cl_device_id`, `cl_context`, `cl_command_queue`,
-//! `cl_program`, `cl_kernel`); adapters that keep their objects to
-//! themselves (native, sim) answer `UNSUPPORTED_FEATURE`, which SYCL
-//! reports as a `feature_not_supported` exception the caller can handle.
-//! A program made from a native handle (`urProgramCreateWithNativeHandle`)
-//! must belong to the context's backend context; it is a built program
-//! whose kernels are created by name as any other.
+//! `cl_program`, `cl_kernel`, `cl_event`); adapters that keep their
+//! objects to themselves (native, sim) answer `UNSUPPORTED_FEATURE`, which
+//! SYCL reports as a `feature_not_supported` exception the caller can
+//! handle. A program made from a native handle
+//! (`urProgramCreateWithNativeHandle`) must belong to the context's
+//! backend context; it is a built program whose kernels are created by
+//! name as any other. So must an event (`urEventCreateWithNativeHandle`),
+//! which is then waited for, queried and put in wait lists as any other.
 //!
 //! # Safety (all entry points of this module)
 //!
@@ -22,7 +24,7 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use ur_api::{ContextId, DeviceId, NativeHandle, NativeOf, PlatformId};
+use ur_api::{ContextId, DeviceId, Error, NativeHandle, NativeOf, PlatformId};
 
 use crate::conv::CapiError;
 use crate::handles::get;
@@ -101,6 +103,24 @@ pub unsafe extern "C" fn urQueueGetNativeHandle(
 ) -> ur_result_t {
     // SAFETY: module contract.
     entry(|| unsafe { answer(NativeOf::Queue(get::<Queue, _>(q)?.id), out) })
+}
+
+/// `urEventGetNativeHandle`: the backend's event behind a command's event
+/// (or an adopted one); for an event made from native handle 0, which has
+/// none, the handle it was made from, 0.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urEventGetNativeHandle(e: ur_event_handle_t, out: *mut ur_native_handle_t) -> ur_result_t {
+    // SAFETY: module contract.
+    entry(|| unsafe {
+        match get::<Event, _>(e)?.id {
+            Some(id) => answer(NativeOf::Event(id), out),
+            None if out.is_null() => Err(CapiError::NullPointer),
+            None => put_required(out, 0),
+        }
+    })
 }
 
 /// `urProgramGetNativeHandle`.
@@ -225,9 +245,19 @@ pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
 /// context that is complete from the start and has no runtime event
 /// behind it: it can be retained, released, queried (status `COMPLETE`,
 /// no profiling information), waited for and put in wait lists, where it
-/// orders nothing. Other native handles (a backend's own events) are
-/// `UNSUPPORTED_FEATURE`: the runtime has no way to adopt a backend event
-/// yet (see `ARCHITECTURE.md`, `ur-capi`).
+/// orders nothing.
+///
+/// Any other handle is a backend event (an OpenCL `cl_event` a program got
+/// from `urEventGetNativeHandle` or made itself) of the context's backend
+/// context, which the runtime adopts (`Runtime::create_event_from_native`):
+/// the event is waited for, queried and put in wait lists as a command's
+/// event is; it has no queue and no profiling information, and reports
+/// `UR_COMMAND_EVENTS_WAIT` as its command. `pProperties->isNativeHandleOwned`
+/// passes the caller's reference to it (released with the event's last
+/// release); without properties, or not owned, the runtime takes a
+/// reference of its own. An event of another backend context is
+/// `INVALID_CONTEXT`; adapters that cannot adopt events (native, sim)
+/// answer `UNSUPPORTED_FEATURE`.
 ///
 /// # Safety
 ///
@@ -235,7 +265,7 @@ pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
 pub unsafe extern "C" fn urEventCreateWithNativeHandle(
     native: ur_native_handle_t,
     ctx: ur_context_handle_t,
-    _props: *const ur_event_native_properties_t,
+    props: *const ur_event_native_properties_t,
     out: *mut ur_event_handle_t,
 ) -> ur_result_t {
     entry(|| {
@@ -243,12 +273,18 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
         if out.is_null() {
             return Err(CapiError::NullPointer);
         }
-        if native != 0 {
-            return Err(CapiError::Unsupported);
-        }
+        let id = if native == 0 {
+            None
+        } else {
+            // SAFETY: null or a live properties struct (module contract).
+            let owned = !props.is_null() && unsafe { (*props).isNativeHandleOwned };
+            // SAFETY: a live backend event (module contract).
+            Some(unsafe { adopt(&c, native, owned) }?)
+        };
+        let context = id.map_or(c.id, |(_, part)| part);
         let h = register(Object::Event(Event {
-            id: None,
-            context: (ctx, c.id),
+            id: id.map(|(e, _)| e),
+            context: (ctx, context),
             queue: std::ptr::null_mut(),
             command: UR_COMMAND_EVENTS_WAIT,
             host_ts: 0,
@@ -256,4 +292,31 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
         // SAFETY: non-null and writable (module contract).
         unsafe { put_required(out, h) }
     })
+}
+
+/// Adopts backend event `native` into the runtime context of `c` it
+/// belongs to: its one part, or (a context over several runtimes) the
+/// first part whose adapter neither refuses the event's context nor
+/// cannot adopt events. Answers the event and that part.
+///
+/// # Safety
+///
+/// `native` names a live backend event (module contract).
+unsafe fn adopt(
+    c: &Context,
+    native: ur_native_handle_t,
+    owned: bool,
+) -> Result<(ur_api::EventId, ContextId), CapiError> {
+    let rt = &state().rt;
+    let mut last = None;
+    for &(part, _) in &c.parts {
+        // SAFETY: a live backend event (the caller's promise).
+        let handle = unsafe { NativeHandle::new(native as u64) };
+        match rt.create_event_from_native(part, handle, owned) {
+            Ok(e) => return Ok((e, part)),
+            Err(err @ (Error::WrongContext { .. } | Error::Unsupported { .. })) => last = Some(err),
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Err(last.map_or(CapiError::Unsupported, CapiError::from))
 }
