@@ -2,12 +2,13 @@
 //! (`Runtime::create_event_from_native`): on every OpenCL device, a
 //! command's event of one queue, adopted unflushed, orders a copy on
 //! another queue, is waited for, reports its status and context, and is
-//! released on its own; another context's event is refused.
+//! released on its own; another context's event is refused. A user
+//! event (no queue), adopted owned, gates a command until it is set.
 
 mod common;
 
 use common::{pattern, runtime};
-use ur_api::{BufferDesc, Error, EventStatus, HostPtr, NativeOf, QueueProps};
+use ur_api::{BufferDesc, Error, EventStatus, HostPtr, NativeHandle, NativeOf, QueueProps};
 
 #[test]
 fn adopted_events_order_wait_and_release() {
@@ -58,6 +59,49 @@ fn adopted_events_order_wait_and_release() {
             rt.release_buffer(buf).unwrap();
         }
         rt.release_context(other).unwrap();
+        rt.release_context(ctx).unwrap();
+    }
+}
+
+#[test]
+fn adopted_user_events_have_no_queue_and_gate_commands() {
+    let Some(rt) = runtime("native_user_events") else {
+        return;
+    };
+    for d in rt.all_devices() {
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let raw_ctx = rt.native_handle(NativeOf::Context(ctx)).unwrap().raw();
+        let user = cl3::event::create_user_event(raw_ctx as cl3::types::cl_context).unwrap();
+        // Owned: the reference `create_user_event` gave passes to the event.
+        // SAFETY: a live event of that context.
+        let adopted = rt
+            .create_event_from_native(ctx, unsafe { NativeHandle::new(user as u64) }, true)
+            .unwrap();
+        assert_ne!(rt.event_status(adopted).unwrap(), EventStatus::Complete);
+        let n = 4096;
+        let data = pattern(n, 9);
+        let b = rt.create_buffer(ctx, &BufferDesc::new(n), None).unwrap();
+        // SAFETY: `data` outlives the write, waited for below.
+        let src = unsafe { HostPtr::new(data.as_ptr().cast_mut(), n) };
+        let w = rt.enqueue_write(q, b, 0, src, &[adopted]).unwrap();
+        rt.flush(q).unwrap();
+        assert_ne!(
+            rt.event_status(w).unwrap(),
+            EventStatus::Complete,
+            "gated by the user event"
+        );
+        cl3::event::set_user_event_status(user, cl3::event::CL_COMPLETE).unwrap();
+        rt.wait(&[adopted, w]).unwrap();
+        assert_eq!(rt.event_status(adopted).unwrap(), EventStatus::Complete);
+        for e in [adopted, w] {
+            rt.release_event(e).unwrap();
+        }
+        let mut back = vec![0u8; n];
+        rt.read(q, b, 0, &mut back).unwrap();
+        assert!(back == data);
+        rt.release_buffer(b).unwrap();
+        rt.release_queue(q).unwrap();
         rt.release_context(ctx).unwrap();
     }
 }
