@@ -10,33 +10,19 @@
 
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
-use std::sync::Once;
 
-use ur_adapter_rust::ddi;
 use ur_adapter_rust::sys::*;
 
 mod capi;
 use capi::{ok, Plat};
 
 fn t() -> &'static ur_dditable_t {
-    // SAFETY: the table is this library's, built once and never written.
-    unsafe { &*ddi::table() }
+    capi::table()
 }
 
 /// Every platform with a device, the native one included.
 fn platforms() -> Vec<Plat> {
-    static ENV: Once = Once::new();
-    // Set before the library's first call (its state reads it once).
-    ENV.call_once(|| std::env::set_var("UR_RUST_HOST_PLATFORMS", "1"));
-    // SAFETY: this library's table.
-    let out: Vec<Plat> = unsafe { capi::platforms(t()) }
-        .into_iter()
-        .filter(|p| !p.devices.is_empty())
-        .collect();
-    if !out.iter().any(|p| p.backend == UR_BACKEND_OPENCL) {
-        eprintln!("note: no OpenCL platform (set OCL_ICD_VENDORS as `cargo xtask ci` does): native only");
-    }
-    out
+    capi::platforms_with_host()
 }
 
 /// The OpenCL calls the test makes itself, through the ICD loader the

@@ -658,14 +658,7 @@ impl ur_api::adapter::Commands for crate::CudaAdapter {
     /// once the event has completed, or with the context's sticky error (the
     /// device is lost to this process).
     fn wait(&self, events: &[&CudaEvent]) -> Result<()> {
-        let mut first = Ok(());
-        for e in events {
-            let r = e.dev.bind().and_then(|()| e.end.ev().synchronize());
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        ur_api::adapter::wait_each(events, |e| e.dev.bind().and_then(|()| e.end.ev().synchronize()))
     }
 
     fn enqueue_barrier(&self, q: &CudaQueue, w: &[&CudaEvent]) -> Result<CudaEvent> {

@@ -433,14 +433,7 @@ impl ur_api::adapter::Commands for crate::LevelZeroAdapter {
     }
 
     fn wait(&self, events: &[&LevelZeroEvent]) -> Result<()> {
-        let mut first = Ok(());
-        for e in events {
-            let r = e.wait();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        ur_api::adapter::wait_each(events, |e| e.wait())
     }
 
     fn enqueue_barrier(&self, q: &LevelZeroQueue, wait: &[&LevelZeroEvent]) -> Result<LevelZeroEvent> {

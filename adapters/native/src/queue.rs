@@ -345,14 +345,7 @@ impl ur_api::adapter::Commands for crate::NativeAdapter {
     }
 
     fn wait(&self, events: &[&NativeEvent]) -> Result<()> {
-        let mut first = Ok(());
-        for e in events {
-            let r = e.wait();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        ur_api::adapter::wait_each(events, |e| e.wait())
     }
 
     fn enqueue_barrier(&self, q: &NativeQueue, wait: &[&NativeEvent]) -> Result<NativeEvent> {

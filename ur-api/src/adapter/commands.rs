@@ -5,6 +5,31 @@ use super::Api;
 use crate::error::{Error, Result};
 use crate::types::{EventStatus, NativeHandle, ProfilingInfo, QueueProps};
 
+/// Waits for every event with `wait_one`, in order, and reports the first
+/// failure only after the last wait: [`Commands::wait`]'s contract for
+/// adapters whose backend waits one event at a time (one failure never
+/// cuts the waiting short).
+///
+/// ```
+/// let waited = std::cell::Cell::new(0);
+/// let r = ur_api::adapter::wait_each(&[1, 2, 3], |e| {
+///     waited.set(waited.get() + 1);
+///     if *e == 2 { Err(ur_api::Error::invalid("event 2 failed")) } else { Ok(()) }
+/// });
+/// assert!(r.is_err());
+/// assert_eq!(waited.get(), 3);
+/// ```
+pub fn wait_each<E>(events: &[E], mut wait_one: impl FnMut(&E) -> Result<()>) -> Result<()> {
+    let mut first = Ok(());
+    for e in events {
+        let r = wait_one(e);
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
 /// Queues and events: what every adapter implements, in its `queue.rs`.
 pub trait Commands: Api {
     /// Creates an in-order queue on `device` of `ctx`. `props.profiling`

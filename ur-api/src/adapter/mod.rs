@@ -95,7 +95,7 @@ mod kernels;
 mod memory;
 mod usm;
 
-pub use commands::{Commands, Profiling};
+pub use commands::{wait_each, Commands, Profiling};
 pub use device::Devices;
 pub use kernels::Kernels;
 pub use memory::{HostLocking, Mapping, Memory, SubBuffers};

@@ -7,6 +7,29 @@ use std::ptr::null_mut;
 
 use ur_adapter_rust::sys::*;
 
+/// This library's dispatch table.
+pub fn table() -> &'static ur_dditable_t {
+    // SAFETY: the table is this library's, built once and never written.
+    unsafe { &*ur_adapter_rust::ddi::table() }
+}
+
+/// Every platform with a device, the host-only native one included
+/// (`UR_RUST_HOST_PLATFORMS=1`, set before the library's first call: a
+/// test binary that uses this makes every test come through here first).
+pub fn platforms_with_host() -> Vec<Plat> {
+    static ENV: std::sync::Once = std::sync::Once::new();
+    ENV.call_once(|| std::env::set_var("UR_RUST_HOST_PLATFORMS", "1"));
+    // SAFETY: this library's table.
+    let out: Vec<Plat> = unsafe { platforms(table()) }
+        .into_iter()
+        .filter(|p| !p.devices.is_empty())
+        .collect();
+    if !out.iter().any(|p| p.backend == UR_BACKEND_OPENCL) {
+        eprintln!("note: no OpenCL platform (set OCL_ICD_VENDORS as `cargo xtask ci` does): native only");
+    }
+    out
+}
+
 pub fn ok(r: ur_result_t, what: &str) {
     assert_eq!(r, UR_RESULT_SUCCESS, "{what}");
 }
