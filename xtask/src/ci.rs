@@ -227,26 +227,92 @@ pub fn ci() -> Result<()> {
     }
     let mut done: Vec<(String, Duration, bool)> = Vec::new();
     for (name, mut cmd) in steps()? {
-        if name == "ze-null" && !null_driver_built()? {
-            continue;
+        let skip = (name == "ze-null" && !null_driver_built()?)
+            || !reliability_tools(&name)?
+            || (name == "clients" && !clients_step_on()?);
+        if !skip {
+            if let Some(free) = disk_free_gib() {
+                eprintln!("xtask: {free:.1} GiB free on disk before `{name}`");
+            }
+            let t = Instant::now();
+            let outcome = step(&name, || run_limited(&mut cmd, limit));
+            done.push((name.clone(), t.elapsed(), outcome.is_ok()));
+            if outcome.is_err() {
+                eprint!("{}", summary(&done));
+                return outcome;
+            }
         }
-        if !reliability_tools(&name)? {
-            continue;
-        }
-        if name == "clients" && !clients_step_on()? {
-            continue;
-        }
-        let t = Instant::now();
-        let outcome = step(&name, || run_limited(&mut cmd, limit));
-        done.push((name, t.elapsed(), outcome.is_ok()));
-        if outcome.is_err() {
-            eprint!("{}", summary(&done));
-            return outcome;
+        if in_ci() {
+            free_build_folders_after(&name);
         }
     }
     eprint!("{}", summary(&done));
     eprintln!("xtask: ci passed in {}", human(start.elapsed()));
     Ok(())
+}
+
+/// Build folders no later step reads, by the step after which CI removes
+/// them. A fresh CI machine has limited disk: a run that kept every folder
+/// (about 16 GiB of build output, 3 of it incremental state) ran out of
+/// space building the fuzz targets. The stable debug build's outputs go after
+/// `doc`, its last user (this program, `target/debug/xtask`, stays), the
+/// sanitizer build after `lsan`, Miri's after `miri`. Only in CI: a
+/// developer's `cargo xtask ci` keeps its builds.
+const FREED_AFTER: &[(&str, &[&str])] = &[
+    (
+        "doc",
+        &[
+            "target/debug/deps",
+            "target/debug/build",
+            "target/debug/examples",
+            "target/debug/incremental",
+            "target/debug/.fingerprint",
+        ],
+    ),
+    ("lsan", &["target/asan"]),
+    ("miri", &["target/miri"]),
+];
+
+/// Removes the folders [`FREED_AFTER`] lists for `step`, saying how much
+/// disk that gave back. A folder that cannot be removed is reported and left
+/// (the next step may still fit).
+fn free_build_folders_after(step: &str) {
+    let root = crate::workspace_root();
+    for (_, folders) in FREED_AFTER.iter().filter(|(s, _)| *s == step) {
+        let before = disk_free_gib();
+        for folder in *folders {
+            let path = root.join(folder);
+            if !path.exists() {
+                continue;
+            }
+            if let Err(e) = std::fs::remove_dir_all(&path) {
+                eprintln!("xtask: could not remove {}: {e}", path.display());
+            }
+        }
+        if let (Some(before), Some(after)) = (before, disk_free_gib()) {
+            eprintln!(
+                "xtask: removed {} after `{step}`: {:.1} GiB given back, {after:.1} GiB free",
+                folders.join(", "),
+                after - before
+            );
+        }
+    }
+}
+
+/// GiB available on the workspace's file system (`df -Pk`), when `df` answers.
+fn disk_free_gib() -> Option<f64> {
+    let out = Command::new("df")
+        .arg("-Pk")
+        .arg(crate::workspace_root())
+        .output()
+        .ok()?;
+    df_available_gib(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The "Available" column of `df -P`'s one data row, in GiB.
+fn df_available_gib(df: &str) -> Option<f64> {
+    let kib: f64 = df.lines().nth(1)?.split_whitespace().nth(3)?.parse().ok()?;
+    Some(kib / (1024.0 * 1024.0))
 }
 
 /// Makes the OpenCL adapter's tests fail, not skip, without an OpenCL device.
@@ -363,6 +429,32 @@ mod tests {
         assert!(display(&steps[14].1).contains("cargo +nightly miri test"));
         assert!(display(&steps[15].1).ends_with("fuzz build --fuzz-dir fuzz"));
         assert!(display(&steps[16].1).contains("-max_total_time="));
+    }
+
+    #[test]
+    fn build_folders_are_freed_only_after_their_last_user() {
+        let names: Vec<String> = steps().unwrap().into_iter().map(|(n, _)| n).collect();
+        let at = |step: &str| names.iter().position(|n| n == step).unwrap();
+        for (step, folders) in FREED_AFTER {
+            assert!(names.iter().any(|n| n == step), "{step} is not a step");
+            for folder in *folders {
+                assert!(!"target/debug/xtask".starts_with(folder), "{folder} holds this program");
+            }
+        }
+        // The stable debug build is freed after every step that builds or
+        // runs it; the sanitizer and Miri folders after their own steps.
+        for user in ["clippy", "test", "ze-null", "mpi-build", "mpi-prop", "example", "doc"] {
+            assert!(at(user) <= at("doc"), "{user} runs after target/debug is freed");
+        }
+        assert!(at("asan") < at("lsan") && at("lsan") < at("miri") && at("miri") < at("fuzz-build"));
+    }
+
+    #[test]
+    fn df_output_is_read_in_gib() {
+        let df = "Filesystem     1024-blocks      Used Available Capacity Mounted on\n\
+                  /dev/vda        263174212  79091304  16777216      83% /\n";
+        assert_eq!(df_available_gib(df), Some(16.0));
+        assert_eq!(df_available_gib("garbage"), None);
     }
 
     #[test]
