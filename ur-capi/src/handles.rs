@@ -1,16 +1,21 @@
-//! Handles crossing the ABI: boxed headers registered in one table, sharded
-//! by address so that threads working on their own objects rarely share a
-//! lock (no process-wide lock on the command path).
+//! Handles crossing the ABI: a handle is the address of a [`Header`] that
+//! holds its object and reference count, as in UR's own adapters. One
+//! translation per handle, and no table shared by every thread: a command
+//! touches only the headers of its own handles.
 //!
-//! Every UR handle we hand out points at a [`Header`] whose first field is
-//! a pointer to our [`ur_dditable_t`]: UR 0.12's loader reads the dispatch
-//! table at offset 0 of any handle to route a call, without wrapping
-//! handles. We never read through a handle ourselves: an incoming handle is
-//! only an address, looked up in the registry (`LIVE`); only a registered address of the
-//! expected kind reaches its object, so a released, stale, foreign or
-//! mistyped handle is an `INVALID_*` result, never a dereference.
+//! Every header's first field is a pointer to our [`ur_dditable_t`]: UR
+//! 0.12's loader reads the dispatch table at offset 0 of any handle to route
+//! a call, without wrapping handles.
 //!
-//! Reference counts (`urXRetain` / `urXRelease`) live here, per handle.
+//! An incoming handle is validated before anything is read through it, and
+//! validating is wait-free: headers live only in arenas this module
+//! allocates (and never frees), whose bounds are published in [`ARENAS`];
+//! an address is read as a header only if it lies in one of them, on a
+//! header boundary. So a foreign or garbage address is an `INVALID_*`
+//! result, never a dereference; a header's object and reference count sit
+//! behind the header's own lock, and a released handle (no object), a stale
+//! one or a mistyped one is `INVALID_*` too.
+//!
 //! A header's memory is never returned to the allocator while a caller may
 //! still hold the address (the loader dereferences it): released headers
 //! wait in a quarantine of [`QUARANTINE`] entries before they are reused, so
@@ -22,8 +27,8 @@
 //! [`QUARANTINE`] more, or, once that thread has ended, after as many
 //! orphans have queued behind it in the shared pool.
 
-use std::collections::hash_map::Entry::Occupied;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::LazyLock;
 
 use crate::conv::CapiError;
@@ -37,77 +42,89 @@ use ur_api::{DeviceId, PlatformId};
 /// Released headers kept before reuse.
 pub const QUARANTINE: usize = 1 << 16;
 
-/// What every handle points at.
-#[repr(C)]
+/// What every handle points at: the loader's routing pointer, then the
+/// object the handle names. Each header has its own cache line(s), so
+/// threads working on their own handles do not share one.
+#[repr(C, align(64))]
 #[derive(Debug)]
 pub struct Header {
     /// Read by the UR loader to route calls on this handle.
     ddi: *const ur_dditable_t,
+    /// The object and its reference count; `None` while the header is
+    /// spare or released.
+    slot: Mutex<Slot>,
 }
 
-/// A live object and its reference count.
-#[derive(Debug)]
-struct Entry {
+/// A header's object and its reference count (`urXRetain` / `urXRelease`).
+#[derive(Debug, Default)]
+struct Slot {
     refs: u32,
-    obj: Object,
+    obj: Option<Object>,
 }
 
-/// Hashes a handle address: headers are 8-byte aligned heap addresses, so
-/// a multiplicative mix of the address is spread enough, and costs a
-/// fraction of SipHash on the hot path (two lookups per command). Keys are
-/// addresses we allocated, so there is no hash flooding to defend against.
-#[derive(Debug, Default, Clone, Copy)]
-struct AddrHasher(u64);
+// SAFETY: `ddi` names our `'static`, immutable dispatch table; the object
+// is only reached through the header's lock.
+unsafe impl Sync for Header {}
+// SAFETY: as above.
+unsafe impl Send for Header {}
 
-impl std::hash::Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.0 = ((v as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
-
-/// Headers allocated at once when none is spare: one allocation serves
-/// this many new handles (headers are never returned to the allocator, see
-/// the module docs, so nothing is lost by allocating them together).
+/// Headers in the first arena; each later arena holds twice as many as the
+/// one before (up to [`ARENA_MAX`]), so a process with many live or
+/// quarantined handles still has few arenas to check a handle against.
 ///
 /// The size also keeps these long-lived blocks out of the small-object heap:
-/// a slab (256 KiB) and a thread's full quarantine queue (512 KiB) are
+/// an arena (2 MiB) and a thread's full quarantine queue (512 KiB) are
 /// above glibc's mmap threshold, so they are not interleaved with the
-/// per-command objects the OpenCL runtimes allocate and free there (one
-/// small never-freed block per handle was, before). No change of the
-/// `urabi` dispatch row could be measured from this on the shared machine.
+/// per-command objects the OpenCL runtimes allocate and free there.
 const SLAB: usize = 32 * 1024;
 
-/// Shards of the table of live handles (a power of two). A handle's shard
-/// is a hash of its address, so threads working on their own objects rarely
-/// meet on a lock.
-const SHARDS: usize = 16;
+/// The most headers in one arena (64 MiB of headers).
+const ARENA_MAX: usize = SLAB << 5;
+
+/// The most arenas: far beyond any process (about 2,000 M handles).
+const ARENA_SLOTS: usize = 64;
+
+/// The arenas' bounds, published for lock-free validation: a slot is
+/// written (under [`POOL`]'s lock) before [`ARENA_COUNT`] counts it.
+struct Arenas {
+    base: [AtomicUsize; ARENA_SLOTS],
+    len: [AtomicUsize; ARENA_SLOTS],
+    count: AtomicUsize,
+}
+
+static ARENAS: Arenas = Arenas {
+    base: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
+    len: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
+    count: AtomicUsize::new(0),
+};
+
+/// The header at `addr`, if `addr` is the address of one: it lies in an
+/// arena, on a header boundary. Wait-free: a handful of atomic loads.
+fn header_at(addr: usize) -> Option<&'static Header> {
+    let size = std::mem::size_of::<Header>();
+    let n = ARENAS.count.load(Ordering::Acquire);
+    // Newest arena first: it holds the headers handed out most recently.
+    for i in (0..n).rev() {
+        let base = ARENAS.base[i].load(Ordering::Relaxed);
+        let off = addr.wrapping_sub(base);
+        if off < ARENAS.len[i].load(Ordering::Relaxed) * size {
+            if off % size != 0 {
+                return None;
+            }
+            // SAFETY: `addr` is a header boundary inside arena `i`, whose
+            // headers were all initialised before the arena was published
+            // (the acquire load of the count above pairs with the release
+            // store in `Spare::chunk`) and are never freed or moved.
+            return Some(unsafe { &*(addr as *const Header) });
+        }
+    }
+    None
+}
 
 /// Headers a thread takes from the shared pool at a time.
 const CHUNK: usize = 1024;
 
-type Live = HashMap<usize, Entry, std::hash::BuildHasherDefault<AddrHasher>>;
-
-/// One shard of live handles, on its own cache lines.
-#[repr(align(128))]
-struct Shard(Mutex<Live>);
-
-static LIVE: LazyLock<[Shard; SHARDS]> = LazyLock::new(|| std::array::from_fn(|_| Shard(Mutex::new(Live::default()))));
-
-/// The shard of a handle's address.
-fn shard(addr: usize) -> &'static Mutex<Live> {
-    let h = ((addr as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    &LIVE[(h >> (64 - SHARDS.trailing_zeros())) as usize].0
-}
-
-/// Headers not handed out yet: the rest of the last slab, and released
+/// Headers not handed out yet: the rest of the last arena, and released
 /// headers of threads that ended (reused once more than [`QUARANTINE`]
 /// of them wait, as a thread's own are).
 #[derive(Default)]
@@ -116,24 +133,18 @@ struct Spare {
     orphans: VecDeque<usize>,
 }
 
-// SAFETY: the pool holds addresses and a `'static` slice of headers that
-// are never written after creation; `Header`'s raw pointer names a
-// `'static` table.
-unsafe impl Send for Spare {}
-
 static POOL: LazyLock<Mutex<Spare>> = LazyLock::new(|| Mutex::new(Spare::default()));
 
 impl Spare {
     /// Up to [`CHUNK`] headers for a thread: quarantined orphans first, else
-    /// never-used ones from the current slab or a new one.
+    /// never-used ones from the current arena or a new one.
     fn chunk(&mut self) -> Vec<usize> {
         if self.orphans.len() > QUARANTINE {
             let n = (self.orphans.len() - QUARANTINE).min(CHUNK);
             return self.orphans.drain(..n).collect();
         }
         if self.slab.is_empty() {
-            let ddi = crate::table::ptr();
-            self.slab = Box::leak((0..SLAB).map(|_| Header { ddi }).collect());
+            self.slab = new_arena();
         }
         let (taken, rest) = self.slab.split_at(CHUNK.min(self.slab.len()));
         self.slab = rest;
@@ -141,9 +152,30 @@ impl Spare {
     }
 }
 
+/// Allocates, initialises and publishes the next arena (called under
+/// [`POOL`]'s lock, so arenas are published one at a time).
+fn new_arena() -> &'static [Header] {
+    let i = ARENAS.count.load(Ordering::Relaxed);
+    assert!(i < ARENA_SLOTS, "more than {ARENA_SLOTS} handle arenas");
+    let len = (SLAB << i).min(ARENA_MAX);
+    let ddi = crate::table::ptr();
+    let arena: &'static [Header] = Box::leak(
+        (0..len)
+            .map(|_| Header {
+                ddi,
+                slot: Mutex::new(Slot::default()),
+            })
+            .collect(),
+    );
+    ARENAS.base[i].store(arena.as_ptr() as usize, Ordering::Relaxed);
+    ARENAS.len[i].store(len, Ordering::Relaxed);
+    ARENAS.count.store(i + 1, Ordering::Release);
+    arena
+}
+
 /// A thread's own headers: released ones in quarantine, and fresh ones
 /// taken from the [`POOL`] a chunk at a time. Registering and releasing
-/// touch no lock but the handle's shard.
+/// touch no lock but the handle's own.
 #[derive(Default)]
 struct Local {
     free: VecDeque<usize>,
@@ -196,54 +228,44 @@ fn quarantine(addr: usize) {
 /// Registers `obj` under a new handle with one reference.
 pub fn register<H>(obj: Object) -> *mut H {
     let addr = new_header();
-    shard(addr).lock().insert(addr, Entry { refs: 1, obj });
+    let header = header_at(addr).expect("headers are handed out from the arenas");
+    *header.slot.lock() = Slot {
+        refs: 1,
+        obj: Some(obj),
+    };
     addr as *mut H
 }
 
-/// The object of a handle, cloned out of the table.
-pub fn lookup<H>(handle: *mut H, kind: Kind) -> Result<Object, CapiError> {
+/// The header of a non-null handle, or the `INVALID_*` error of `kind`.
+fn header<H>(handle: *mut H, kind: Kind) -> Result<&'static Header, CapiError> {
     if handle.is_null() {
         return Err(CapiError::NullHandle);
     }
-    let addr = handle as usize;
-    let t = shard(addr).lock();
-    let e = t.get(&addr).ok_or(CapiError::Invalid(kind))?;
-    if e.obj.kind() != kind {
-        return Err(CapiError::Invalid(kind));
-    }
-    Ok(e.obj.clone())
+    header_at(handle as usize).ok_or(CapiError::Invalid(kind))
 }
 
-/// The objects of two handles, cloned out of the table (the buffer and
-/// queue of a command): one lock when both are in the same shard.
+/// The object of a handle, cloned out of its header.
+pub fn lookup<H>(handle: *mut H, kind: Kind) -> Result<Object, CapiError> {
+    match &header(handle, kind)?.slot.lock().obj {
+        Some(o) if o.kind() == kind => Ok(o.clone()),
+        _ => Err(CapiError::Invalid(kind)),
+    }
+}
+
+/// The objects of two handles (the buffer and queue of a command).
 pub fn lookup2<A, B>(a: *mut A, ka: Kind, b: *mut B, kb: Kind) -> Result<(Object, Object), CapiError> {
     if a.is_null() || b.is_null() {
         return Err(CapiError::NullHandle);
     }
-    let (a, b) = (a as usize, b as usize);
-    let one = |t: &Live, h: usize, k: Kind| match t.get(&h) {
-        Some(e) if e.obj.kind() == k => Ok(e.obj.clone()),
-        _ => Err(CapiError::Invalid(k)),
-    };
-    let (sa, sb) = (shard(a), shard(b));
-    if std::ptr::eq(sa, sb) {
-        let t = sa.lock();
-        return Ok((one(&t, a, ka)?, one(&t, b, kb)?));
-    }
-    let oa = one(&sa.lock(), a, ka)?;
-    Ok((oa, one(&sb.lock(), b, kb)?))
+    Ok((lookup(a, ka)?, lookup(b, kb)?))
 }
 
 /// Adds a reference.
 pub fn retain<H>(handle: *mut H, kind: Kind) -> Result<(), CapiError> {
-    if handle.is_null() {
-        return Err(CapiError::NullHandle);
-    }
-    let addr = handle as usize;
-    let mut t = shard(addr).lock();
-    match t.get_mut(&addr) {
-        Some(e) if e.obj.kind() == kind => {
-            e.refs = e.refs.saturating_add(1);
+    let mut slot = header(handle, kind)?.slot.lock();
+    match &slot.obj {
+        Some(o) if o.kind() == kind => {
+            slot.refs = slot.refs.saturating_add(1);
             Ok(())
         }
         _ => Err(CapiError::Invalid(kind)),
@@ -251,44 +273,33 @@ pub fn retain<H>(handle: *mut H, kind: Kind) -> Result<(), CapiError> {
 }
 
 /// Drops a reference; returns the object when that was the last one (the
-/// handle is then unregistered and its header quarantined). `permanent`
-/// handles (adapter, platforms, root devices) never go away.
+/// header is then emptied and quarantined). `permanent` handles (adapter,
+/// platforms, root devices) never go away.
 pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiError> {
-    if handle.is_null() {
-        return Err(CapiError::NullHandle);
-    }
-    let addr = handle as usize;
-    let mut t = shard(addr).lock();
-    // One probe of the table: the entry is looked at and, on the last
-    // release, removed through the same slot.
-    let mut slot = match t.entry(addr) {
-        Occupied(o) if o.get().obj.kind() == kind => o,
+    let mut slot = header(handle, kind)?.slot.lock();
+    let permanent = match &slot.obj {
+        Some(o) if o.kind() == kind => o.permanent(),
         _ => return Err(CapiError::Invalid(kind)),
     };
-    let e = slot.get_mut();
-    if e.obj.permanent() {
-        e.refs = e.refs.saturating_sub(1);
+    if permanent {
+        slot.refs = slot.refs.saturating_sub(1);
         return Ok(None);
     }
-    e.refs -= 1;
-    if e.refs > 0 {
+    slot.refs -= 1;
+    if slot.refs > 0 {
         return Ok(None);
     }
-    let obj = slot.remove().obj;
-    drop(t);
-    quarantine(addr);
-    Ok(Some(obj))
+    let obj = slot.obj.take();
+    drop(slot);
+    quarantine(handle as usize);
+    Ok(obj)
 }
 
 /// The reference count of a handle.
 pub fn ref_count<H>(handle: *mut H, kind: Kind) -> Result<u32, CapiError> {
-    if handle.is_null() {
-        return Err(CapiError::NullHandle);
-    }
-    let addr = handle as usize;
-    let t = shard(addr).lock();
-    match t.get(&addr) {
-        Some(e) if e.obj.kind() == kind => Ok(e.refs),
+    let slot = header(handle, kind)?.slot.lock();
+    match &slot.obj {
+        Some(o) if o.kind() == kind => Ok(slot.refs),
         _ => Err(CapiError::Invalid(kind)),
     }
 }
@@ -361,5 +372,120 @@ mod tests {
             assert_eq!(ddi, crate::ddi::table());
             assert_eq!(ref_count(h, Kind::Adapter), Ok(1));
         }
+    }
+
+    /// A context object over the runtime's first device (its handle
+    /// fields are not looked at here).
+    fn some_context() -> Arc<Context> {
+        let rt = crate::rt::runtime();
+        let platform = rt.platforms()[0];
+        let device = rt.devices(platform).unwrap()[0];
+        Arc::new(Context {
+            id: rt.create_context(&[device]).unwrap(),
+            parts: Vec::new(),
+            devices: Vec::new(),
+            mm: std::sync::OnceLock::new(),
+            max_alloc: 0,
+            use_host_ptr: false,
+        })
+    }
+
+    #[test]
+    fn only_live_headers_of_the_right_kind_are_read() {
+        crate::ddi::table();
+        let ctx = some_context();
+        let h = register::<u8>(Object::Context(ctx.clone()));
+        assert!(matches!(lookup(h, Kind::Context), Ok(Object::Context(c)) if Arc::ptr_eq(&c, &ctx)));
+        assert_eq!(lookup(h, Kind::Queue).unwrap_err(), CapiError::Invalid(Kind::Queue));
+        // Addresses that are not headers: inside one, off by a byte, on the
+        // stack, on the heap, and far away; none is read through.
+        let inside = (h as usize + 8) as *mut u8;
+        let off = (h as usize + 1) as *mut u8;
+        let mut local = 0u64;
+        let heap = Box::new([0u64; 16]);
+        let bad = [
+            inside,
+            off,
+            (&mut local as *mut u64).cast(),
+            heap.as_ptr() as *mut u8,
+            usize::MAX as *mut u8,
+        ];
+        for b in bad {
+            assert_eq!(lookup(b, Kind::Context).unwrap_err(), CapiError::Invalid(Kind::Context));
+            assert_eq!(retain(b, Kind::Context).unwrap_err(), CapiError::Invalid(Kind::Context));
+            assert_eq!(
+                release(b, Kind::Context).unwrap_err(),
+                CapiError::Invalid(Kind::Context)
+            );
+            assert_eq!(
+                ref_count(b, Kind::Context).unwrap_err(),
+                CapiError::Invalid(Kind::Context)
+            );
+        }
+        assert_eq!(
+            lookup(std::ptr::null_mut::<u8>(), Kind::Context).unwrap_err(),
+            CapiError::NullHandle
+        );
+        assert_eq!(release(h, Kind::Context).map(|o| o.is_some()), Ok(true));
+    }
+
+    #[test]
+    fn a_released_handle_is_invalid_and_its_header_waits_in_quarantine() {
+        crate::ddi::table();
+        let ctx = some_context();
+        let h = register::<u8>(Object::Context(ctx.clone()));
+        retain(h, Kind::Context).unwrap();
+        assert_eq!(ref_count(h, Kind::Context), Ok(2));
+        assert!(release(h, Kind::Context).unwrap().is_none());
+        assert_eq!(Arc::strong_count(&ctx), 2, "the header still holds the context");
+        assert!(matches!(release(h, Kind::Context), Ok(Some(Object::Context(_)))));
+        assert_eq!(Arc::strong_count(&ctx), 1, "the last release hands the object back");
+        assert_eq!(
+            release(h, Kind::Context).unwrap_err(),
+            CapiError::Invalid(Kind::Context)
+        );
+        assert_eq!(lookup(h, Kind::Context).unwrap_err(), CapiError::Invalid(Kind::Context));
+        assert_eq!(
+            ref_count(h, Kind::Context).unwrap_err(),
+            CapiError::Invalid(Kind::Context)
+        );
+        // The next handles of this thread do not reuse the released header.
+        let next: Vec<*mut u8> = (0..1000).map(|_| register(Object::Adapter)).collect();
+        assert!(!next.contains(&h));
+    }
+
+    #[test]
+    fn threads_register_look_up_and_release_their_own_handles() {
+        crate::ddi::table();
+        let ctx = some_context();
+        let shared = register::<u8>(Object::Context(ctx.clone()));
+        let addr = shared as usize;
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let ctx = ctx.clone();
+                s.spawn(move || {
+                    let shared = addr as *mut u8;
+                    for _ in 0..5_000 {
+                        let own = Arc::new(Context {
+                            id: ctx.id,
+                            parts: Vec::new(),
+                            devices: Vec::new(),
+                            mm: std::sync::OnceLock::new(),
+                            max_alloc: 0,
+                            use_host_ptr: false,
+                        });
+                        let h = register::<u8>(Object::Context(own.clone()));
+                        retain(shared, Kind::Context).unwrap();
+                        assert!(matches!(lookup(h, Kind::Context), Ok(Object::Context(c)) if Arc::ptr_eq(&c, &own)));
+                        assert!(lookup(shared, Kind::Context).is_ok());
+                        release(shared, Kind::Context).unwrap();
+                        assert!(release(h, Kind::Context).unwrap().is_some());
+                        assert_eq!(Arc::strong_count(&own), 1);
+                    }
+                });
+            }
+        });
+        assert_eq!(ref_count(shared, Kind::Context), Ok(1));
+        assert_eq!(Arc::strong_count(&ctx), 2, "one clone in the shared header");
     }
 }
