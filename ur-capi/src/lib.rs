@@ -13,12 +13,14 @@
 //!   wheel's `ur_ddi.h`, committed in `bindings.rs`): types only; this
 //!   crate defines the entry points and hands them out through the
 //!   `urGet*ProcAddrTable` exports ([`ddi`]).
-//! - **Handles are registered headers, never trusted pointers**
-//!   ([`handles`]): each points at a header whose first word is our
-//!   dispatch table (the loader reads it there); an incoming handle is
-//!   looked up by address in one table before anything is done with it, so
-//!   a released, stale, foreign or mistyped handle answers `INVALID_*`.
-//!   Reference counts are kept per handle in that table.
+//! - **Handles are headers that hold their objects, never trusted
+//!   pointers** ([`handles`]): each points at a header whose first word is
+//!   our dispatch table (the loader reads it there), then the object and its
+//!   reference count behind the header's own lock. An incoming address is
+//!   read only if it lies in one of our header arenas on a header boundary
+//!   (a wait-free check), so a released, stale, foreign or mistyped handle
+//!   answers `INVALID_*`; one translation per handle, and no lock shared by
+//!   every thread.
 //! - **No panic crosses the ABI**: every entry point runs its body under
 //!   `catch_unwind` ([`info::entry`]); errors are typed ([`conv::CapiError`])
 //!   and mapped to `ur_result_t` in [`conv`].
