@@ -9,7 +9,7 @@
 //!
 //! An incoming handle is validated before anything is read through it, and
 //! validating is wait-free: headers live only in arenas this module
-//! allocates (and never frees), whose bounds are published in [`ARENAS`];
+//! allocates (and never frees), whose bounds are published in `ARENAS`;
 //! an address is read as a header only if it lies in one of them, on a
 //! header boundary. So a foreign or garbage address is an `INVALID_*`
 //! result, never a dereference; a header's object and reference count sit
