@@ -131,6 +131,23 @@ fn fill_sizes(pattern_size: usize, offset: usize, size: usize) -> Result<(), Cap
     Ok(())
 }
 
+/// A USM fill's sizes as UR has them (`INVALID_SIZE` otherwise): unlike a
+/// buffer fill, any pattern length, as long as the size is a non-zero
+/// multiple of it (UR's own conformance suite fills with a 10-byte pattern).
+fn usm_fill_sizes(pattern_size: usize, size: usize) -> Result<(), CapiError> {
+    if pattern_size == 0 || size == 0 || pattern_size > size || size % pattern_size != 0 {
+        return Err(CapiError::InvalidSize);
+    }
+    Ok(())
+}
+
+/// Whether a backend fill takes the pattern: a power of two of at most
+/// [`BACKEND_PATTERN_MAX`] bytes (`clEnqueueFillBuffer`'s and the USM fill
+/// extension's rule); other patterns are written as replicated host data.
+fn backend_fills(pattern_size: usize) -> bool {
+    pattern_size.is_power_of_two() && pattern_size <= BACKEND_PATTERN_MAX
+}
+
 /// A fill with a pattern longer than any backend fill takes: `size` bytes
 /// of the pattern repeated, written in pieces of at most [`FILL_PIECE`]
 /// bytes by `write(start, piece, wait)` (a write of the piece at byte
@@ -146,7 +163,9 @@ fn fill_by_writes(
     mut write: impl FnMut(usize, HostPtr, &[ur_api::EventId]) -> Result<ur_api::EventId, ur_api::Error>,
 ) -> Result<ur_api::EventId, CapiError> {
     let rt = &state().rt;
-    let piece_len = size.min(FILL_PIECE.max(pattern.len()));
+    // Whole patterns per piece, so each piece starts at a pattern boundary
+    // of the destination (the fill's size is a multiple of the pattern).
+    let piece_len = size.min((FILL_PIECE / pattern.len()).max(1) * pattern.len());
     let piece: Box<[u8]> = pattern.iter().copied().cycle().take(piece_len).collect();
     let mut last: Option<ur_api::EventId> = None;
     let mut start = 0;
@@ -659,12 +678,13 @@ pub unsafe extern "C" fn urEnqueueUSMFill(
         if ptr.is_null() || pattern.is_null() {
             return Err(CapiError::NullPointer);
         }
-        fill_sizes(pattern_size, 0, size)?;
+        usm_fill_sizes(pattern_size, size)?;
         // SAFETY: the pattern is readable for `pattern_size` bytes during the call (module contract).
         let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
         let rt = &state().rt;
         let at = UsmPtr(ptr as u64);
-        if pattern_size > BACKEND_PATTERN_MAX {
+        let backend = backend_fills(pattern_size);
+        if !backend {
             // Every piece must land in the allocation: checked up front, so
             // no piece is enqueued for a fill that cannot complete.
             let info = rt
@@ -677,7 +697,7 @@ pub unsafe extern "C" fn urEnqueueUSMFill(
         }
         // SAFETY: module contract.
         let w = unsafe { deps(&q, n, wl) }?;
-        let id = if pattern_size <= BACKEND_PATTERN_MAX {
+        let id = if backend {
             rt.enqueue_usm_fill(q.id, at, size, pat, &w)?
         } else {
             fill_by_writes(&q, pat, size, &w, |start, host, w| {
@@ -814,5 +834,17 @@ mod tests {
         for (p, o, s) in [(3, 0, 12), (0, 0, 4), (8, 0, 12), (8, 4, 16), (8, 0, 0), (16, 0, 8)] {
             assert_eq!(fill_sizes(p, o, s), Err(CapiError::InvalidSize), "{p} {o} {s}");
         }
+    }
+
+    #[test]
+    fn usm_fills_take_any_pattern_that_divides_the_size() {
+        for (p, s) in [(10, 1000), (3, 12), (256, 512), (1, 1), (7, 7)] {
+            assert_eq!(usm_fill_sizes(p, s), Ok(()), "{p} {s}");
+        }
+        for (p, s) in [(0, 16), (8, 12), (16, 8), (8, 0), (10, 1005)] {
+            assert_eq!(usm_fill_sizes(p, s), Err(CapiError::InvalidSize), "{p} {s}");
+        }
+        assert!(backend_fills(128) && backend_fills(1));
+        assert!(!backend_fills(10) && !backend_fills(256));
     }
 }

@@ -277,7 +277,7 @@ fn pattern(n: usize) -> Vec<u8> {
 }
 
 #[test]
-fn fills_take_any_power_of_two_pattern() {
+fn fills_replicate_their_pattern_exactly() {
     let t = t();
     for p in platforms() {
         let (c, q) = context_queue(&p.devices[..1]);
@@ -337,10 +337,12 @@ fn fills_take_any_power_of_two_pattern() {
             if r != UR_RESULT_SUCCESS {
                 eprintln!("{}: no USM device allocation ({r}): USM fill not checked", p.name);
             } else {
-                for size in [256usize, 1024] {
+                // 8190 = 819 x 10: a pattern that is not a power of two (UR's
+                // suite fills 1000 bytes with a 10-byte one).
+                for (size, len) in [(256usize, 8192usize), (1024, 8192), (10, 8190), (3, 8190)] {
                     let pat = pattern(size);
                     ok(
-                        t.Enqueue.pfnUSMFill.unwrap()(q, m, size, pat.as_ptr().cast(), 8192, 0, null(), null_mut()),
+                        t.Enqueue.pfnUSMFill.unwrap()(q, m, size, pat.as_ptr().cast(), len, 0, null(), null_mut()),
                         &format!("{}: USM fill with a {size}-byte pattern", p.name),
                     );
                     let mut host = vec![0u8; 8192];
@@ -357,10 +359,32 @@ fn fills_take_any_power_of_two_pattern() {
                         ),
                         "USM read back",
                     );
-                    for (i, v) in host.iter().enumerate() {
+                    for (i, v) in host[..len].iter().enumerate() {
                         assert_eq!(*v, pat[i % size], "{}: USM byte {i}", p.name);
                     }
                 }
+                // A 10-byte pattern over several replicated pieces (1 MiB
+                // each): every piece starts on a pattern boundary.
+                let big = (3 << 20) / 10 * 10;
+                let mut mb = null_mut();
+                ok(
+                    t.USM.pfnDeviceAlloc.unwrap()(c, p.devices[0], null(), null_mut(), big, &mut mb),
+                    "a 3 MiB USM allocation",
+                );
+                let pat = pattern(10);
+                ok(
+                    t.Enqueue.pfnUSMFill.unwrap()(q, mb, 10, pat.as_ptr().cast(), big, 0, null(), null_mut()),
+                    &format!("{}: a {big}-byte USM fill with a 10-byte pattern", p.name),
+                );
+                let mut host = vec![0u8; big];
+                ok(
+                    t.Enqueue.pfnUSMMemcpy.unwrap()(q, true, host.as_mut_ptr().cast(), mb, big, 0, null(), null_mut()),
+                    "USM read back",
+                );
+                if let Some(i) = (0..big).find(|&i| host[i] != pat[i % 10]) {
+                    panic!("{}: byte {i} of a {big}-byte fill with a 10-byte pattern", p.name);
+                }
+                ok(t.USM.pfnFree.unwrap()(c, mb), "urUSMFree");
                 // Past the allocation: refused before anything is written.
                 let pat = pattern(256);
                 assert_eq!(
@@ -412,7 +436,7 @@ fn fill_sizes_are_checked() {
                     t.Enqueue.pfnUSMFill.unwrap()(q, m, size, pat.as_ptr().cast(), len, 0, null(), null_mut())
                 };
                 for (size, len, why) in [
-                    (3, 12, "a 3-byte pattern"),
+                    (3, 14, "a size not a multiple of a 3-byte pattern"),
                     (0, 16, "an empty pattern"),
                     (8, 12, "a size not a multiple of the pattern"),
                     (16, 8, "a pattern longer than the fill"),
@@ -421,6 +445,7 @@ fn fill_sizes_are_checked() {
                     assert_eq!(usm(size, len), UR_RESULT_ERROR_INVALID_SIZE, "{}: USM {why}", p.name);
                 }
                 ok(usm(4, 64), "a valid USM fill");
+                ok(usm(3, 12), "a USM fill with a 3-byte pattern (any length divides)");
                 ok(t.Queue.pfnFinish.unwrap()(q), "urQueueFinish");
                 ok(t.USM.pfnFree.unwrap()(c, m), "urUSMFree");
             }
