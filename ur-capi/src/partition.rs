@@ -126,12 +126,12 @@ pub unsafe extern "C" fn urDevicePartition(
         let parent = state::device(id)?;
         let subs = sub_devices(&parent, how)?;
         if !out.is_null() {
-            if (n as usize) < subs.len() {
-                return Err(CapiError::InvalidValue);
-            }
-            for (i, h) in subs.iter().enumerate() {
+            // Room for fewer than the partition makes: the first `n` (UR:
+            // "shall only retrieve that number of sub-devices").
+            for (i, h) in subs.iter().take(n as usize).enumerate() {
                 handles::retain(*h as ur_device_handle_t, Kind::Device)?;
-                // SAFETY: `out` holds `n` >= subs.len() handles (module contract).
+                // SAFETY: `out` holds `n` handles (module contract) and
+                // `i < n`.
                 unsafe { out.add(i).write(*h as ur_device_handle_t) };
             }
         }

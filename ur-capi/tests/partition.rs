@@ -164,12 +164,26 @@ unsafe fn check_sub_devices(t: &ur_dditable_t, d: ur_device_handle_t, kinds: &[u
         // The property list outlives every use of `p`, which points into it.
         let one_each = [equally(1)];
         let p = props(&one_each);
+        // Room for fewer handles than sub-devices: the first ones (UR: "only
+        // retrieve that number"), each retained once, as the full list is.
         let mut one = [null_mut(); 1];
+        let before: u32 = device_value(t, subs[0], UR_DEVICE_INFO_REFERENCE_COUNT);
+        let mut made = 0u32;
+        ok(
+            t.Device.pfnPartition.unwrap()(d, &p, 1, one.as_mut_ptr(), &mut made),
+            "room for fewer handles than sub-devices",
+        );
+        assert_eq!((one[0], made as usize), (subs[0], subs.len()));
+        assert_eq!(
+            device_value::<u32>(t, subs[0], UR_DEVICE_INFO_REFERENCE_COUNT),
+            before + 1
+        );
+        ok(t.Device.pfnRelease.unwrap()(one[0]), "release sub-device");
         if subs.len() > 1 {
             assert_eq!(
-                t.Device.pfnPartition.unwrap()(d, &p, 1, one.as_mut_ptr(), null_mut()),
-                UR_RESULT_ERROR_INVALID_VALUE,
-                "room for fewer handles than sub-devices"
+                device_value::<u32>(t, subs[1], UR_DEVICE_INFO_REFERENCE_COUNT),
+                device_value::<u32>(t, subs[0], UR_DEVICE_INFO_REFERENCE_COUNT),
+                "a sub-device not handed out is not retained"
             );
         }
 
