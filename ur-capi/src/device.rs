@@ -144,6 +144,14 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_MAX_WORK_GROUPS_3D => {
             out.array(&or(l.max_work_groups, [usize::MAX >> 1; 3]).map(|g| g.min(usize::MAX >> 1)))
         }
+        // Work-groups of one launch in all: the product of the 3D limits,
+        // with the same cap.
+        UR_DEVICE_INFO_MAX_WORK_GROUPS => out.value(
+            or(l.max_work_groups, [usize::MAX >> 1; 3])
+                .iter()
+                .fold(1usize, |n, &g| n.saturating_mul(g.max(1)))
+                .min(usize::MAX >> 1),
+        ),
         UR_DEVICE_INFO_MAX_WORK_GROUP_SIZE => out.value(wg),
         UR_DEVICE_INFO_SINGLE_FP_CONFIG => out.value(l.fp32.bits()),
         UR_DEVICE_INFO_HALF_FP_CONFIG => out.value(l.fp16.bits()),

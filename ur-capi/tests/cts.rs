@@ -736,3 +736,30 @@ fn every_device_has_at_least_one_sub_group() {
         }
     }
 }
+
+/// Every device answers its work-group limits: per dimension, and in all
+/// (`MAX_WORK_GROUPS`, a `size_t` UR's suite requires), the total no
+/// smaller than any one dimension.
+#[test]
+fn every_device_reports_its_work_group_limits() {
+    let t = t();
+    for p in platforms() {
+        for &d in &p.devices {
+            // SAFETY: a device handle of this library, size_t outputs.
+            let (total, dims) = unsafe {
+                (
+                    capi::device_array::<usize>(t, d, UR_DEVICE_INFO_MAX_WORK_GROUPS),
+                    capi::device_array::<usize>(t, d, UR_DEVICE_INFO_MAX_WORK_GROUPS_3D),
+                )
+            };
+            assert_eq!(total.len(), 1, "{}: MAX_WORK_GROUPS is one size_t", p.name);
+            assert_eq!(dims.len(), 3, "{}", p.name);
+            assert!(
+                total[0] > 0 && dims.iter().all(|&g| g > 0 && g <= total[0]),
+                "{}: total {} per dimension {dims:?}",
+                p.name,
+                total[0]
+            );
+        }
+    }
+}
