@@ -245,9 +245,10 @@ pub unsafe extern "C" fn urEventRelease(e: ur_event_handle_t) -> ur_result_t {
 
 /// `urEventSetCallback`: `notify` runs on the library's completion thread
 /// ([`crate::completion`]) once the event is complete (or failed), with
-/// `UR_EXECUTION_INFO_COMPLETE`. A callback asked for `SUBMITTED` or
-/// `RUNNING` runs then too: UR calls it at the status asked "or past it",
-/// and the runtime reports completion, not each step before it. The event
+/// the status it was registered for. A callback asked for `SUBMITTED` or
+/// `RUNNING` runs then too, with that status (as OpenCL passes the
+/// registered status): UR calls it at the status asked "or past it", and
+/// the runtime reports completion, not each step before it. The event
 /// handle holds one more reference until the callback has returned, so
 /// the callback may use it even if the caller released it meanwhile. The
 /// event's queue is flushed, so the callback comes without a further call.
@@ -288,7 +289,7 @@ pub unsafe extern "C" fn urEventSetCallback(
                 // SAFETY: the caller's callback with its own data, called
                 // once, as `urEventSetCallback` promises; the handle is
                 // live (the reference taken above).
-                unsafe { notify(h, UR_EXECUTION_INFO_COMPLETE, data as *mut c_void) };
+                unsafe { notify(h, status, data as *mut c_void) };
                 // SAFETY: the reference taken above, given back once.
                 let r = unsafe { urEventRelease(h) };
                 if r != UR_RESULT_SUCCESS {

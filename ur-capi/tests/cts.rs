@@ -206,9 +206,10 @@ fn event_callbacks_run_once_the_event_is_complete() {
                 t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, false, 0, 1 << 20, data.as_ptr().cast(), 0, null(), &mut e),
                 "write",
             );
-            let (done, running) = (Seen::default(), Seen::default());
+            let (done, running, submitted) = (Seen::default(), Seen::default(), Seen::default());
             let done_p = (&done as *const Seen).cast_mut().cast();
             let running_p = (&running as *const Seen).cast_mut().cast();
+            let submitted_p = (&submitted as *const Seen).cast_mut().cast();
             ok(
                 t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_COMPLETE, Some(on_event), done_p),
                 &format!("{}: urEventSetCallback(COMPLETE)", p.name),
@@ -216,6 +217,10 @@ fn event_callbacks_run_once_the_event_is_complete() {
             ok(
                 t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_RUNNING, Some(on_event), running_p),
                 "urEventSetCallback(RUNNING)",
+            );
+            ok(
+                t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_SUBMITTED, Some(on_event), submitted_p),
+                "urEventSetCallback(SUBMITTED)",
             );
             assert_eq!(
                 t.Event.pfnSetCallback.unwrap()(e, UR_EXECUTION_INFO_QUEUED, Some(on_event), done_p),
@@ -232,10 +237,15 @@ fn event_callbacks_run_once_the_event_is_complete() {
             // Released by the caller before completion: the callbacks still
             // get a live handle.
             ok(t.Event.pfnRelease.unwrap()(e), "urEventRelease");
-            wait_for(&done, 1, &p.name);
-            wait_for(&running, 1, &p.name);
-            for s in [&done, &running] {
-                assert_eq!(s.given.load(Ordering::SeqCst), UR_EXECUTION_INFO_COMPLETE);
+            // Each callback is told the status it was registered for (UR's
+            // suite tells them apart by it), once the command is past it.
+            for (s, asked) in [
+                (&done, UR_EXECUTION_INFO_COMPLETE),
+                (&running, UR_EXECUTION_INFO_RUNNING),
+                (&submitted, UR_EXECUTION_INFO_SUBMITTED),
+            ] {
+                wait_for(s, 1, &p.name);
+                assert_eq!(s.given.load(Ordering::SeqCst), asked, "{}", p.name);
                 assert_eq!(s.status.load(Ordering::SeqCst), UR_EVENT_STATUS_COMPLETE, "{}", p.name);
             }
             // A placeholder event's callback runs too.
