@@ -135,6 +135,8 @@ fn build() -> ur_dditable_t {
     t.Device.pfnSelectBinary = Some(device::urDeviceSelectBinary);
     t.Platform.pfnGetNativeHandle = Some(native::urPlatformGetNativeHandle);
     t.Device.pfnGetNativeHandle = Some(native::urDeviceGetNativeHandle);
+    t.Platform.pfnCreateWithNativeHandle = Some(native::urPlatformCreateWithNativeHandle);
+    t.Device.pfnCreateWithNativeHandle = Some(native::urDeviceCreateWithNativeHandle);
     t.Context.pfnGetNativeHandle = Some(native::urContextGetNativeHandle);
     t.Queue.pfnGetNativeHandle = Some(native::urQueueGetNativeHandle);
     t.Program.pfnGetNativeHandle = Some(native::urProgramGetNativeHandle);

@@ -13,6 +13,9 @@
 //! backend context; it is a built program whose kernels are created by
 //! name as any other. So must an event (`urEventCreateWithNativeHandle`),
 //! which is then waited for, queried and put in wait lists as any other.
+//! A native platform or device (`urPlatformCreateWithNativeHandle`,
+//! `urDeviceCreateWithNativeHandle`) answers the handle we already list
+//! over that backend object, never a second one.
 //!
 //! # Safety (all entry points of this module)
 //!
@@ -61,6 +64,87 @@ pub unsafe extern "C" fn urPlatformGetNativeHandle(
 ) -> ur_result_t {
     // SAFETY: module contract.
     entry(|| unsafe { answer(NativeOf::Platform(get::<PlatformId, _>(p)?), out) })
+}
+
+/// Our handle of the platform or device whose backend object is `native`,
+/// among `candidates` (handle, what it is): the first whose adapter answers
+/// that native handle. A backend object is never wrapped twice: the handle
+/// answered is the one `urPlatformGet` / `urDeviceGet` /
+/// `urDevicePartition` handed out.
+fn ours_of(native: ur_native_handle_t, candidates: impl IntoIterator<Item = (usize, NativeOf)>) -> Option<usize> {
+    let rt = &state().rt;
+    candidates
+        .into_iter()
+        .find(|(_, of)| rt.native_handle(*of).is_ok_and(|h| h.raw() == native as u64))
+        .map(|(h, _)| h)
+}
+
+/// `urPlatformCreateWithNativeHandle`: the platform we list over the
+/// backend platform `native` (OpenCL: a `cl_platform_id`). One we do not
+/// list, or a backend whose objects are its own (native, sim), is
+/// `INVALID_VALUE`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urPlatformCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    adapter: ur_adapter_handle_t,
+    _props: *const ur_platform_native_properties_t,
+    out: *mut ur_platform_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        crate::handles::lookup(adapter, crate::conv::Kind::Adapter)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        let st = state();
+        let candidates = st.platforms.iter().map(|p| (p.handle, NativeOf::Platform(p.id)));
+        let h = ours_of(native, candidates).ok_or(CapiError::InvalidValue)?;
+        // SAFETY: non-null and writable (module contract).
+        unsafe { put_required(out, h as ur_platform_handle_t) }
+    })
+}
+
+/// `urDeviceCreateWithNativeHandle`: the device we list over the backend
+/// device `native` (OpenCL: a `cl_device_id`), a root device or a
+/// sub-device `urDevicePartition` made; a sub-device gets one more
+/// reference (the caller's, given back with `urDeviceRelease`; root
+/// devices are not counted). A device we do not know is `INVALID_VALUE`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urDeviceCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    adapter: ur_adapter_handle_t,
+    _props: *const ur_device_native_properties_t,
+    out: *mut ur_device_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        crate::handles::lookup(adapter, crate::conv::Kind::Adapter)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        let st = state();
+        let roots = st.devices.values().map(|d| (d.handle, NativeOf::Device(d.id)));
+        let h = match ours_of(native, roots) {
+            Some(h) => h,
+            None => {
+                let subs: Vec<(usize, NativeOf)> = st
+                    .sub_devices
+                    .read()
+                    .values()
+                    .map(|d| (d.handle, NativeOf::Device(d.id)))
+                    .collect();
+                let h = ours_of(native, subs).ok_or(CapiError::InvalidValue)?;
+                crate::handles::retain(h as ur_device_handle_t, crate::conv::Kind::Device)?;
+                h
+            }
+        };
+        // SAFETY: non-null and writable (module contract).
+        unsafe { put_required(out, h as ur_device_handle_t) }
+    })
 }
 
 /// `urDeviceGetNativeHandle`.

@@ -178,14 +178,6 @@ pub const REASONS: &[(&str, &str)] = &[
     ),
     ("urEnqueueEventsWaitWithBarrierExt", "barrier properties: not modelled"),
     (
-        "urPlatformCreateWithNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
-        "urDeviceCreateWithNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
         "urContextCreateWithNativeHandle",
         "native handles: the runtime hides its backends' objects by design",
     ),
