@@ -137,6 +137,7 @@ fn build() -> ur_dditable_t {
     t.Device.pfnGetNativeHandle = Some(native::urDeviceGetNativeHandle);
     t.Platform.pfnCreateWithNativeHandle = Some(native::urPlatformCreateWithNativeHandle);
     t.Device.pfnCreateWithNativeHandle = Some(native::urDeviceCreateWithNativeHandle);
+    t.Queue.pfnCreateWithNativeHandle = Some(native::urQueueCreateWithNativeHandle);
     t.Context.pfnGetNativeHandle = Some(native::urContextGetNativeHandle);
     t.Queue.pfnGetNativeHandle = Some(native::urQueueGetNativeHandle);
     t.Program.pfnGetNativeHandle = Some(native::urProgramGetNativeHandle);

@@ -13,7 +13,8 @@
 //! backend context; it is a built program whose kernels are created by
 //! name as any other. So must an event (`urEventCreateWithNativeHandle`),
 //! which is then waited for, queried and put in wait lists as any other.
-//! A native platform or device (`urPlatformCreateWithNativeHandle`,
+//! So must a queue (`urQueueCreateWithNativeHandle`), which then runs
+//! commands as any other. A native platform or device (`urPlatformCreateWithNativeHandle`,
 //! `urDeviceCreateWithNativeHandle`) answers the handle we already list
 //! over that backend object, never a second one.
 //!
@@ -375,6 +376,65 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
         }));
         // SAFETY: non-null and writable (module contract).
         unsafe { put_required(out, h) }
+    })
+}
+
+/// `urQueueCreateWithNativeHandle`: a queue of context `ctx` over the
+/// backend queue `native` (OpenCL: an in-order `cl_command_queue` of the
+/// context's `cl_context`), on `dev`, or with no device given on the
+/// context's device the backend queue runs on. Commands on it run in order
+/// as on any queue of ours; it reports no profiling. With
+/// `isNativeHandleOwned` the caller's reference passes to the queue
+/// (released with it); without properties, or not owned, the runtime takes
+/// a reference of its own. A queue of another backend context is
+/// `INVALID_CONTEXT`, an out-of-order one and adapters that cannot adopt
+/// queues (native, sim) `UNSUPPORTED_FEATURE`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urQueueCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    ctx: ur_context_handle_t,
+    dev: ur_device_handle_t,
+    props: *const ur_queue_native_properties_t,
+    out: *mut ur_queue_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let c = get::<Arc<Context>, _>(ctx)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        let devices = if dev.is_null() {
+            c.devices.clone()
+        } else {
+            get::<DeviceId, _>(dev)?;
+            vec![dev]
+        };
+        // SAFETY: null or a live properties struct (module contract).
+        let owned = !props.is_null() && unsafe { (*props).isNativeHandleOwned };
+        let rt = &state().rt;
+        let mut last = CapiError::InvalidValue;
+        for d in devices {
+            let id = get::<DeviceId, _>(d)?;
+            let part = c.part_of(id);
+            // SAFETY: a live backend queue (module contract).
+            let handle = unsafe { NativeHandle::new(native as u64) };
+            match rt.create_queue_from_native(part, id, handle, owned) {
+                Ok(q) => {
+                    let h = register(Object::Queue(Queue {
+                        id: q,
+                        context: (ctx, part),
+                        device: d,
+                        flags: 0,
+                    }));
+                    // SAFETY: non-null and writable (module contract).
+                    return unsafe { put_required(out, h) };
+                }
+                Err(e) => last = e.into(),
+            }
+        }
+        Err(last)
     })
 }
 

@@ -182,10 +182,6 @@ pub const REASONS: &[(&str, &str)] = &[
         "native handles: the runtime hides its backends' objects by design",
     ),
     (
-        "urQueueCreateWithNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
         "urMemBufferCreateWithNativeHandle",
         "native handles: the runtime hides its backends' objects by design",
     ),

@@ -1,10 +1,12 @@
-//! Platforms and devices from their native handles
-//! (`urPlatformCreateWithNativeHandle`, `urDeviceCreateWithNativeHandle`):
+//! Platforms, devices and queues from their native handles
+//! (`urPlatformCreateWithNativeHandle`, `urDeviceCreateWithNativeHandle`,
+//! `urQueueCreateWithNativeHandle`):
 //! on every OpenCL platform, the `cl_platform_id` / `cl_device_id` our
 //! handles answer come back as the same handles (a backend object is never
 //! wrapped twice), a sub-device's with one more reference; unknown native
 //! handles, a null adapter or a null out-pointer are refused; the native
-//! device has no native handle to give.
+//! device has no native handle to give. A backend queue becomes a queue of
+//! ours that runs commands, in its own context only.
 
 #![allow(missing_docs)]
 
@@ -136,4 +138,120 @@ fn platforms_and_devices_come_back_from_their_native_handles() {
         );
     }
     eprintln!("{round_trips} devices came back from their native handles");
+}
+
+/// A context over `d` and a queue on it.
+///
+/// # Safety
+///
+/// `d` is a device of this library.
+unsafe fn context_queue(t: &ur_dditable_t, d: ur_device_handle_t) -> (ur_context_handle_t, ur_queue_handle_t) {
+    let (mut c, mut q) = (null_mut(), null_mut());
+    // SAFETY: live out-pointers (function contract for `d`).
+    unsafe {
+        ok(t.Context.pfnCreate.unwrap()(1, &d, null(), &mut c), "urContextCreate");
+        ok(t.Queue.pfnCreate.unwrap()(c, d, null(), &mut q), "urQueueCreate");
+    }
+    (c, q)
+}
+
+#[test]
+fn queues_come_back_from_their_native_handles() {
+    let t = capi::table();
+    let mut adopted = 0;
+    for p in capi::platforms_with_host() {
+        let d = p.devices[0];
+        // SAFETY: handles of this library and live out-pointers and host
+        // memory throughout.
+        unsafe {
+            let (c, q) = context_queue(t, d);
+            let mut native = 0;
+            let r = t.Queue.pfnGetNativeHandle.unwrap()(q, null_mut(), &mut native);
+            if p.backend != UR_BACKEND_OPENCL {
+                assert_eq!(r, UR_RESULT_ERROR_UNSUPPORTED_FEATURE, "{}", p.name);
+                let mut out = null_mut();
+                assert_eq!(
+                    t.Queue.pfnCreateWithNativeHandle.unwrap()(0x10, c, d, null(), &mut out),
+                    UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
+                    "{}: no backend queues to adopt",
+                    p.name
+                );
+                ok(t.Queue.pfnRelease.unwrap()(q), "release");
+                ok(t.Context.pfnRelease.unwrap()(c), "release");
+                continue;
+            }
+            ok(r, "urQueueGetNativeHandle");
+            // With the device named, and with none (the context's device the
+            // backend queue runs on).
+            for dev in [d, null_mut()] {
+                let mut aq = null_mut();
+                ok(
+                    t.Queue.pfnCreateWithNativeHandle.unwrap()(native, c, dev, null(), &mut aq),
+                    &format!("{}: urQueueCreateWithNativeHandle", p.name),
+                );
+                assert_ne!(aq, q, "a queue handle of its own");
+                let mut qc: ur_context_handle_t = null_mut();
+                ok(
+                    t.Queue.pfnGetInfo.unwrap()(
+                        aq,
+                        UR_QUEUE_INFO_CONTEXT,
+                        size_of::<ur_context_handle_t>(),
+                        (&raw mut qc).cast(),
+                        null_mut(),
+                    ),
+                    "UR_QUEUE_INFO_CONTEXT",
+                );
+                assert_eq!(qc, c);
+                let mut qd: ur_device_handle_t = null_mut();
+                ok(
+                    t.Queue.pfnGetInfo.unwrap()(
+                        aq,
+                        UR_QUEUE_INFO_DEVICE,
+                        size_of::<ur_device_handle_t>(),
+                        (&raw mut qd).cast(),
+                        null_mut(),
+                    ),
+                    "UR_QUEUE_INFO_DEVICE",
+                );
+                assert_eq!(qd, d);
+                // Commands run on it: written through the adopted queue, read
+                // back through the original.
+                let src: Vec<u8> = (0..4096u32).map(|i| (i * 13 % 251) as u8).collect();
+                let buf = capi::write_here_read_there(t, c, aq, q, &src);
+                ok(t.Mem.pfnRelease.unwrap()(buf), "release buffer");
+                ok(t.Queue.pfnRelease.unwrap()(aq), "release adopted queue");
+                adopted += 1;
+            }
+            // The original queue lives on after the adopted one is gone (the
+            // adoption took a reference of its own).
+            let src = vec![5u8; 256];
+            let buf = capi::write_here_read_there(t, c, q, q, &src);
+            ok(t.Mem.pfnRelease.unwrap()(buf), "release buffer");
+            // A queue of another context is refused.
+            let (c2, q2) = context_queue(t, d);
+            let mut out = null_mut();
+            assert_eq!(
+                t.Queue.pfnCreateWithNativeHandle.unwrap()(native, c2, d, null(), &mut out),
+                UR_RESULT_ERROR_INVALID_CONTEXT,
+                "{}: a backend queue of another context",
+                p.name
+            );
+            assert_eq!(
+                t.Queue.pfnCreateWithNativeHandle.unwrap()(native, null_mut(), d, null(), &mut out),
+                UR_RESULT_ERROR_INVALID_NULL_HANDLE
+            );
+            assert_eq!(
+                t.Queue.pfnCreateWithNativeHandle.unwrap()(native, c, d, null(), null_mut()),
+                UR_RESULT_ERROR_INVALID_NULL_POINTER
+            );
+            for (qq, cc) in [(q2, c2), (q, c)] {
+                ok(t.Queue.pfnRelease.unwrap()(qq), "release queue");
+                ok(t.Context.pfnRelease.unwrap()(cc), "release context");
+            }
+        }
+    }
+    if std::env::var_os("UR_REQUIRE_OPENCL").is_some() {
+        assert!(adopted > 0, "UR_REQUIRE_OPENCL is set but no OpenCL queue was adopted");
+    }
+    eprintln!("{adopted} backend queues adopted");
 }

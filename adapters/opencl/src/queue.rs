@@ -173,6 +173,39 @@ pub(crate) fn create_queue(ctx: &Context, device: Handle<cl_device_id>, props: &
     })
 }
 
+/// A queue over `raw`, a `cl_command_queue` the caller got from OpenCL
+/// itself: of `ctx` (else [`ur_api::Error::WrongContext`]), on `device`, in
+/// order (this adapter's commands rely on it; an out-of-order queue is
+/// refused). Retained unless `owned`; tracked like the adapter's own.
+fn queue_from_native(ctx: &Context, device: Handle<cl_device_id>, raw: cl_command_queue, owned: bool) -> Result<Queue> {
+    if raw.is_null() {
+        return Err(ur_api::Error::invalid("a null queue handle"));
+    }
+    let its_ctx = isize::from(check(cq::get_command_queue_info(raw, cq::CL_QUEUE_CONTEXT))?) as usize;
+    if its_ctx != ctx.cl.get() as usize {
+        return Err(ur_api::Error::WrongContext { what: "native queue" });
+    }
+    let its_device = isize::from(check(cq::get_command_queue_info(raw, cq::CL_QUEUE_DEVICE))?) as usize;
+    if its_device != device.0 as usize {
+        return Err(ur_api::Error::invalid("a native queue of another device"));
+    }
+    let props = u64::from(check(cq::get_command_queue_info(raw, CL_QUEUE_PROPERTIES))?);
+    if props & cq::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 {
+        return Err(ur_api::Error::unsupported("out-of-order native queues"));
+    }
+    if !owned {
+        // SAFETY: a live queue (the handle's contract).
+        check(unsafe { cq::retain_command_queue(raw) })?;
+    }
+    let shared = Arc::new(QueueShared::new(CommandQueue::new(raw, 3)));
+    ctx.track_queue(&shared);
+    Ok(Queue {
+        shared,
+        version: ctx.version_of(device),
+        intel: ctx.intel,
+    })
+}
+
 /// Wraps a raw event an OpenCL call returned (owning it).
 pub(crate) fn raw_event(r: std::result::Result<cl_event, cl_int>) -> Result<ClEvent> {
     Ok(ClEvent::new(check(r)?))
@@ -380,6 +413,16 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
     /// retained unless `owned`.
     fn event_from_native(&self, ctx: &Context, handle: ur_api::NativeHandle, owned: bool) -> Result<Event> {
         event_from_native(ctx, handle.raw() as cl_event, owned)
+    }
+
+    fn queue_from_native(
+        &self,
+        ctx: &Context,
+        device: &Device,
+        handle: ur_api::NativeHandle,
+        owned: bool,
+    ) -> Result<Queue> {
+        queue_from_native(ctx, device.id, handle.raw() as cl_command_queue, owned)
     }
 }
 

@@ -73,6 +73,24 @@ pub trait Commands: Api {
         let _ = (ctx, handle, owned);
         Err(Error::unsupported("events from native handles"))
     }
+
+    /// A queue of `ctx` on `device` over a queue the caller got from the
+    /// backend itself (`handle`, e.g. an OpenCL `cl_command_queue`): commands
+    /// run on it in order, as on the adapter's own queues. The adapter takes
+    /// a reference of its own unless `owned`. A queue of another backend
+    /// context is refused ([`Error::WrongContext`]), one of another device
+    /// or one that does not run its commands in order is invalid. Default:
+    /// backend queues cannot be adopted.
+    fn queue_from_native(
+        &self,
+        ctx: &Self::Context,
+        device: &Self::Device,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<Self::Queue> {
+        let _ = (ctx, device, handle, owned);
+        Err(Error::unsupported("queues from native handles"))
+    }
 }
 
 /// Optional group: event profiling

@@ -100,6 +100,11 @@ macro_rules! dyn_entry_points {
 
             /// Creates an in-order queue.
             [routed(context)] fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId>;
+            /// An in-order queue of `context` on `device` over a queue got from
+            /// the backend itself
+            /// ([`Commands::queue_from_native`](crate::adapter::Commands::queue_from_native));
+            /// without profiling. A reference of its own is taken unless `owned`.
+            [routed(context)] fn create_queue_from_native(&self, context: ContextId, device: DeviceId, handle: NativeHandle, owned: bool) -> Result<QueueId>;
             /// The location a queue runs at.
             [routed(queue)] fn queue_location(&self, queue: QueueId) -> Result<Location>;
             /// Releases a queue (its pending work still runs).

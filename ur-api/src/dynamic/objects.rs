@@ -155,6 +155,28 @@ impl<A: Adapter> AdapterHost<A> {
         Ok(QueueId { host: self.id, key })
     }
 
+    pub(super) fn create_queue_from_native(
+        &self,
+        context: ContextId,
+        device: DeviceId,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<QueueId> {
+        let (c, d) = self.location(&self.tables.read(), Location::new(context, device))?;
+        let obj = self.adapter.queue_from_native(&c.obj, &d.obj, handle, owned)?;
+        let entry = QueueEntry {
+            obj,
+            ctx: context.key,
+            context: c,
+            device: device.key,
+            profiling: false,
+            caps: d.info.caps,
+            lane: self.assign_lane(),
+        };
+        let key = self.tables.write().queues.insert(Arc::new(entry));
+        Ok(QueueId { host: self.id, key })
+    }
+
     pub(super) fn queue_location(&self, queue: QueueId) -> Result<Location> {
         let q = self.queue(&self.tables.read(), queue)?;
         Ok(Location::new(
