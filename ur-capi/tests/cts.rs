@@ -773,3 +773,38 @@ fn every_device_reports_its_work_group_limits() {
         }
     }
 }
+
+/// Image features beyond plain images (bindless images, mipmaps, cubemaps,
+/// external memory) are answered as absent on every device, a `ur_bool_t`
+/// false each, and the command-buffer update and 2D block array
+/// capabilities as none (UR's suite checks each answer's size and value).
+#[test]
+fn every_device_answers_unmodelled_image_features_as_absent() {
+    let t = t();
+    for p in platforms() {
+        for &d in &p.devices {
+            for prop in [
+                UR_DEVICE_INFO_BINDLESS_IMAGES_SHARED_USM_SUPPORT_EXP,
+                UR_DEVICE_INFO_MIPMAP_SUPPORT_EXP,
+                UR_DEVICE_INFO_MIPMAP_LEVEL_REFERENCE_SUPPORT_EXP,
+                UR_DEVICE_INFO_EXTERNAL_MEMORY_IMPORT_SUPPORT_EXP,
+                UR_DEVICE_INFO_CUBEMAP_SUPPORT_EXP,
+                UR_DEVICE_INFO_BINDLESS_SAMPLED_IMAGE_FETCH_3D_SUPPORT_EXP,
+                UR_DEVICE_INFO_IMAGE_ARRAY_SUPPORT_EXP,
+                UR_DEVICE_INFO_BINDLESS_IMAGES_GATHER_SUPPORT_EXP,
+            ] {
+                // SAFETY: a device handle of this library, ur_bool_t output.
+                let v = unsafe { capi::device_array::<u8>(t, d, prop) };
+                assert_eq!(v, [0], "{}: property {prop}", p.name);
+            }
+            for prop in [
+                UR_DEVICE_INFO_COMMAND_BUFFER_UPDATE_CAPABILITIES_EXP,
+                UR_DEVICE_INFO_2D_BLOCK_ARRAY_CAPABILITIES_EXP,
+            ] {
+                // SAFETY: as above, a uint32_t bit field.
+                let v = unsafe { capi::device_array::<u32>(t, d, prop) };
+                assert_eq!(v, [0], "{}: property {prop}", p.name);
+            }
+        }
+    }
+}
