@@ -172,11 +172,15 @@ impl<A: Adapter> AdapterHost<A> {
             }
             None => None,
         };
-        let checked: Vec<DeviceKey> = match device {
-            Some(d) => vec![d],
-            None => c.devices.clone(),
+        let one;
+        let checked: &[DeviceKey] = match device {
+            Some(d) => {
+                one = [d];
+                &one
+            }
+            None => &c.devices,
         };
-        for d in checked {
+        for &d in checked {
             let info = &self.dev(d).info;
             if !info.usm.contains(need) {
                 return Err(Error::unsupported(format!(
