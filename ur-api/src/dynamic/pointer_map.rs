@@ -620,20 +620,25 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
     /// value (asked under the writers' lock, so no other writer changes the
     /// range in between); returns the value removed.
     pub fn remove_if(&self, base: usize, remove: impl FnOnce(&V) -> bool) -> Option<V> {
-        let mut books = self.books.lock();
-        let book = *books.ranges.get(&base)?;
+        let mut guard = self.books.lock();
+        let books = &mut *guard;
+        // One search: asked and removed through the same entry.
+        let std::collections::btree_map::Entry::Occupied(entry) = books.ranges.entry(base) else {
+            return None;
+        };
+        let book = *entry.get();
         let slot = self.slot(book.id);
         if !slot.peek().is_some_and(|s| remove(&s.value)) {
             return None;
         }
-        books.ranges.remove(&base);
+        entry.remove();
         match Self::tier_of(book.size) {
             Some(t) => books.tables[t].remove(base, book.size),
-            None => self.publish_huge(&books),
+            None => self.publish_huge(books),
         }
         let stored = slot.take();
         books.free_ids.push(book.id);
-        drop(books);
+        drop(guard);
         Some(stored.value)
     }
 
