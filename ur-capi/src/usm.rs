@@ -298,3 +298,29 @@ pub unsafe extern "C" fn urUSMPoolGetInfo(
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count that lets a free skip the pool books follows them: an entry
+    /// is found until removed, once, and the count equals the books' size
+    /// (read under their lock: other tests may pool meanwhile).
+    #[test]
+    fn pool_books_count_their_entries() {
+        // Addresses no allocation has (odd), unique to this test.
+        let (p, q) = (0x7_0000_0001usize, 0x7_0000_0003usize);
+        pool_insert(p, 0xa0);
+        pool_insert(q, 0xb0);
+        {
+            let map = POOL_OF.lock();
+            assert_eq!(POOLED.load(Ordering::Relaxed), map.len());
+            assert!(map.len() >= 2);
+        }
+        assert_eq!(pool_remove(p), Some(0xa0));
+        assert_eq!(pool_remove(p), None, "forgotten once removed");
+        assert_eq!(pool_remove(q), Some(0xb0));
+        let map = POOL_OF.lock();
+        assert_eq!(POOLED.load(Ordering::Relaxed), map.len());
+    }
+}
