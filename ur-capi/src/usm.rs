@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
@@ -29,6 +30,30 @@ use crate::sys::*;
 /// Allocations made through a pool: base address to the pool's handle
 /// (`UR_USM_ALLOC_INFO_POOL`). Allocations without a pool are not listed.
 static POOL_OF: LazyLock<Mutex<HashMap<usize, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// `POOL_OF.len()`, changed only under its lock: a free with no pooled
+/// allocation anywhere skips the lock and the hash. An allocation's entry
+/// is made before its pointer is handed out, so a thread freeing it (which
+/// got the pointer after that) sees a count of at least one.
+static POOLED: AtomicUsize = AtomicUsize::new(0);
+
+/// Records that `p` was allocated through `pool`.
+fn pool_insert(p: usize, pool: usize) {
+    let mut map = POOL_OF.lock();
+    map.insert(p, pool);
+    POOLED.store(map.len(), Ordering::Relaxed);
+}
+
+/// Forgets the pool of `p`; returns it.
+fn pool_remove(p: usize) -> Option<usize> {
+    if POOLED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let mut map = POOL_OF.lock();
+    let pool = map.remove(&p);
+    POOLED.store(map.len(), Ordering::Relaxed);
+    pool
+}
 
 /// The runtime context of `ctx` that allocated `p` (its first when none
 /// did: the runtime then answers for an unknown pointer).
@@ -88,7 +113,7 @@ fn alloc(
     };
     let ptr = state().rt.usm_alloc(part, &udesc)?;
     if !pool.is_null() {
-        POOL_OF.lock().insert(ptr.0 as usize, pool as usize);
+        pool_insert(ptr.0 as usize, pool as usize);
     }
     // SAFETY: checked non-null; writable by the module contract.
     unsafe { put_required(out, ptr.0 as *mut c_void) }
@@ -154,10 +179,10 @@ pub unsafe extern "C" fn urUSMFree(c: ur_context_handle_t, p: *mut c_void) -> ur
         }
         // Forgotten before the free: the address may be handed out again
         // as soon as it is freed.
-        let pool = POOL_OF.lock().remove(&(p as usize));
+        let pool = pool_remove(p as usize);
         let freed = state().rt.usm_free(owner(&ctx, p), UsmPtr(p as u64));
         if let (Err(_), Some(pool)) = (&freed, pool) {
-            POOL_OF.lock().insert(p as usize, pool);
+            pool_insert(p as usize, pool);
         }
         Ok(freed?)
     })
@@ -271,5 +296,31 @@ pub unsafe extern "C" fn urUSMPoolGetInfo(
             UR_USM_POOL_INFO_CONTEXT => out.value(pool.context.0),
             _ => Err(CapiError::UnsupportedEnumeration),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count that lets a free skip the pool books follows them: an entry
+    /// is found until removed, once, and the count equals the books' size
+    /// (read under their lock: other tests may pool meanwhile).
+    #[test]
+    fn pool_books_count_their_entries() {
+        // Addresses no allocation has (odd), unique to this test.
+        let (p, q) = (0x7_0000_0001usize, 0x7_0000_0003usize);
+        pool_insert(p, 0xa0);
+        pool_insert(q, 0xb0);
+        {
+            let map = POOL_OF.lock();
+            assert_eq!(POOLED.load(Ordering::Relaxed), map.len());
+            assert!(map.len() >= 2);
+        }
+        assert_eq!(pool_remove(p), Some(0xa0));
+        assert_eq!(pool_remove(p), None, "forgotten once removed");
+        assert_eq!(pool_remove(q), Some(0xb0));
+        let map = POOL_OF.lock();
+        assert_eq!(POOLED.load(Ordering::Relaxed), map.len());
     }
 }

@@ -183,8 +183,9 @@ impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
             (NATIVE_ALIGN, desc.align - NATIVE_ALIGN)
         };
         let size = desc.size.checked_add(extra).ok_or(Error::OutOfDeviceMemory)?;
-        let base = match ctx.intel {
-            Some(intel) => intel_alloc(ctx, &intel, desc, size, native as cl_uint)?,
+        // By reference: the extension's table is not copied per call.
+        let base = match &ctx.intel {
+            Some(intel) => intel_alloc(ctx, intel, desc, size, native as cl_uint)?,
             None => {
                 let flags = match desc.kind {
                     UsmKind::Device => CL_MEM_READ_WRITE,

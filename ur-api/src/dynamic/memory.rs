@@ -172,11 +172,15 @@ impl<A: Adapter> AdapterHost<A> {
             }
             None => None,
         };
-        let checked: Vec<DeviceKey> = match device {
-            Some(d) => vec![d],
-            None => c.devices.clone(),
+        let one;
+        let checked: &[DeviceKey] = match device {
+            Some(d) => {
+                one = [d];
+                &one
+            }
+            None => &c.devices,
         };
-        for d in checked {
+        for &d in checked {
             let info = &self.dev(d).info;
             if !info.usm.contains(need) {
                 return Err(Error::unsupported(format!(
@@ -212,15 +216,15 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()> {
         let mut t = self.tables.write();
         let c = self.context(&t, context)?;
-        match t.usm.get(&ptr.0) {
-            Some(e) if e.ctx == context.key => {}
+        // One search: checked and removed through the same entry.
+        let entry = match t.usm.entry(ptr.0) {
+            std::collections::btree_map::Entry::Occupied(e) if e.get().ctx == context.key => e.remove(),
             _ => {
                 return Err(Error::InvalidHandle {
                     kind: HandleKind::UsmPointer,
                 })
             }
-        }
-        let entry = t.usm.remove(&ptr.0).expect("present above");
+        };
         drop(t);
         // No new command can resolve the allocation now; wait out the enqueue
         // calls that resolved it just before.

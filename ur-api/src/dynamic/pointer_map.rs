@@ -21,20 +21,26 @@
 //! whose words are atomics, so a torn read is detected and retried, never
 //! undefined. Entries never move inside a table; a table that fills past half
 //! is rebuilt from the books and published with `arc-swap` (RCU: readers on
-//! the old table finish there). Values live in slots of `ArcSwapOption`
+//! the old table finish there). Values live inline in [`ValueSlot`]s
 //! carrying their range, so a reader that raced with a removal and an id
-//! reuse sees the mismatch and answers from the new state.
+//! reuse sees the mismatch and answers from the new state. A slot has two
+//! cells and a reader count per cell: a reader counts itself into the
+//! current cell, clones the value and leaves; a writer fills the other cell,
+//! flips, and waits only for the readers still inside the old one before
+//! dropping its value (no allocation per range, no `arc-swap` debts to pay
+//! on every store; readers never wait for a writer).
 //!
 //! Measured (`memory-manager/benches/pointer_lookup.rs`): see the bench rows;
 //! the design targets one dependent cache miss per hit.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::cache::Cache;
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 /// Largest range kept in the fine tier (64 KiB granules).
@@ -47,9 +53,9 @@ pub const COARSE_MAX: usize = 1 << 30;
 /// range each keeps.
 const TIERS: [(u32, usize); 3] = [(16, FINE_MAX), (20, MEDIUM_MAX), (24, COARSE_MAX)];
 const SLOTS: usize = 3;
-/// Value slots per chunk (a chunk is allocated on first use). Under Miri
-/// chunks are smaller: creating and dropping 4,096 `arc-swap` slots costs
-/// the interpreter over a minute per map; the slot logic is the same.
+/// Value slots per chunk (a chunk is allocated, zeroed, on first use). Under
+/// Miri chunks are smaller (the interpreter pays for every byte); the slot
+/// logic is the same.
 #[cfg(not(miri))]
 const CHUNK_BITS: u32 = 12;
 #[cfg(miri)]
@@ -285,6 +291,151 @@ fn huge_lookup(huge: &[(usize, usize, u32)], p: usize) -> Option<Hit> {
     (p - base < size).then_some(Hit { base, size, id })
 }
 
+/// `ValueSlot::state`: the slot holds a value.
+const LIVE: u64 = 1 << 63;
+/// `ValueSlot::state`: the current cell is cell 1.
+const CUR: u64 = 1 << 62;
+/// `ValueSlot::state`: one reader inside cell 0 / cell 1 (31-bit counts).
+const READER: [u64; 2] = [1, 1 << 31];
+const COUNT_MASK: u64 = (1 << 31) - 1;
+
+/// One value of the map, readable without a lock (see the module docs).
+///
+/// `state` holds [`LIVE`], [`CUR`] (which cell is current) and the number of
+/// readers inside each cell. Writers are serialised by the map's books lock.
+/// A cell is written only while no reader can enter it: a reader reads the
+/// cell it counted itself into only if, after counting, the slot is live and
+/// that cell is current; the writer fills the cell that is not current (its
+/// last readers were waited out when it stopped being current) and drops a
+/// cell's value only after it stopped being current and its count fell to
+/// zero. An all-zero slot is empty (chunks are allocated zeroed).
+struct ValueSlot<V> {
+    state: AtomicU64,
+    cells: [UnsafeCell<MaybeUninit<Stored<V>>>; 2],
+}
+
+// SAFETY: the cells are shared between threads only as described on
+// `ValueSlot`: values are moved in and out by the one writer (hence `Send`)
+// and read through `&` by readers (hence `Sync`).
+unsafe impl<V: Send + Sync> Sync for ValueSlot<V> {}
+
+fn cell_of(state: u64) -> usize {
+    usize::from(state & CUR != 0)
+}
+
+impl<V> ValueSlot<V> {
+    /// `f` of the value, if the slot holds one. Never waits: a reader that
+    /// meets a writer's flip retries on the new current cell.
+    fn read<R>(&self, f: impl FnOnce(&Stored<V>) -> R) -> Option<R> {
+        let mut seen = self.state.load(Ordering::Relaxed);
+        loop {
+            if seen & LIVE == 0 {
+                return None;
+            }
+            let c = cell_of(seen);
+            let now = self.state.fetch_add(READER[c], Ordering::Acquire);
+            if now & LIVE != 0 && cell_of(now) == c {
+                // SAFETY: counted into cell `c` while it is current and the
+                // slot live: the writer filled it before publishing (release,
+                // synchronised by the acquire above) and neither overwrites
+                // nor drops it until this reader has left.
+                let r = f(unsafe { (*self.cells[c].get()).assume_init_ref() });
+                self.state.fetch_sub(READER[c], Ordering::Release);
+                return Some(r);
+            }
+            // Emptied or flipped meanwhile: leave without touching the cell.
+            self.state.fetch_sub(READER[c], Ordering::Relaxed);
+            seen = now;
+        }
+    }
+
+    /// Waits until no reader is inside cell `c` (writer side; new readers of
+    /// `c` leave at once, the cell is not current or the slot not live).
+    fn drain(&self, c: usize) {
+        let shift = if c == 0 { 0 } else { 31 };
+        let mut spins = 0u32;
+        while (self.state.load(Ordering::Acquire) >> shift) & COUNT_MASK != 0 {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// The value, to a writer (who holds the books lock: no other writer
+    /// changes the slot meanwhile).
+    fn peek(&self) -> Option<&Stored<V>> {
+        let s = self.state.load(Ordering::Relaxed);
+        // SAFETY: only writers change a live slot's current cell, and the
+        // caller is the one writer.
+        (s & LIVE != 0).then(|| unsafe { (*self.cells[cell_of(s)].get()).assume_init_ref() })
+    }
+
+    /// Fills an empty slot (writer side).
+    fn put(&self, value: Stored<V>) {
+        let s = self.state.load(Ordering::Relaxed);
+        debug_assert_eq!(s & LIVE, 0, "a slot is filled once until emptied");
+        // SAFETY: the slot is empty, so no reader reads any cell (see
+        // `read`); the current cell's last value was dropped by `take`.
+        unsafe { (*self.cells[cell_of(s)].get()).write(value) };
+        self.state.fetch_or(LIVE, Ordering::Release);
+    }
+
+    /// Replaces a live slot's value (writer side); returns the old one.
+    fn replace(&self, value: Stored<V>) -> Stored<V> {
+        let s = self.state.load(Ordering::Relaxed);
+        debug_assert_ne!(s & LIVE, 0, "only a live slot is replaced");
+        let (old, new) = (cell_of(s), 1 - cell_of(s));
+        // SAFETY: cell `new` is not current: readers counted into it leave
+        // without reading, and its previous readers were drained when it
+        // stopped being current.
+        unsafe { (*self.cells[new].get()).write(value) };
+        self.state.fetch_xor(CUR, Ordering::AcqRel);
+        self.drain(old);
+        // SAFETY: cell `old` is no longer current and no reader is inside
+        // it; its value is moved out once (the cell counts as empty now).
+        unsafe { (*self.cells[old].get()).assume_init_read() }
+    }
+
+    /// Empties a live slot (writer side); returns its value.
+    fn take(&self) -> Stored<V> {
+        let s = self.state.fetch_and(!LIVE, Ordering::AcqRel);
+        debug_assert_ne!(s & LIVE, 0, "only a live slot is emptied");
+        let c = cell_of(s);
+        self.drain(c);
+        // SAFETY: the slot is empty and no reader is inside cell `c`; the
+        // value is moved out once.
+        unsafe { (*self.cells[c].get()).assume_init_read() }
+    }
+}
+
+impl<V> Drop for ValueSlot<V> {
+    fn drop(&mut self) {
+        let s = *self.state.get_mut();
+        if s & LIVE != 0 {
+            // SAFETY: a live slot's current cell holds a value; `&mut self`
+            // excludes every reader.
+            unsafe { self.cells[cell_of(s)].get_mut().assume_init_drop() };
+        }
+    }
+}
+
+/// `n` empty slots, zeroed (untouched pages cost nothing).
+fn empty_slots<V>(n: usize) -> Box<[ValueSlot<V>]> {
+    let layout = std::alloc::Layout::array::<ValueSlot<V>>(n).expect("a chunk's layout");
+    // SAFETY: a non-zero-sized layout (a slot holds an `AtomicU64`).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<ValueSlot<V>>();
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `p` is a fresh allocation of the global allocator with the
+    // layout of `[ValueSlot<V>; n]`, and all-zero bytes are an empty slot
+    // (state 0; the cells are `MaybeUninit`).
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) }
+}
+
 struct Stored<V> {
     base: usize,
     size: usize,
@@ -303,13 +454,16 @@ struct Books {
     next_id: u32,
     /// Buckets claimed per tier (fine, medium, coarse) in the current tables.
     claimed: [usize; TIERS.len()],
+    /// The published tables, as the writer sees them (no `arc-swap` load on
+    /// the writer's path; replaced together with the published ones).
+    tables: [Arc<Table>; TIERS.len()],
 }
 
 /// Interior pointer -> range map; see the module docs.
 pub struct PointerMap<V> {
     id: u64,
     shared: Arc<Shared>,
-    values: Box<[OnceLock<Box<[ArcSwapOption<Stored<V>>]>>]>,
+    values: Box<[OnceLock<Box<[ValueSlot<V>]>>]>,
     books: Mutex<Books>,
 }
 
@@ -332,10 +486,11 @@ const INITIAL_BUCKETS: usize = 256;
 impl<V: Clone + Send + Sync> PointerMap<V> {
     /// An empty map.
     pub fn new() -> Self {
+        let tables = TIERS.map(|(shift, _)| Arc::new(Table::new(shift, INITIAL_BUCKETS)));
         PointerMap {
             id: NEXT_MAP.fetch_add(1, Ordering::Relaxed),
             shared: Arc::new(Shared {
-                tiers: TIERS.map(|(shift, _)| Arc::new(ArcSwap::from_pointee(Table::new(shift, INITIAL_BUCKETS)))),
+                tiers: tables.clone().map(|t| Arc::new(ArcSwap::new(t))),
                 huge: Arc::new(ArcSwap::from_pointee(Vec::new())),
             }),
             values: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
@@ -344,6 +499,7 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
                 free_ids: Vec::new(),
                 next_id: 0,
                 claimed: [0; TIERS.len()],
+                tables,
             }),
         }
     }
@@ -358,9 +514,8 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
         self.len() == 0
     }
 
-    fn slot(&self, id: u32) -> &ArcSwapOption<Stored<V>> {
-        let chunk = self.values[(id >> CHUNK_BITS) as usize]
-            .get_or_init(|| (0..1usize << CHUNK_BITS).map(|_| ArcSwapOption::empty()).collect());
+    fn slot(&self, id: u32) -> &ValueSlot<V> {
+        let chunk = self.values[(id >> CHUNK_BITS) as usize].get_or_init(|| empty_slots(1 << CHUNK_BITS));
         &chunk[(id & ((1 << CHUNK_BITS) - 1)) as usize]
     }
 
@@ -397,11 +552,11 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
             }
             None => return Err(MapError::Full),
         };
-        self.slot(id).store(Some(Arc::new(Stored { base, size, value })));
+        self.slot(id).put(Stored { base, size, value });
         books.ranges.insert(base, Book { size, id });
         match Self::tier_of(size) {
             Some(t) => {
-                let claimed = self.shared.tiers[t].load().insert(base, size, id);
+                let claimed = books.tables[t].insert(base, size, id);
                 books.claimed[t] += claimed;
                 self.maybe_grow(&mut books, t);
             }
@@ -423,8 +578,7 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
     /// Rebuilds tier `t` (dropping stale keys, resizing to the live ranges)
     /// once more than 60% of its buckets are claimed.
     fn maybe_grow(&self, books: &mut Books, t: usize) {
-        let tier = &self.shared.tiers[t];
-        let cur = tier.load();
+        let cur = &books.tables[t];
         if books.claimed[t] * 5 <= cur.buckets.len() * 3 {
             return;
         }
@@ -452,7 +606,9 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
         }
         tracing::debug!(tier = t, buckets, needed, "pointer map: tier rebuilt");
         books.claimed[t] = claimed;
-        tier.store(Arc::new(table));
+        let table = Arc::new(table);
+        books.tables[t] = table.clone();
+        self.shared.tiers[t].store(table);
     }
 
     /// Removes the range starting exactly at `base`; returns its value.
@@ -464,22 +620,26 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
     /// value (asked under the writers' lock, so no other writer changes the
     /// range in between); returns the value removed.
     pub fn remove_if(&self, base: usize, remove: impl FnOnce(&V) -> bool) -> Option<V> {
-        let mut books = self.books.lock();
-        let book = *books.ranges.get(&base)?;
+        let mut guard = self.books.lock();
+        let books = &mut *guard;
+        // One search: asked and removed through the same entry.
+        let std::collections::btree_map::Entry::Occupied(entry) = books.ranges.entry(base) else {
+            return None;
+        };
+        let book = *entry.get();
         let slot = self.slot(book.id);
-        if !slot.load().as_ref().is_some_and(|s| remove(&s.value)) {
+        if !slot.peek().is_some_and(|s| remove(&s.value)) {
             return None;
         }
-        books.ranges.remove(&base);
+        entry.remove();
         match Self::tier_of(book.size) {
-            Some(t) => self.shared.tiers[t].load().remove(base, book.size),
-            None => self.publish_huge(&books),
+            Some(t) => books.tables[t].remove(base, book.size),
+            None => self.publish_huge(books),
         }
-        let stored = slot.swap(None).expect("a held range has its value");
+        let stored = slot.take();
         books.free_ids.push(book.id);
-        drop(books);
-        // Readers may still hold the old value: cloned only then.
-        Some(Arc::try_unwrap(stored).map_or_else(|s| s.value.clone(), |s| s.value))
+        drop(guard);
+        Some(stored.value)
     }
 
     /// Replaces the value of the range starting exactly at `base`.
@@ -487,13 +647,14 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
         let books = self.books.lock();
         let book = books.ranges.get(&base)?;
         let slot = self.slot(book.id);
-        let old = slot.load_full().expect("a held range has its value");
-        let value = f(&old.value);
-        slot.store(Some(Arc::new(Stored {
+        let value = f(&slot.peek().expect("a held range has its value").value);
+        let old = slot.replace(Stored {
             base,
             size: book.size,
             value: value.clone(),
-        })));
+        });
+        drop(books);
+        drop(old);
         Some(value)
     }
 
@@ -547,9 +708,11 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
     pub fn get(&self, p: usize) -> Option<(Hit, V)> {
         let mut hit = self.lookup(p)?;
         loop {
-            let slot = self.slot(hit.id).load();
-            match &*slot {
-                Some(s) if s.base == hit.base && s.size == hit.size => return Some((hit, s.value.clone())),
+            let value = self
+                .slot(hit.id)
+                .read(|s| (s.base == hit.base && s.size == hit.size).then(|| s.value.clone()));
+            match value {
+                Some(Some(v)) => return Some((hit, v)),
                 // The range went (and its id may have been reused) between
                 // the two reads: ask the published tables again.
                 _ => hit = self.lookup_fresh(p)?,
@@ -573,7 +736,7 @@ impl<V: Clone + Send + Sync> PointerMap<V> {
             .ranges
             .range(first..end)
             .filter_map(|(&b, bk)| {
-                let s = self.slot(bk.id).load_full()?;
+                let s = self.slot(bk.id).peek()?;
                 Some((b, bk.size, s.value.clone()))
             })
             .collect()

@@ -193,3 +193,72 @@ fn remove_if_asks_before_removing() {
     m.insert(0x4000, 0x100, 9).unwrap();
     assert_eq!(m.get(0x4000).map(|(_, v)| v), Some(9));
 }
+
+/// Values live inline in their slots: each one is dropped exactly once,
+/// whether removed, replaced by `update`, refused by `remove_if` (kept) or
+/// still held when the map goes.
+#[test]
+fn values_are_dropped_exactly_once() {
+    let token = std::sync::Arc::new(());
+    let m = PointerMap::<std::sync::Arc<()>>::new();
+    for i in 0..8usize {
+        m.insert(0x1_0000 + i * 0x1000, 0x800, token.clone()).unwrap();
+    }
+    assert_eq!(std::sync::Arc::strong_count(&token), 9);
+    // Replaced: the old value goes, the new one stays.
+    let returned = m.update(0x1_0000, |v| v.clone()).unwrap();
+    assert_eq!(
+        std::sync::Arc::strong_count(&token),
+        10,
+        "the old value dropped, the new one and its copy held"
+    );
+    drop(returned);
+    // Removed: handed back, not dropped by the map.
+    let v = m.remove(0x1_1000).unwrap();
+    assert_eq!(std::sync::Arc::strong_count(&token), 9);
+    drop(v);
+    assert_eq!(m.remove_if(0x1_2000, |_| false), None);
+    assert_eq!(std::sync::Arc::strong_count(&token), 8);
+    // The freed slot is reused for a new range.
+    m.insert(0x9_0000, 0x10, token.clone()).unwrap();
+    assert_eq!(m.get(0x9_000f).map(|(h, _)| h.base), Some(0x9_0000));
+    drop(m);
+    assert_eq!(
+        std::sync::Arc::strong_count(&token),
+        1,
+        "every held value dropped with the map"
+    );
+}
+
+/// A range being updated never disappears from readers' view: each reader
+/// finds it every time, with values that only grow (the old or the new one,
+/// never a torn or stale one after a newer was seen).
+#[test]
+fn updates_never_hide_a_range() {
+    let (rounds, lookups) = if cfg!(miri) { (40, 200) } else { (20_000, 200_000) };
+    let m = PointerMap::<u64>::new();
+    m.insert(0x4_0000, 0x1000, 0).unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            let (m, stop) = (&m, &stop);
+            s.spawn(move || {
+                let mut last = 0;
+                for i in 0..lookups {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let (h, v) = m.get(0x4_0000 + (i % 0x1000)).expect("an updated range stays visible");
+                    assert_eq!((h.base, h.size), (0x4_0000, 0x1000));
+                    assert!(v >= last, "saw {v} after {last}");
+                    last = v;
+                }
+            });
+        }
+        for r in 1..=rounds {
+            assert_eq!(m.update(0x4_0000, |_| r), Some(r));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert_eq!(m.get(0x4_0000).map(|(_, v)| v), Some(rounds));
+}

@@ -77,7 +77,8 @@ impl Runtime {
             context,
             device: desc.device,
             device_addr: DeviceAddr(ptr.0),
-            locks: Arc::new([]),
+            // The shared empty slice: no allocation per USM allocation.
+            locks: Arc::default(),
         });
         Ok(ptr)
     }
