@@ -39,8 +39,14 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 use ur_api::{DeviceId, PlatformId};
 
-/// Released headers kept before reuse.
-pub const QUARANTINE: usize = 1 << 16;
+/// Released headers kept (per releasing thread) before reuse: a stale
+/// handle answers `INVALID_*` until its thread has released this many more
+/// (UR's own adapters detect none). Not more: the ring of headers a thread
+/// cycles through is `QUARANTINE` x 128 bytes, and at 65,536 (8 MiB) every
+/// command's new event missed the last-level cache (callgrind's cache
+/// simulation of the `urabi` dispatch child: 6.8 last-level write misses
+/// per command, none at 4,096, whose 512 KiB stay in cache).
+pub const QUARANTINE: usize = 1 << 12;
 
 /// What every handle points at: the loader's routing pointer, then the
 /// object the handle names. Each header has its own cache line(s), so
@@ -68,20 +74,20 @@ unsafe impl Sync for Header {}
 // SAFETY: as above.
 unsafe impl Send for Header {}
 
-/// Headers in the first arena; each later arena holds twice as many as the
-/// one before (up to [`ARENA_MAX`]), so a process with many live or
-/// quarantined handles still has few arenas to check a handle against.
+/// Headers in the first arena (1 MiB); each later arena holds twice as
+/// many as the one before (up to [`ARENA_MAX`]), so a process with many
+/// live or quarantined handles still has few arenas to check a handle
+/// against.
 ///
 /// The size also keeps these long-lived blocks out of the small-object heap:
-/// an arena (2 MiB) and a thread's full quarantine queue (512 KiB) are
-/// above glibc's mmap threshold, so they are not interleaved with the
-/// per-command objects the OpenCL runtimes allocate and free there.
-const SLAB: usize = 32 * 1024;
+/// an arena is above glibc's mmap threshold, so it is not interleaved with
+/// the per-command objects the OpenCL runtimes allocate and free there.
+const SLAB: usize = 8 * 1024;
 
-/// The most headers in one arena (64 MiB of headers).
-const ARENA_MAX: usize = SLAB << 5;
+/// The most headers in one arena (128 MiB of headers).
+const ARENA_MAX: usize = SLAB << 7;
 
-/// The most arenas: far beyond any process (about 2,000 M handles).
+/// The most arenas: far beyond any process (about 60 M handles).
 const ARENA_SLOTS: usize = 64;
 
 /// The arenas' bounds, published for lock-free validation: a slot is
@@ -388,6 +394,17 @@ mod tests {
             max_alloc: 0,
             use_host_ptr: false,
         })
+    }
+
+    #[test]
+    fn a_header_takes_at_most_two_cache_lines() {
+        // The quarantine's footprint (see `QUARANTINE`) counts on it.
+        assert!(
+            std::mem::size_of::<Header>() <= 128,
+            "{}",
+            std::mem::size_of::<Header>()
+        );
+        assert_eq!(std::mem::align_of::<Header>(), 64);
     }
 
     #[test]
