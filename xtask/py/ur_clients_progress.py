@@ -58,10 +58,15 @@ _LACKS = [(re.compile(rx), why) for rx, why in _SKIP.get("lacks", [])]
 
 
 def _matches(item, module, test):
+    """Is `item` the function `test` of `module` (a module's last name, or
+    a test class's name), whatever its parameters?"""
     function = getattr(item, "originalname", None) or item.name.split("[")[0]
     mod = getattr(item, "module", None)
-    mod_name = getattr(mod, "__name__", "") or ""
-    return function == test and module in mod_name.split(".")
+    names = (getattr(mod, "__name__", "") or "").split(".")
+    cls = getattr(item, "cls", None)
+    if cls is not None:
+        names.append(cls.__name__)
+    return function == test and module in names
 
 
 def pytest_collection_modifyitems(config, items):

@@ -172,11 +172,21 @@ pub struct Lacking {
 }
 
 /// Failures that are the device lacking a feature.
-pub const DEVICE_LACKS: &[Lacking] = &[Lacking {
-    device: "rusticl",
-    pattern: r"USMAllocationError: USM allocation failed",
-    why: "no USM on rusticl 22.3 (no cl_intel_unified_shared_memory, no SVM): every USM allocation fails",
-}];
+pub const DEVICE_LACKS: &[Lacking] = &[
+    Lacking {
+        device: "rusticl",
+        pattern: r"USMAllocationError: USM allocation failed",
+        why: "no USM on rusticl 22.3 (no cl_intel_unified_shared_memory, no SVM): every USM allocation fails",
+    },
+    // The build log PoCL gives when it links a kernel calling such a
+    // builtin, e.g. `Cannot find symbol _Z14work_group_anyi in kernel library`.
+    Lacking {
+        device: "pocl",
+        pattern: r"Cannot find symbol _Z\d+(?:work_group|sub_group)_\w+ in kernel library",
+        why: "PoCL 3.1's kernel library lacks OpenCL C 2.0 work-group / sub-group collective builtins \
+              (work_group_any, work_group_broadcast, ...) that dpnp's kernels call, so their programs do not link",
+    },
+];
 
 /// The JSON the progress plugin reads from `UR_CLIENTS_SKIP`: the tests
 /// [`KNOWN_ABORTING`] on `device` in `suite`, and the [`DEVICE_LACKS`]
