@@ -151,6 +151,7 @@ pub const KNOWN_ABORTING: &[Known] = &[
     pocl_aborts("linalg", "TestCond", "test_strided"),
     pocl_aborts("linalg", "TestEigenvalue", "test_eigenvalues"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_inplace"),
+    pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
 ];
 
 /// A test of a dpnp file that aborts on PoCL.
