@@ -152,6 +152,7 @@ pub const KNOWN_ABORTING: &[Known] = &[
     pocl_aborts("linalg", "TestEigenvalue", "test_eigenvalues"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_inplace"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
+    pocl_aborts("linalg", "TestLuFactorBatched", "test_lu_factor_batched"),
 ];
 
 /// A test of a dpnp file that aborts on PoCL.
