@@ -153,6 +153,7 @@ pub const KNOWN_ABORTING: &[Known] = &[
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_inplace"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
     pocl_aborts("linalg", "TestLuFactorBatched", "test_lu_factor_batched"),
+    pocl_aborts("linalg", "TestLuSolve", "test_lu_solve"),
 ];
 
 /// A test of a dpnp file that aborts on PoCL.
