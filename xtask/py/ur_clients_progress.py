@@ -37,3 +37,56 @@ def pytest_runtest_logreport(report):
 
 def pytest_runtest_logfinish(nodeid, location):
     _write("done", nodeid)
+
+
+# What the device lacks, from `cargo xtask clients` (clients::known), as
+# JSON in UR_CLIENTS_SKIP:
+#   {"skip": [[module, test, why], ...], "lacks": [[regex, why], ...]}
+# "skip": tests that abort the process on this device (a client bug on a
+# device without a feature) get a skip mark with the reason, so the rest
+# of the suite runs. "lacks": a failing test whose report matches the
+# regex (the device lacks what the test needs, e.g. a builtin its kernel
+# calls) is reported as skipped, with the reason and the matching text.
+import json
+import re
+
+import pytest
+
+_SKIP = json.loads(os.environ.get("UR_CLIENTS_SKIP") or "{}")
+_ABORTING = [(m, t, why) for m, t, why in _SKIP.get("skip", [])]
+_LACKS = [(re.compile(rx), why) for rx, why in _SKIP.get("lacks", [])]
+
+
+def _matches(item, module, test):
+    """Is `item` the function `test` of `module` (a module's last name, or
+    a test class's name), whatever its parameters?"""
+    function = getattr(item, "originalname", None) or item.name.split("[")[0]
+    mod = getattr(item, "module", None)
+    names = (getattr(mod, "__name__", "") or "").split(".")
+    cls = getattr(item, "cls", None)
+    if cls is not None:
+        names.append(cls.__name__)
+    return function == test and module in names
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for module, test, why in _ABORTING:
+            if _matches(item, module, test):
+                item.add_marker(pytest.mark.skip(reason=f"device lacks a feature: {why}"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not _LACKS or not report.failed or call.excinfo is None:
+        return
+    text = str(report.longrepr)
+    for rx, why in _LACKS:
+        found = rx.search(text)
+        if found:
+            report.outcome = "skipped"
+            reason = f"device lacks a feature: {why} ({found.group(0)})"
+            report.longrepr = (str(item.path), item.location[1] or 0, reason)
+            return

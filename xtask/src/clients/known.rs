@@ -1,13 +1,18 @@
 //! CI's check of the clients through our adapter library (`cargo xtask
 //! clients --ci`): dpctl's suite and dpnp's `test_sum.py` on Intel's CPU
 //! OpenCL device, and dpctl's suite on PoCL (its kernels reach PoCL as
-//! SPIR translated from SPIR-V), through ours only, against the list of
-//! tests known to fail there.
+//! SPIR translated from SPIR-V) and on rusticl (no USM there), through
+//! ours only, against the list of tests known to fail there.
+//!
+//! Also what a device lacks: tests that abort the client's process there
+//! ([`KNOWN_ABORTING`], skipped with the reason) and failures that are the
+//! device lacking a feature ([`DEVICE_LACKS`], reported as skips with the
+//! reason), handed to the pytest plugin by [`skip_json`].
 
 use std::time::Duration;
 
 use super::report::{cell, table, Case, Outcome, RunResult};
-use super::{prepare, read_cases, run_suite, select_suites, side_selector, Options, Side};
+use super::{prepare, read_cases, run_or_skip, select_suites, side_selector, Options, Side};
 use crate::cmd::{Result, XtaskError};
 
 /// A test known to fail (or error) through our library.
@@ -43,10 +48,215 @@ pub const KNOWN_FAILING: &[Known] = &[
         test: "test_create_program_from_spirv_ocl",
         why: "dpctl calls clCreateProgramWithIL itself (OpenCL interop), and PoCL 3.1 takes no IL: the device lacks it",
     },
+    Known {
+        device: Some("rusticl"),
+        suite: "dpctl",
+        module: "test_sycl_program",
+        test: "test_create_program_from_spirv_ocl",
+        why: "dpctl calls clCreateProgramWithIL itself (OpenCL interop), and rusticl 22.3 takes no IL: the device lacks it",
+    },
+    Known {
+        device: Some("rusticl"),
+        suite: "dpctl",
+        module: "test_sycl_context",
+        test: "test_context_multi_device",
+        why: "partitions the CPU device in two, and rusticl 22.3 cannot partition its device (no partition \
+              properties, CL_DEVICE_PARTITION_MAX_SUB_DEVICES 0): the device lacks it",
+    },
+    Known {
+        device: Some("rusticl"),
+        suite: "dpctl",
+        module: "test_sycl_usm",
+        test: "test_memory_copy_between_contexts",
+        why: "partitions the CPU device in two, and rusticl 22.3 cannot partition its device: the device lacks it",
+    },
+    // Ours: the dyn layer's enqueue_usm_copy (ur-api/src/dynamic/commands.rs)
+    // calls require_usm before looking at the sides, so a copy between two
+    // host (non-USM) pointers on a device without USM is answered
+    // UNSUPPORTED_FEATURE, where SYCL's queue::memcpy must copy host to host
+    // (the OpenCL adapter has the host-to-host path; it is never reached).
+    Known {
+        device: Some("rusticl"),
+        suite: "dpctl",
+        module: "test_sycl_queue_memcpy",
+        test: "test_memcpy_copy_host_to_host",
+        why: "OUR BUG: urEnqueueUSMMemcpy host to host answers UNSUPPORTED_FEATURE on a device without USM \
+              (the dyn layer requires USM before looking at the sides)",
+    },
+    Known {
+        device: Some("rusticl"),
+        suite: "dpctl",
+        module: "test_sycl_queue_memcpy",
+        test: "test_memcpy_async",
+        why: "OUR BUG: urEnqueueUSMMemcpy host to host answers UNSUPPORTED_FEATURE on a device without USM \
+              (the dyn layer requires USM before looking at the sides)",
+    },
 ];
 
+/// Tests that abort the client's process on a device that lacks a
+/// feature (a bug in the client: an exception it does not catch), so the
+/// rest of the suite could not run. They are skipped there (a pytest skip
+/// mark with the reason, by `xtask/py/ur_clients_progress.py`), and so
+/// show as skips with the reason in the counts.
+pub const KNOWN_ABORTING: &[Known] = &[
+    // rusticl 22.3 has no cl_intel_unified_shared_memory and no SVM, so we
+    // report no USM (UR_DEVICE_INFO_USM_*_SUPPORT = 0, the truth), and
+    // libsycl throws feature_not_supported from sycl::malloc_host and
+    // sycl::aligned_alloc_host. dpctl's tests of MemoryUSMHost (the
+    // `memory_ctor` parametrisations) abort there.
+    rusticl_aborts("test_sycl_usm", "test_memory_create", DPCTL_HOST_ALLOC_ABORT),
+    rusticl_aborts("test_sycl_usm", "test_pickling", DPCTL_HOST_ALLOC_ABORT),
+    rusticl_aborts(
+        "test_sycl_usm",
+        "test_pickling_reconstructor_invalid_type",
+        DPCTL_HOST_ALLOC_ABORT,
+    ),
+    rusticl_aborts(
+        "test_sycl_usm",
+        "test_create_with_size_and_alignment_and_queue",
+        DPCTL_HOST_ALLOC_ABORT,
+    ),
+    rusticl_aborts(
+        "test_sycl_usm",
+        "test_create_with_size_and_queue",
+        DPCTL_HOST_ALLOC_ABORT,
+    ),
+    rusticl_aborts(
+        "test_sycl_usm",
+        "test_create_with_size_and_alignment",
+        DPCTL_HOST_ALLOC_ABORT,
+    ),
+    rusticl_aborts("test_sycl_usm", "test_sycl_usm_array_interface", DPCTL_HOST_ALLOC_ABORT),
+    rusticl_aborts("test_sycl_usm", "test_suai_non_contig_1D", DPCTL_HOST_ALLOC_ABORT),
+    rusticl_aborts("test_sycl_usm", "test_suai_non_contig_2D", DPCTL_HOST_ALLOC_ABORT),
+    rusticl_aborts("test_sycl_usm", "test_with_constructor", DPCTL_HOST_ALLOC_ABORT),
+    rusticl_aborts("test_sycl_usm", "test_cpython_api", DPCTL_HOST_ALLOC_ABORT),
+    rusticl_aborts("test_sycl_timer", "test_sycl_timer_order_manager", DPCTL_CAPI_ABORT),
+    rusticl_aborts("test_utils", "test_intel_device_info", DPCTL_CAPI_ABORT),
+    rusticl_aborts("test_utils", "test_order_manager", DPCTL_CAPI_ABORT),
+    // PoCL 3.1: a kernel calling a builtin PoCL lacks (see DEVICE_LACKS)
+    // fails to build; where its enqueue was deferred (behind a host task),
+    // the failure surfaces inside queue.wait(), and dpctl's DPCTLQueue_Wait
+    // does not catch the exception: std::terminate. Whether a failing build
+    // surfaces at submission (a Python exception: the test fails) or in the
+    // wait (the abort) depends on whether the host task finished first, so
+    // which tests abort varies between runs: these are the ones seen.
+    pocl_aborts("sycl_queue", "TestLinAlgebra", "test_matrix_rank"),
+    pocl_aborts("sycl_queue", "TestLinAlgebra", "test_cond"),
+    pocl_aborts("linalg", "TestCholesky", "test_cholesky_upper"),
+    pocl_aborts("linalg", "test_linalg", "test_usm_ndarray_linalg_batch"),
+    pocl_aborts("linalg", "TestCond", "test_basic"),
+    pocl_aborts("linalg", "TestCond", "test_bool"),
+    pocl_aborts("linalg", "TestCond", "test_nan_to_inf"),
+    pocl_aborts("linalg", "TestCond", "test_strided"),
+    pocl_aborts("linalg", "TestEigenvalue", "test_eigenvalues"),
+    pocl_aborts("linalg", "TestLuFactor", "test_overwrite_inplace"),
+    pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
+    pocl_aborts("linalg", "TestLuFactorBatched", "test_lu_factor_batched"),
+    pocl_aborts("linalg", "TestLuSolve", "test_lu_solve"),
+    pocl_aborts("linalg", "TestLuSolveBatched", "test_lu_solve_batched"),
+];
+
+/// A test of a dpnp file that aborts on PoCL.
+const fn pocl_aborts(suite: &'static str, module: &'static str, test: &'static str) -> Known {
+    Known {
+        device: Some("pocl"),
+        suite,
+        module,
+        test,
+        why: "PoCL 3.1 lacks builtins dpnp's kernels call, and the build failure surfaces inside queue.wait() \
+              (a deferred enqueue), where dpctl's DPCTLQueue_Wait does not catch it: std::terminate",
+    }
+}
+
+/// A test of dpctl's suite that aborts on rusticl.
+const fn rusticl_aborts(module: &'static str, test: &'static str, why: &'static str) -> Known {
+    Known {
+        device: Some("rusticl"),
+        suite: "dpctl",
+        module,
+        test,
+        why,
+    }
+}
+
+/// Why dpctl's host allocations abort on a device without USM.
+const DPCTL_HOST_ALLOC_ABORT: &str = "no USM on rusticl (no cl_intel_unified_shared_memory, no SVM): dpctl's \
+    DPCTLmalloc_host / DPCTLaligned_alloc_host (MemoryUSMHost) do not catch the feature_not_supported exception libsycl \
+    throws for host USM there, and the process aborts (std::terminate)";
+
+/// Why dpctl's pybind11 modules abort on a device without host USM.
+const DPCTL_CAPI_ABORT: &str =
+    "no USM on rusticl (no cl_intel_unified_shared_memory, no SVM): the first use of any of dpctl's \
+    pybind11 modules (dpctl4pybind11.hpp's dpctl_capi::get) allocates MemoryUSMHost(1) on the default queue, and the \
+    USMAllocationError is unwound without the GIL: Fatal Python error, abort";
+
+/// A failure that is the device lacking a feature, known by text in the
+/// failing test's report: the progress plugin reports such a test as
+/// skipped, with the reason and the text that matched.
+#[derive(Debug, Clone, Copy)]
+pub struct Lacking {
+    /// The device (`--device` name).
+    pub device: &'static str,
+    /// A Python regular expression searched for in the failure's report.
+    pub pattern: &'static str,
+    /// What the device lacks.
+    pub why: &'static str,
+}
+
+/// Failures that are the device lacking a feature.
+pub const DEVICE_LACKS: &[Lacking] = &[
+    Lacking {
+        device: "rusticl",
+        pattern: r"USMAllocationError: USM allocation failed",
+        why: "no USM on rusticl 22.3 (no cl_intel_unified_shared_memory, no SVM): every USM allocation fails",
+    },
+    // The build log PoCL gives when it links a kernel calling a builtin its
+    // kernel library lacks, e.g. `Cannot find symbol _Z14work_group_anyi in
+    // kernel library`. Seen in dpnp's kernels: sub-group queries
+    // (get_sub_group_size, get_sub_group_local_id, ...; PoCL 3.1 has neither
+    // cl_khr_subgroups nor cl_intel_subgroups), intel_sub_group_shuffle*,
+    // work-group collectives (work_group_any, work_group_broadcast).
+    Lacking {
+        device: "pocl",
+        pattern: r"Cannot find symbol \S+ in kernel library",
+        why: "PoCL 3.1's kernel library lacks builtins dpnp's kernels call (sub-groups: no cl_khr_subgroups or \
+              cl_intel_subgroups; OpenCL C 2.0 work-group collectives), so their programs do not link",
+    },
+    // libsycl refuses a launch whose global size is not a multiple of the
+    // work-group size where the device says it cannot (PoCL 3.1: OpenCL C
+    // 1.2, CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT false).
+    Lacking {
+        device: "pocl",
+        pattern: r"Non-uniform work-groups are not supported by the target device",
+        why: "PoCL 3.1 has no non-uniform work-groups",
+    },
+];
+
+/// The JSON the progress plugin reads from `UR_CLIENTS_SKIP`: the tests
+/// [`KNOWN_ABORTING`] on `device` in `suite`, and the [`DEVICE_LACKS`]
+/// patterns of `device`.
+pub fn skip_json(device: &str, suite: &str) -> String {
+    let skip: Vec<[&str; 3]> = KNOWN_ABORTING
+        .iter()
+        .filter(|k| k.suite == suite && k.device.is_none_or(|d| d == device))
+        .map(|k| [k.module, k.test, k.why])
+        .collect();
+    let lacks: Vec<[&str; 2]> = DEVICE_LACKS
+        .iter()
+        .filter(|l| l.device == device)
+        .map(|l| [l.pattern, l.why])
+        .collect();
+    serde_json::json!({ "skip": skip, "lacks": lacks }).to_string()
+}
+
 /// The runs CI makes: (device, suite).
-pub const CI_RUNS: [(&str, &str); 3] = [("intel", "dpctl"), ("intel", "sum"), ("pocl", "dpctl")];
+pub const CI_RUNS: [(&str, &str); 4] = [
+    ("intel", "dpctl"),
+    ("intel", "sum"),
+    ("pocl", "dpctl"),
+    ("rusticl", "dpctl"),
+];
 
 /// Each CI run's time limit.
 pub const CI_RUN_LIMIT: Duration = Duration::from_secs(900);
@@ -69,8 +279,11 @@ fn failing(case: &Case) -> bool {
 /// time-out), a failing test that is not known, a known test that did not
 /// fail.
 pub fn check(device: &str, suite: &str, result: &RunResult, cases: &[Case]) -> Vec<String> {
-    if !matches!(result.outcome, Outcome::Finished { .. }) {
-        return vec![format!("{suite} on {device}: {}", cell(result))];
+    match result.outcome {
+        Outcome::Finished { .. } => {}
+        // The device lacks what the suite needs: nothing to check.
+        Outcome::Skipped(_) => return Vec::new(),
+        _ => return vec![format!("{suite} on {device}: {}", cell(result))],
     }
     let known: Vec<&Known> = KNOWN_FAILING
         .iter()
@@ -120,9 +333,9 @@ pub fn ci_step() -> Result<()> {
         };
         let ctx = prepare(&opts)?;
         built = true;
-        let selector = side_selector(Side::Ours, &opts, &ctx).map_err(XtaskError::Other)?;
+        let chosen = side_selector(Side::Ours, &opts, &ctx).map_err(XtaskError::Other)?;
         for suite in select_suites(&opts.suites)? {
-            let result = run_suite(&suite, Side::Ours, &selector, &opts, &ctx)?;
+            let result = run_or_skip(&suite, Side::Ours, &chosen, &opts, &ctx)?;
             let cases = match result.outcome {
                 Outcome::Finished { .. } => read_cases(suite.name, Side::Ours)?,
                 _ => Vec::new(),
@@ -202,7 +415,7 @@ mod tests {
                 .map(|k| case(&format!("tests.{}::{}", k.module, k.test), "failure"))
                 .collect()
         };
-        for device in ["intel", "pocl"] {
+        for device in ["intel", "pocl", "rusticl"] {
             assert!(check(device, "dpctl", &finished(), &on(device)).is_empty(), "{device}");
             let none = check(device, "dpctl", &finished(), &[]);
             assert_eq!(none.len(), on(device).len());
@@ -223,6 +436,45 @@ mod tests {
             other[0].starts_with("sum on intel: tests.test_sum::test_x[f4] failure"),
             "{other:?}"
         );
+    }
+
+    #[test]
+    fn the_plugin_gets_the_device_and_suite_skips_only() {
+        let v: serde_json::Value = serde_json::from_str(&skip_json("rusticl", "dpctl")).unwrap();
+        let skip = v["skip"].as_array().unwrap();
+        let on_rusticl = KNOWN_ABORTING.iter().filter(|k| k.device == Some("rusticl")).count();
+        assert!(on_rusticl > 0 && on_rusticl < KNOWN_ABORTING.len());
+        assert_eq!(skip.len(), on_rusticl);
+        assert!(skip
+            .iter()
+            .any(|k| k[0] == "test_sycl_timer" && k[1] == "test_sycl_timer_order_manager"));
+        assert!(skip.iter().all(|k| k[2].as_str().is_some_and(|w| w.contains("no USM"))));
+        assert_eq!(v["lacks"].as_array().unwrap().len(), 1);
+        for (device, suite) in [("intel", "dpctl"), ("pocl", "dpctl"), ("rusticl", "sum")] {
+            let v: serde_json::Value = serde_json::from_str(&skip_json(device, suite)).unwrap();
+            assert!(v["skip"].as_array().unwrap().is_empty(), "{device} {suite}");
+        }
+        let v: serde_json::Value = serde_json::from_str(&skip_json("intel", "dpctl")).unwrap();
+        assert!(v["lacks"].as_array().unwrap().is_empty());
+        // PoCL: aborting tests per dpnp file, the class as the module.
+        let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "linalg")).unwrap();
+        let skip = v["skip"].as_array().unwrap();
+        assert!(skip.iter().any(|k| k[0] == "TestCond" && k[1] == "test_basic"));
+        assert!(skip
+            .iter()
+            .all(|k| k[2].as_str().is_some_and(|w| w.contains("DPCTLQueue_Wait"))));
+        assert_eq!(v["lacks"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_skipped_suite_is_no_problem() {
+        let skipped = RunResult {
+            outcome: Outcome::Skipped("no USM".into()),
+            ..finished()
+        };
+        assert!(check("rusticl", "sum", &skipped, &[]).is_empty());
+        assert!(skipped.outcome.clean());
+        assert_eq!(cell(&skipped), "skipped: no USM");
     }
 
     #[test]

@@ -71,6 +71,10 @@ const PROGRESS_MODULE: &str = "ur_clients_progress";
 /// The variable naming the plugin's output file.
 const PROGRESS_ENV: &str = "UR_CLIENTS_PROGRESS";
 
+/// The variable that hands the plugin the tests to skip on the device
+/// ([`known::skip_json`]).
+const SKIP_ENV: &str = "UR_CLIENTS_SKIP";
+
 /// The variable that makes the UR loader load only the named adapter.
 pub const FORCE_LOAD_ENV: &str = "UR_ADAPTERS_FORCE_LOAD";
 
@@ -157,6 +161,12 @@ pub struct Suite {
     /// Tests left out through UR's own adapter (`-k "not ..."`), with why
     /// in the table below.
     pub deselect_ur: &'static [&'static str],
+    /// Needs USM device and host allocations: dpnp's arrays are USM
+    /// allocations, and dpctl's pybind11 modules (which dpnp's test set-up
+    /// calls) abort the process on a device without host USM (see
+    /// [`KNOWN_ABORTING`](known::KNOWN_ABORTING)). On a device without USM
+    /// the suite is not run and shows as skipped, with that reason.
+    pub needs_usm: bool,
 }
 
 /// Every suite, in the order they run.
@@ -170,26 +180,31 @@ pub const SUITES: [Suite; 5] = [
         name: "dpctl",
         target: Target::Package("dpctl"),
         deselect_ur: &["test_context_multi_device"],
+        needs_usm: false,
     },
     Suite {
         name: "sycl_queue",
         target: Target::DpnpFile("test_sycl_queue.py"),
         deselect_ur: &[],
+        needs_usm: true,
     },
     Suite {
         name: "sum",
         target: Target::DpnpFile("test_sum.py"),
         deselect_ur: &[],
+        needs_usm: true,
     },
     Suite {
         name: "linalg",
         target: Target::DpnpFile("test_linalg.py"),
         deselect_ur: &[],
+        needs_usm: true,
     },
     Suite {
         name: "arraycreation",
         target: Target::DpnpFile("test_arraycreation.py"),
         deselect_ur: &[],
+        needs_usm: true,
     },
 ];
 
@@ -331,7 +346,8 @@ fn side_env<'c>(cmd: &'c mut Command, side: Side, ctx: &Ctx) -> &'c mut Command 
 const LIST_SCRIPT: &str = r#"
 import json, dpctl
 for d in dpctl.get_devices():
-    print("UR_CLIENTS_DEVICE " + json.dumps({"backend": d.backend.name, "platform": d.sycl_platform.name, "name": d.name}), flush=True)
+    usm = d.has_aspect_usm_device_allocations and d.has_aspect_usm_host_allocations
+    print("UR_CLIENTS_DEVICE " + json.dumps({"backend": d.backend.name, "platform": d.sycl_platform.name, "name": d.name, "usm": usm}), flush=True)
 "#;
 
 /// Lists a side's devices: with dpctl (the SYCL runtime's own numbering),
@@ -461,7 +477,9 @@ fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, ctx: &Ct
         let _ = std::fs::remove_file(f);
     }
     let mut cmd = pytest_command(suite, side, opts, &junit, &ctx.py, &progress)?;
-    side_env(&mut cmd, side, ctx).env(SELECTOR_ENV, selector);
+    side_env(&mut cmd, side, ctx)
+        .env(SELECTOR_ENV, selector)
+        .env(SKIP_ENV, known::skip_json(&opts.device, suite.name));
     eprintln!("clients: {stem}: {} (log {})", display(&cmd), log.display());
     let (status, wall) = run_logged(&mut cmd, &log, opts.timeout)?;
     let progress = parse_progress(&std::fs::read_to_string(&progress).unwrap_or_default());
@@ -527,19 +545,62 @@ fn compare_cases(suite: &str) -> Result<()> {
     Ok(())
 }
 
-/// The selector of a side: the override, or the chosen device's index.
-fn side_selector(side: Side, opts: &Options, ctx: &Ctx) -> std::result::Result<String, String> {
+/// The selector of a side (the override, or the chosen device's index),
+/// and the chosen device as listed (`None` with an override).
+fn side_selector(side: Side, opts: &Options, ctx: &Ctx) -> std::result::Result<(String, Option<Listed>), String> {
     let forced = match side {
         Side::Ur => &opts.selector_ur,
         Side::Ours => &opts.selector_ours,
     };
-    selector_of(side, &opts.device, forced.as_deref(), ctx)
+    choose(side, &opts.device, forced.as_deref(), ctx)
 }
 
 /// The selector that picks `device` on `side` alone, unless `forced`.
 fn selector_of(side: Side, device: &str, forced: Option<&str>, ctx: &Ctx) -> std::result::Result<String, String> {
+    choose(side, device, forced, ctx).map(|(selector, _)| selector)
+}
+
+/// Why `suite` cannot run on `device` (it lacks what the suite needs), if
+/// it cannot: the run is then reported as skipped with this reason.
+fn lacking(suite: &Suite, device: Option<&Listed>) -> Option<String> {
+    let d = device?;
+    (suite.needs_usm && d.usm == Some(false)).then(|| {
+        format!(
+            "{} / {} has no USM device or host allocations (dpnp's arrays are USM; dpctl's pybind11 modules abort \
+             the process without host USM)",
+            d.platform, d.name
+        )
+    })
+}
+
+/// A suite's run, or its skip when the device lacks what it needs.
+fn run_or_skip(
+    suite: &Suite,
+    side: Side,
+    (selector, device): &(String, Option<Listed>),
+    opts: &Options,
+    ctx: &Ctx,
+) -> Result<RunResult> {
+    if let Some(why) = lacking(suite, device.as_ref()) {
+        eprintln!("clients: {}-{}: skipped: {why}", suite.name, side.tag());
+        return Ok(RunResult {
+            outcome: Outcome::Skipped(why),
+            wall: Duration::ZERO,
+            selector: selector.clone(),
+        });
+    }
+    run_suite(suite, side, selector, opts, ctx)
+}
+
+/// [`selector_of`], with the device as listed.
+fn choose(
+    side: Side,
+    device: &str,
+    forced: Option<&str>,
+    ctx: &Ctx,
+) -> std::result::Result<(String, Option<Listed>), String> {
     if let Some(s) = forced {
-        return Ok(s.to_owned());
+        return Ok((s.to_owned(), None));
     }
     let devices = list_devices(side, ctx)?;
     let (selector, pos) = pick_device(&devices, device)?;
@@ -552,7 +613,7 @@ fn selector_of(side: Side, device: &str, forced: Option<&str>, ctx: &Ctx) -> std
         d.name,
         d.backend
     );
-    Ok(selector)
+    Ok((selector, Some(d.clone())))
 }
 
 /// What every child of a run needs: the Python helpers' folder and our
@@ -618,14 +679,14 @@ pub fn clients(opts: &Options) -> Result<()> {
     if opts.ours {
         sides.push(Side::Ours);
     }
-    let selectors: Vec<(Side, std::result::Result<String, String>)> =
+    let selectors: Vec<(Side, std::result::Result<(String, Option<Listed>), String>)> =
         sides.iter().map(|&s| (s, side_selector(s, opts, &ctx))).collect();
     let mut rows: Vec<(&str, Option<RunResult>, Option<RunResult>)> = Vec::new();
     for suite in &suites {
         let mut row = (suite.name, None, None);
         for (side, selector) in &selectors {
             let result = match selector {
-                Ok(sel) => run_suite(suite, *side, sel, opts, &ctx)?,
+                Ok(chosen) => run_or_skip(suite, *side, chosen, opts, &ctx)?,
                 Err(why) => RunResult {
                     outcome: Outcome::NotRun(why.clone()),
                     wall: Duration::ZERO,
@@ -699,6 +760,33 @@ mod tests {
             .to_string()
             .contains("known: dpctl"));
         assert_eq!(select_suites(&[]).unwrap().len(), SUITES.len());
+    }
+
+    #[test]
+    fn suites_needing_usm_are_skipped_on_a_device_without_it() {
+        let dev = |usm| Listed {
+            backend: "opencl".into(),
+            platform: "rusticl".into(),
+            name: "llvmpipe".into(),
+            usm,
+        };
+        let [dpctl, sum] = [SUITES[0], SUITES[2]];
+        assert!(!dpctl.needs_usm && sum.needs_usm);
+        assert!(SUITES
+            .iter()
+            .all(|s| s.needs_usm == matches!(s.target, Target::DpnpFile(_))));
+        let why = lacking(&sum, Some(&dev(Some(false)))).unwrap();
+        assert!(why.starts_with("rusticl / llvmpipe has no USM"), "{why}");
+        assert_eq!(lacking(&dpctl, Some(&dev(Some(false)))), None);
+        assert_eq!(lacking(&sum, Some(&dev(Some(true)))), None);
+        // Not known (listed through UR, or a forced selector): run it.
+        assert_eq!(lacking(&sum, Some(&dev(None))), None);
+        assert_eq!(lacking(&sum, None), None);
+        let listed: Listed =
+            serde_json::from_str(r#"{"backend": "opencl", "platform": "p", "name": "n", "usm": false}"#).unwrap();
+        assert_eq!(listed.usm, Some(false));
+        let old: Listed = serde_json::from_str(r#"{"backend": "opencl", "platform": "p", "name": "n"}"#).unwrap();
+        assert_eq!(old.usm, None);
     }
 
     #[test]

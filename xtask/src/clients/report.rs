@@ -237,6 +237,8 @@ pub enum Outcome {
     },
     /// Not run, and why.
     NotRun(String),
+    /// Not run because the device lacks what the suite needs, and what.
+    Skipped(String),
 }
 
 impl Outcome {
@@ -244,6 +246,8 @@ impl Outcome {
     pub fn clean(&self) -> bool {
         match self {
             Outcome::Finished { counts, code } => *code == 0 && counts.failed == 0 && counts.errors == 0,
+            // The device lacks a feature: nothing failed.
+            Outcome::Skipped(_) => true,
             _ => false,
         }
     }
@@ -289,6 +293,7 @@ pub fn cell(r: &RunResult) -> String {
         Outcome::TimedOut { limit, progress } => format!("timed out ({}) {}", human(*limit), after(progress)),
         Outcome::NoReport { code, progress } => format!("exit {code}, no report, {}", after(progress)),
         Outcome::NotRun(why) => format!("not run: {why}"),
+        Outcome::Skipped(why) => format!("skipped: {why}"),
     }
 }
 

@@ -11,6 +11,11 @@ pub struct Listed {
     pub platform: String,
     /// The device's name.
     pub name: String,
+    /// Whether it has USM device and host allocations (SYCL's
+    /// `usm_device_allocations` and `usm_host_allocations` aspects); `None`
+    /// when the listing did not say (the listing through the UR loader).
+    #[serde(default)]
+    pub usm: Option<bool>,
 }
 
 /// Short names for `--device`: the text they look for in
@@ -71,6 +76,7 @@ mod tests {
             backend: backend.into(),
             platform: platform.into(),
             name: name.into(),
+            usm: None,
         }
     }
 
