@@ -808,3 +808,34 @@ fn every_device_answers_unmodelled_image_features_as_absent() {
         }
     }
 }
+
+/// `urEnqueueUSMMemcpy` between two host spans copies on every device,
+/// those without USM included (SYCL's `queue::memcpy` host to host; dpctl
+/// tests it on rusticl, which has no USM).
+#[test]
+fn host_to_host_memcpy_needs_no_usm() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        let src: Vec<u8> = (0..4096u32).map(|i| (i * 31 % 253) as u8).collect();
+        let mut dst = vec![0u8; 4096];
+        // SAFETY: live host spans of 4096 bytes; a blocking copy.
+        unsafe {
+            ok(
+                t.Enqueue.pfnUSMMemcpy.unwrap()(
+                    q,
+                    true,
+                    dst.as_mut_ptr().cast(),
+                    src.as_ptr().cast(),
+                    4096,
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+                &format!("{}: host-to-host urEnqueueUSMMemcpy", p.name),
+            );
+        }
+        assert_eq!(dst, src, "{}", p.name);
+        release(c, q);
+    }
+}

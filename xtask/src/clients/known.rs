@@ -70,27 +70,6 @@ pub const KNOWN_FAILING: &[Known] = &[
         test: "test_memory_copy_between_contexts",
         why: "partitions the CPU device in two, and rusticl 22.3 cannot partition its device: the device lacks it",
     },
-    // Ours: the dyn layer's enqueue_usm_copy (ur-api/src/dynamic/commands.rs)
-    // calls require_usm before looking at the sides, so a copy between two
-    // host (non-USM) pointers on a device without USM is answered
-    // UNSUPPORTED_FEATURE, where SYCL's queue::memcpy must copy host to host
-    // (the OpenCL adapter has the host-to-host path; it is never reached).
-    Known {
-        device: Some("rusticl"),
-        suite: "dpctl",
-        module: "test_sycl_queue_memcpy",
-        test: "test_memcpy_copy_host_to_host",
-        why: "OUR BUG: urEnqueueUSMMemcpy host to host answers UNSUPPORTED_FEATURE on a device without USM \
-              (the dyn layer requires USM before looking at the sides)",
-    },
-    Known {
-        device: Some("rusticl"),
-        suite: "dpctl",
-        module: "test_sycl_queue_memcpy",
-        test: "test_memcpy_async",
-        why: "OUR BUG: urEnqueueUSMMemcpy host to host answers UNSUPPORTED_FEATURE on a device without USM \
-              (the dyn layer requires USM before looking at the sides)",
-    },
 ];
 
 /// Tests that abort the client's process on a device that lacks a
