@@ -14,7 +14,7 @@ pub const STEP_TIMEOUT_ENV: &str = "XTASK_STEP_TIMEOUT_SECS";
 const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
 /// Whether CI runs the `clients` step: dpctl's suite and dpnp's
-/// `test_sum.py` on Intel's CPU OpenCL device and dpctl's suite on PoCL,
+/// `test_sum.py` on Intel's CPU OpenCL device and dpctl's suite on PoCL and rusticl,
 /// through our adapter library only (`cargo xtask clients --ci`), failing on a crash or time-out, on a failed test not in
 /// `clients::KNOWN_FAILING`, and on a known failure that passes. THE
 /// switch (`XTASK_CI_CLIENTS=1` / `=0` overrides it for one run).
