@@ -21,7 +21,7 @@
 //! whose words are atomics, so a torn read is detected and retried, never
 //! undefined. Entries never move inside a table; a table that fills past half
 //! is rebuilt from the books and published with `arc-swap` (RCU: readers on
-//! the old table finish there). Values live inline in [`ValueSlot`]s
+//! the old table finish there). Values live inline in `ValueSlot`s
 //! carrying their range, so a reader that raced with a removal and an id
 //! reuse sees the mismatch and answers from the new state. A slot has two
 //! cells and a reader count per cell: a reader counts itself into the
