@@ -164,13 +164,23 @@ pub(crate) fn create_raw_queue(
 }
 
 pub(crate) fn create_queue(ctx: &Context, device: Handle<cl_device_id>, props: &QueueProps) -> Result<Queue> {
-    let shared = Arc::new(QueueShared::new(create_raw_queue(ctx, device, props.profiling)?));
+    Ok(track_queue(
+        ctx,
+        device,
+        create_raw_queue(ctx, device, props.profiling)?,
+    ))
+}
+
+/// The adapter's queue over `cl` (its reference), on `device` of `ctx`,
+/// tracked by the context.
+fn track_queue(ctx: &Context, device: Handle<cl_device_id>, cl: CommandQueue) -> Queue {
+    let shared = Arc::new(QueueShared::new(cl));
     ctx.track_queue(&shared);
-    Ok(Queue {
+    Queue {
         shared,
         version: ctx.version_of(device),
         intel: ctx.intel,
-    })
+    }
 }
 
 /// A queue over `raw`, a `cl_command_queue` the caller got from OpenCL
@@ -197,13 +207,7 @@ fn queue_from_native(ctx: &Context, device: Handle<cl_device_id>, raw: cl_comman
         // SAFETY: a live queue (the handle's contract).
         check(unsafe { cq::retain_command_queue(raw) })?;
     }
-    let shared = Arc::new(QueueShared::new(CommandQueue::new(raw, 3)));
-    ctx.track_queue(&shared);
-    Ok(Queue {
-        shared,
-        version: ctx.version_of(device),
-        intel: ctx.intel,
-    })
+    Ok(track_queue(ctx, device, CommandQueue::new(raw, 3)))
 }
 
 /// Wraps a raw event an OpenCL call returned (owning it).

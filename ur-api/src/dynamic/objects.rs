@@ -137,22 +137,12 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn create_queue(&self, context: ContextId, device: DeviceId, props: &QueueProps) -> Result<QueueId> {
-        let (c, d) = self.location(&self.tables.read(), Location::new(context, device))?;
-        if props.profiling && !d.info.caps.contains(DeviceCaps::PROFILING) {
-            return Err(Error::unsupported(format!("profiling on {}", d.info.name)));
-        }
-        let obj = self.adapter.create_queue(&c.obj, &d.obj, props)?;
-        let entry = QueueEntry {
-            obj,
-            ctx: context.key,
-            context: c,
-            device: device.key,
-            profiling: props.profiling,
-            caps: d.info.caps,
-            lane: self.assign_lane(),
-        };
-        let key = self.tables.write().queues.insert(Arc::new(entry));
-        Ok(QueueId { host: self.id, key })
+        self.add_queue(context, device, props.profiling, |c, d| {
+            if props.profiling && !d.info.caps.contains(DeviceCaps::PROFILING) {
+                return Err(Error::unsupported(format!("profiling on {}", d.info.name)));
+            }
+            self.adapter.create_queue(&c.obj, &d.obj, props)
+        })
     }
 
     pub(super) fn create_queue_from_native(
@@ -162,14 +152,28 @@ impl<A: Adapter> AdapterHost<A> {
         handle: NativeHandle,
         owned: bool,
     ) -> Result<QueueId> {
+        self.add_queue(context, device, false, |c, d| {
+            self.adapter.queue_from_native(&c.obj, &d.obj, handle, owned)
+        })
+    }
+
+    /// Records the queue `make` gives at (`context`, `device`) in a lane of
+    /// its own: a new queue or one adopted from the backend.
+    fn add_queue(
+        &self,
+        context: ContextId,
+        device: DeviceId,
+        profiling: bool,
+        make: impl FnOnce(&ContextEntry<A>, &DeviceEntry<A>) -> Result<A::Queue>,
+    ) -> Result<QueueId> {
         let (c, d) = self.location(&self.tables.read(), Location::new(context, device))?;
-        let obj = self.adapter.queue_from_native(&c.obj, &d.obj, handle, owned)?;
+        let obj = make(&c, d)?;
         let entry = QueueEntry {
             obj,
             ctx: context.key,
             context: c,
             device: device.key,
-            profiling: false,
+            profiling,
             caps: d.info.caps,
             lane: self.assign_lane(),
         };
