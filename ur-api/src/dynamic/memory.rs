@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 
 use super::check;
 use super::tables::*;
+use super::usm_cache::{CacheKey, Cached};
 use super::BufferInfo;
 use crate::adapter::Adapter;
 use crate::error::{Error, HandleKind, Result};
@@ -196,21 +197,42 @@ impl<A: Adapter> AdapterHost<A> {
             }
             check::alignment(desc.align, info.max_alloc_size)?;
         }
-        let dev = device.map(|d| &self.dev(d).obj);
-        let (obj, ptr) = self
-            .adapter
-            .usm_alloc(&c.obj, &desc.map_device(|_| dev.expect("checked above")))?;
+        let key = CacheKey {
+            kind: desc.kind,
+            device,
+            size: desc.size,
+            align: desc.align,
+            advice: desc.advice,
+        };
+        let (obj, base) = match c.usm_cache.take(&key) {
+            Some(cached) => (cached.obj, cached.base),
+            None => {
+                let dev = device.map(|d| &self.dev(d).obj);
+                let desc = desc.map_device(|_| dev.expect("checked above"));
+                let alloc = match self.adapter.usm_alloc(&c.obj, &desc) {
+                    // Out of memory: what the cache holds goes back first.
+                    Err(Error::OutOfDeviceMemory | Error::OutOfHostMemory) if c.usm_cache.accepts(1) => {
+                        self.free_cached(&c, c.usm_cache.drain());
+                        self.adapter.usm_alloc(&c.obj, &desc)
+                    }
+                    other => other,
+                };
+                let (obj, ptr) = alloc?;
+                (obj, ptr.0)
+            }
+        };
         let entry = UsmEntry {
             obj,
-            base: ptr.0,
+            base,
             ctx: context.key,
             context: c,
             kind: desc.kind,
             size: desc.size,
             device,
+            key,
         };
-        self.tables.write().usm.insert(ptr.0, Arc::new(entry));
-        Ok(ptr)
+        self.tables.write().usm.insert(base, Arc::new(entry));
+        Ok(UsmPtr(base))
     }
 
     pub(super) fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()> {
@@ -225,13 +247,43 @@ impl<A: Adapter> AdapterHost<A> {
                 })
             }
         };
+        let queues: Vec<Arc<QueueEntry<A>>> = if c.usm_cache.accepts(entry.size) {
+            t.queues.values().filter(|q| q.ctx == context.key).cloned().collect()
+        } else {
+            Vec::new()
+        };
         drop(t);
         // No new command can resolve the allocation now; wait out the enqueue
         // calls that resolved it just before.
         let entry = into_unique(entry);
+        // Kept for reuse only once no command of the context can be using it
+        // (see `usm_cache`); otherwise, or when a queue fails to finish, the
+        // adapter frees it, waiting for its users itself.
+        if c.usm_cache.accepts(entry.size) && queues.iter().all(|q| self.adapter.finish(&q.obj).is_ok()) {
+            let block = Cached {
+                key: entry.key,
+                obj: entry.obj,
+                base: entry.base,
+            };
+            self.free_cached(&c, c.usm_cache.put(block));
+            return Ok(());
+        }
         // SAFETY: the allocation was made in this context and no command is
         // enqueued with it any more (it left the table).
         unsafe { self.adapter.usm_free(&c.obj, entry.obj) }
+    }
+
+    /// Frees blocks the context's cache gave back (evicted, refused or
+    /// drained); a failure is logged, as the caller's own free succeeded.
+    pub(super) fn free_cached(&self, c: &ContextEntry<A>, blocks: Vec<Cached<A::Usm>>) {
+        for b in blocks {
+            // SAFETY: made by `usm_alloc` in this context; a cached block
+            // left the allocation table when it was freed, and every queue
+            // of the context had finished then, so no command uses it.
+            if let Err(e) = unsafe { self.adapter.usm_free(&c.obj, b.obj) } {
+                tracing::warn!(error = %e, base = b.base, "freeing a cached USM block failed");
+            }
+        }
     }
 
     pub(super) fn usm_pointer_info(&self, context: ContextId, ptr: UsmPtr) -> Result<UsmPointerInfo<DeviceId>> {

@@ -33,6 +33,7 @@ pub mod pointer_map;
 mod slab;
 mod sub_devices;
 mod tables;
+mod usm_cache;
 
 pub(crate) use entry_points::dyn_entry_points;
 pub use entry_points::{EntryPoint, OnRuntime, ENTRY_POINTS};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::tables::*;
+use super::usm_cache::{self, UsmCache};
 use crate::adapter::Adapter;
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
@@ -88,6 +89,10 @@ impl<A: Adapter> AdapterHost<A> {
             obj,
             devices: keys,
             registered: Mutex::new(BTreeMap::new()),
+            usm_cache: UsmCache::new(usm_cache::enabled_for(
+                &self.adapter.backend(),
+                std::env::var(usm_cache::ENV).ok().as_deref(),
+            )),
         };
         let key = self.tables.write().contexts.insert(Arc::new(entry));
         Ok(ContextId { host: self.id, key })
@@ -125,6 +130,8 @@ impl<A: Adapter> AdapterHost<A> {
             });
         }
         t.contexts.remove(context.key);
+        drop(t);
+        self.free_cached(&c, c.usm_cache.drain());
         Ok(())
     }
 

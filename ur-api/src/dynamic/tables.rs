@@ -11,6 +11,7 @@ use super::check;
 pub(super) use super::grace::{Grace, Held, Ticket};
 use super::slab::Slab;
 use super::sub_devices::SubDevices;
+use super::usm_cache::{CacheKey, UsmCache};
 use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
@@ -35,6 +36,8 @@ pub(super) struct ContextEntry<A: Adapter> {
     pub(super) devices: Vec<DeviceKey>,
     /// Host ranges registered with the context: start address -> length.
     pub(super) registered: Mutex<BTreeMap<usize, usize>>,
+    /// Its freed USM allocations kept for reuse.
+    pub(super) usm_cache: UsmCache<A::Usm>,
 }
 
 pub(super) struct BufferEntry<A: Adapter> {
@@ -223,6 +226,8 @@ pub(super) struct UsmEntry<A: Adapter> {
     pub(super) kind: UsmKind,
     pub(super) size: usize,
     pub(super) device: Option<DeviceKey>,
+    /// The shape it was allocated with (what a cached block must match).
+    pub(super) key: CacheKey,
 }
 
 /// The objects of an adapter, read (shared lock) by every command and
