@@ -131,6 +131,7 @@ pub const KNOWN_ABORTING: &[Known] = &[
     pocl_aborts("linalg", "TestEigenvalue", "test_eigenvalues"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_inplace"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
+    pocl_aborts("linalg", "TestLuFactor", "test_strided"),
     pocl_aborts("linalg", "TestLuFactorBatched", "test_lu_factor_batched"),
     pocl_aborts("linalg", "TestLuSolve", "test_lu_solve"),
     pocl_aborts("linalg", "TestLuSolveBatched", "test_lu_solve_batched"),
