@@ -142,7 +142,9 @@ pub const KNOWN_ABORTING: &[Known] = &[
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
     pocl_aborts("linalg", "TestLuFactor", "test_strided"),
     // Found by rerunning test_linalg.py after each abort with the aborting
-    // test added here, until it finished (2026-11-27; 19 aborts in 20 runs).
+    // test added here, until it finished (2026-11-27: 21 runs found the
+    // first 18, test_strided above was the first of all), then the last one
+    // in 3 more runs (2 finished); the 4 runs after that all finished.
     pocl_aborts("linalg", "TestLuSolveBatched", "test_diff_type"),
     pocl_aborts("linalg", "TestMatrixRank", "test_basic"),
     pocl_aborts("linalg", "TestNorm", "test_2D"),
@@ -161,6 +163,7 @@ pub const KNOWN_ABORTING: &[Known] = &[
     pocl_aborts("linalg", "TestPinv", "test_pinv"),
     pocl_aborts("linalg", "TestPinv", "test_pinv_strides"),
     pocl_aborts("linalg", "TestPinv", "test_pinv_hermitian"),
+    pocl_aborts("linalg", "TestSvd", "test_svd_hermitian"),
     pocl_aborts("linalg", "TestLuFactorBatched", "test_lu_factor_batched"),
     pocl_aborts("linalg", "TestLuSolve", "test_lu_solve"),
     pocl_aborts("linalg", "TestLuSolveBatched", "test_lu_solve_batched"),
