@@ -95,6 +95,9 @@ pub struct ContextInner {
     /// The SPIR-V translator, where every device of the context takes
     /// SPIR-V only through it.
     pub(crate) translator: Option<Arc<Translator>>,
+    /// Programs whose build failed in this context, answered again without
+    /// the runtime.
+    pub(crate) failed_builds: crate::program::FailedBuilds,
 }
 
 impl std::fmt::Debug for Context {
@@ -542,6 +545,7 @@ impl ur_api::adapter::Devices for crate::OpenClAdapter {
                 .map(|d| d.translator.clone())
                 .reduce(|a, b| a.and(b))
                 .flatten(),
+            failed_builds: crate::program::FailedBuilds::default(),
         })))
     }
 

@@ -65,6 +65,15 @@
 //!   and what is known complete (finish, waits, queue order, wait-list
 //!   edges) is tracked so a runtime that updates event status lazily
 //!   (rusticl 22.3) still reports `Complete` (see `queue.rs`).
+//! - **A failed build is answered again without the runtime.** SYCL
+//!   runtimes cache the programs that built, not the failures, so a kernel
+//!   whose program does not build (on PoCL 3.1, every one calling sub-group
+//!   functions) is built again at every use, ~0.3 s each there. Each context
+//!   keeps its failed builds (`program::FailedBuilds`: keyed by the source's
+//!   format, its bytes compared in full and the options; at most 64 failures
+//!   and 64 MiB of program bytes, least recently used evicted first) and a
+//!   second build of one answers the same `ProgramBuild` error and log at
+//!   once. Successful builds are not kept.
 //! - Error codes map to [`ur_api::Error`] in one file of pure mappings,
 //!   [`conv`].
 //!

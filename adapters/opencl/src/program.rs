@@ -1,7 +1,10 @@
 //! Programs (OpenCL C source, SPIR-V), kernels and launches.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
+use std::hash::{Hash, Hasher};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cl3::info_type::InfoType;
 use opencl3::command_queue as cq;
@@ -96,6 +99,214 @@ fn build_log(p: cl_program, devices: &[Handle<opencl3::types::cl_device_id>]) ->
     log
 }
 
+/// Creates and builds `source` for every device of `ctx`, calling the
+/// runtime (no cache).
+fn build(ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
+    let mut options = options.to_owned();
+    let raw = match source {
+        ProgramSource::OpenClC(src) => check(cl3::program::create_program_with_source(ctx.cl.get(), &[src]))?,
+        ProgramSource::SpirV(il) => match &ctx.translator {
+            None => check(cl3::program::create_program_with_il(ctx.cl.get(), il))?,
+            // SPIR bitcode, one copy per device, built as SPIR (`spirv.rs`).
+            Some(t) => {
+                options.insert_str(0, "-x spir ");
+                from_binary(ctx, &t.bitcode(il)?)?
+            }
+        },
+        other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
+    };
+    // Owned from here: released on every return below.
+    let program = Program { raw: Handle(raw) };
+    let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
+    let c_options = std::ffi::CString::new(options).map_err(|_| Error::invalid("build options contain a NUL byte"))?;
+    ctx.failed_builds.runtime_builds.fetch_add(1, Ordering::Relaxed);
+    match cl3::program::build_program(raw, &devices, &c_options, None, ptr::null_mut()) {
+        Ok(()) => Ok(program),
+        Err(CL_BUILD_PROGRAM_FAILURE) => Err(Error::ProgramBuild {
+            log: build_log(raw, &ctx.devices),
+        }),
+        Err(code) => Err(conv::error(code)),
+    }
+}
+
+/// The format of a program's bytes, part of a [`FailedBuilds`] key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum SourceFormat {
+    /// OpenCL C source text.
+    OpenClC,
+    /// A SPIR-V module.
+    SpirV,
+}
+
+/// At most this many failed builds are kept per context.
+pub(crate) const FAILED_BUILDS_MAX: usize = 64;
+
+/// At most this many program bytes (sources and modules) are kept per
+/// context; a larger program is not kept at all.
+pub(crate) const FAILED_BUILDS_MAX_BYTES: usize = 64 << 20;
+
+/// Programs whose build failed in one context, so that building them again
+/// answers the same failure and log at once instead of calling the runtime.
+///
+/// SYCL runtimes keep the programs that built, not the failures: a kernel
+/// whose program does not build is created and built again at every use.
+/// On PoCL 3.1, where every SYCL kernel calling sub-group functions fails
+/// to build, that is ~0.3 s a time, and dpnp's test files call such kernels
+/// thousands of times. A build depends only on the devices, the program's
+/// bytes and the options, and the devices are the context's, so a failure
+/// is kept per context (it goes with the context) and keyed by:
+///
+/// - the program's format and its bytes: OpenCL C text or the SPIR-V module
+///   as given, before any translation. The bytes are kept and compared in
+///   full; a 64-bit hash only picks the bucket, so a hash collision never
+///   answers another program's failure;
+/// - the build options as the caller gave them.
+///
+/// Only build failures (`CL_BUILD_PROGRAM_FAILURE`, or the SPIR-V
+/// translator refusing the module) are kept: the runtime's verdict on that
+/// program. Other errors (out of memory, a lost device) may not recur and
+/// are not kept; successful builds are not kept either (the caller owns
+/// the program it gets).
+///
+/// Bounded: at most [`FAILED_BUILDS_MAX`] failures and
+/// [`FAILED_BUILDS_MAX_BYTES`] program bytes per context. Inserting past
+/// either bound evicts the failure answered least recently first.
+#[derive(Default)]
+pub(crate) struct FailedBuilds {
+    entries: Mutex<FailedEntries>,
+    /// `clBuildProgram` calls made in this context (all builds, not only
+    /// failed ones): the tests' evidence that a cached failure calls no
+    /// runtime.
+    pub(crate) runtime_builds: AtomicUsize,
+}
+
+#[derive(Default)]
+struct FailedEntries {
+    /// Hash of the key -> the failures with that hash.
+    by_hash: HashMap<u64, Vec<Failure>>,
+    /// Entries in `by_hash`.
+    count: usize,
+    /// Program bytes held by the entries.
+    bytes: usize,
+    /// Use clock: incremented at each insert and hit.
+    clock: u64,
+}
+
+struct Failure {
+    format: SourceFormat,
+    bytes: Box<[u8]>,
+    options: String,
+    log: String,
+    /// The `clock` of the last insert or hit.
+    last_used: u64,
+}
+
+/// The counts only: the kept programs may be megabytes each.
+impl std::fmt::Debug for FailedBuilds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = self.entries.lock();
+        f.debug_struct("FailedBuilds")
+            .field("failures", &e.count)
+            .field("bytes", &e.bytes)
+            .field("runtime_builds", &self.runtime_builds.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Failure {
+    fn is(&self, format: SourceFormat, bytes: &[u8], options: &str) -> bool {
+        self.format == format && self.options == options && *self.bytes == *bytes
+    }
+}
+
+fn key_hash(format: SourceFormat, bytes: &[u8], options: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (format, bytes, options).hash(&mut h);
+    h.finish()
+}
+
+impl FailedBuilds {
+    /// The log of an earlier failed build of these bytes with these options.
+    pub(crate) fn get(&self, format: SourceFormat, bytes: &[u8], options: &str) -> Option<String> {
+        let hash = key_hash(format, bytes, options);
+        let mut e = self.entries.lock();
+        e.clock += 1;
+        let now = e.clock;
+        let f = e
+            .by_hash
+            .get_mut(&hash)?
+            .iter_mut()
+            .find(|f| f.is(format, bytes, options))?;
+        f.last_used = now;
+        tracing::debug!(
+            bytes = bytes.len(),
+            options,
+            "program build failed before in this context: not rebuilt"
+        );
+        Some(f.log.clone())
+    }
+
+    /// Keeps a failed build, evicting the least recently used failures to
+    /// stay within the bounds.
+    pub(crate) fn insert(&self, format: SourceFormat, bytes: &[u8], options: &str, log: &str) {
+        if bytes.len() > FAILED_BUILDS_MAX_BYTES {
+            return;
+        }
+        let hash = key_hash(format, bytes, options);
+        let mut e = self.entries.lock();
+        if e.by_hash
+            .get(&hash)
+            .is_some_and(|b| b.iter().any(|f| f.is(format, bytes, options)))
+        {
+            return; // another thread kept it first
+        }
+        while e.count >= FAILED_BUILDS_MAX || e.bytes + bytes.len() > FAILED_BUILDS_MAX_BYTES {
+            if !e.evict_oldest() {
+                break;
+            }
+        }
+        e.clock += 1;
+        let last_used = e.clock;
+        e.by_hash.entry(hash).or_default().push(Failure {
+            format,
+            bytes: bytes.into(),
+            options: options.to_owned(),
+            log: log.to_owned(),
+            last_used,
+        });
+        e.count += 1;
+        e.bytes += bytes.len();
+    }
+
+    /// Failed builds kept now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.lock().count
+    }
+}
+
+impl FailedEntries {
+    /// Drops the least recently used failure; false when there is none.
+    fn evict_oldest(&mut self) -> bool {
+        let oldest = self
+            .by_hash
+            .iter()
+            .flat_map(|(h, b)| b.iter().enumerate().map(move |(i, f)| (f.last_used, *h, i)))
+            .min();
+        let Some((_, hash, i)) = oldest else { return false };
+        let Some(bucket) = self.by_hash.get_mut(&hash) else {
+            return false;
+        };
+        let gone = bucket.swap_remove(i);
+        if bucket.is_empty() {
+            self.by_hash.remove(&hash);
+        }
+        self.count -= 1;
+        self.bytes -= gone.bytes.len();
+        true
+    }
+}
+
 /// The raw handles of this adapter's objects.
 pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> NativeHandle {
     let raw = match obj {
@@ -116,36 +327,29 @@ const CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL: u32 = 0x410A;
 
 impl ur_api::adapter::Kernels for crate::OpenClAdapter {
     /// Builds `source` for every device of `ctx`; a failed build reports every
-    /// device's build log in [`Error::ProgramBuild`].
+    /// device's build log in [`Error::ProgramBuild`]. A build that failed
+    /// before in `ctx` (the same source and options) fails again with the
+    /// same log without calling the runtime again (a cache per context,
+    /// bounded; see `FailedBuilds` in this module).
     fn create_program(&self, ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
         if options.contains('\0') {
             return Err(Error::invalid("build options contain a NUL byte"));
         }
-        let mut options = options.to_owned();
-        let raw = match source {
-            ProgramSource::OpenClC(src) => check(cl3::program::create_program_with_source(ctx.cl.get(), &[src]))?,
-            ProgramSource::SpirV(il) => match &ctx.translator {
-                None => check(cl3::program::create_program_with_il(ctx.cl.get(), il))?,
-                // SPIR bitcode, one copy per device, built as SPIR (`spirv.rs`).
-                Some(t) => {
-                    options.insert_str(0, "-x spir ");
-                    from_binary(ctx, &t.bitcode(il)?)?
-                }
-            },
+        let (format, bytes) = match source {
+            ProgramSource::OpenClC(src) => (SourceFormat::OpenClC, src.as_bytes()),
+            ProgramSource::SpirV(il) => (SourceFormat::SpirV, il.as_slice()),
             // Not reached: the dyn layer only passes formats the devices listed.
             other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
         };
-        // Owned from here: released on every return below.
-        let program = Program { raw: Handle(raw) };
-        let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
-        let c_options =
-            std::ffi::CString::new(options).map_err(|_| Error::invalid("build options contain a NUL byte"))?;
-        match cl3::program::build_program(raw, &devices, &c_options, None, ptr::null_mut()) {
-            Ok(()) => Ok(program),
-            Err(CL_BUILD_PROGRAM_FAILURE) => Err(Error::ProgramBuild {
-                log: build_log(raw, &ctx.devices),
-            }),
-            Err(code) => Err(conv::error(code)),
+        if let Some(log) = ctx.failed_builds.get(format, bytes, options) {
+            return Err(Error::ProgramBuild { log });
+        }
+        match build(ctx, source, options) {
+            Err(Error::ProgramBuild { log }) => {
+                ctx.failed_builds.insert(format, bytes, options, &log);
+                Err(Error::ProgramBuild { log })
+            }
+            other => other,
         }
     }
 
@@ -343,5 +547,103 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
                 )
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use ur_api::{adapter::prelude::*, Error, ProgramSource};
+
+    use super::{FailedBuilds, SourceFormat, FAILED_BUILDS_MAX, FAILED_BUILDS_MAX_BYTES};
+    use crate::OpenClAdapter;
+
+    /// A kernel calling a sub-group function, which PoCL 3.1's kernel
+    /// library lacks: its build fails there.
+    const SUB_GROUP_KERNEL: &str = "__kernel void k(__global int *p) { p[0] = sub_group_reduce_add(p[0]); }";
+    const PLAIN_KERNEL: &str = "__kernel void k(__global int *p) { p[0] += 1; }";
+
+    #[test]
+    fn a_failure_is_answered_for_the_same_bytes_format_and_options_only() {
+        let f = FailedBuilds::default();
+        f.insert(SourceFormat::OpenClC, b"abc", "-O2", "the log");
+        assert_eq!(f.get(SourceFormat::OpenClC, b"abc", "-O2").as_deref(), Some("the log"));
+        assert_eq!(f.get(SourceFormat::OpenClC, b"abd", "-O2"), None);
+        assert_eq!(f.get(SourceFormat::OpenClC, b"abc", "-O1"), None);
+        assert_eq!(f.get(SourceFormat::SpirV, b"abc", "-O2"), None);
+        // Kept once, however often it is inserted.
+        f.insert(SourceFormat::OpenClC, b"abc", "-O2", "the log");
+        assert_eq!(f.len(), 1);
+    }
+
+    #[test]
+    fn the_least_recently_used_failure_is_evicted_past_the_count() {
+        let f = FailedBuilds::default();
+        for i in 0..FAILED_BUILDS_MAX {
+            f.insert(SourceFormat::SpirV, &i.to_le_bytes(), "", "log");
+        }
+        // The first is used again, so the second is now the oldest.
+        assert!(f.get(SourceFormat::SpirV, &0usize.to_le_bytes(), "").is_some());
+        f.insert(SourceFormat::SpirV, b"one more", "", "log");
+        assert_eq!(f.len(), FAILED_BUILDS_MAX);
+        assert!(f.get(SourceFormat::SpirV, &0usize.to_le_bytes(), "").is_some());
+        assert!(f.get(SourceFormat::SpirV, &1usize.to_le_bytes(), "").is_none());
+        assert!(f.get(SourceFormat::SpirV, b"one more", "").is_some());
+    }
+
+    #[test]
+    fn the_bytes_kept_stay_within_their_bound() {
+        let f = FailedBuilds::default();
+        let half = vec![1u8; FAILED_BUILDS_MAX_BYTES / 2];
+        let other = vec![2u8; FAILED_BUILDS_MAX_BYTES / 2];
+        f.insert(SourceFormat::SpirV, &half, "", "a");
+        f.insert(SourceFormat::SpirV, &other, "", "b");
+        assert_eq!(f.len(), 2);
+        // A third module needs room: the oldest goes.
+        f.insert(SourceFormat::SpirV, b"small", "", "c");
+        assert_eq!(f.len(), 2);
+        assert!(f.get(SourceFormat::SpirV, &half, "").is_none());
+        assert!(f.get(SourceFormat::SpirV, &other, "").is_some());
+        // One larger than the bound is not kept, and evicts nothing.
+        f.insert(SourceFormat::SpirV, &vec![3u8; FAILED_BUILDS_MAX_BYTES + 1], "", "d");
+        assert_eq!(f.len(), 2);
+    }
+
+    /// On PoCL: a program that fails to build, built twice, fails twice
+    /// with the same log, and only the first calls `clBuildProgram`; with
+    /// other options it is built again; a program that builds is built by
+    /// the runtime each time (successes are not kept). Skips without PoCL.
+    #[test]
+    fn a_failed_build_is_answered_again_without_the_runtime() {
+        let a = OpenClAdapter::new();
+        let Some(devices) = a.platforms().unwrap_or_default().iter().find_map(|p| {
+            let pocl = a.platform_info(p).ok()?.name.contains("Portable Computing Language");
+            pocl.then(|| a.devices(p).unwrap_or_default())
+        }) else {
+            assert!(std::env::var_os("UR_REQUIRE_OPENCL").is_none(), "no PoCL platform");
+            eprintln!("SKIP a_failed_build_is_answered_again_without_the_runtime: no PoCL platform");
+            return;
+        };
+        let ctx = a.create_context(&devices.iter().collect::<Vec<_>>()).unwrap();
+        let builds = || ctx.failed_builds.runtime_builds.load(Ordering::Relaxed);
+        let failing = ProgramSource::OpenClC(SUB_GROUP_KERNEL.to_owned());
+        let log = |r: ur_api::Result<_>| match r {
+            Err(Error::ProgramBuild { log }) => log,
+            other => panic!("expected a build failure, got {other:?}"),
+        };
+        let first = log(a.create_program(&ctx, &failing, ""));
+        assert_eq!(builds(), 1);
+        assert!(first.contains("sub_group_reduce_add"), "{first}");
+        let second = log(a.create_program(&ctx, &failing, ""));
+        assert_eq!(second, first);
+        assert_eq!(builds(), 1, "the second build called the runtime");
+        // Other options: another build.
+        log(a.create_program(&ctx, &failing, "-cl-opt-disable"));
+        assert_eq!(builds(), 2);
+        let plain = ProgramSource::OpenClC(PLAIN_KERNEL.to_owned());
+        drop(a.create_program(&ctx, &plain, "").unwrap());
+        drop(a.create_program(&ctx, &plain, "").unwrap());
+        assert_eq!(builds(), 4);
     }
 }

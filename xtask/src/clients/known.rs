@@ -120,6 +120,15 @@ pub const KNOWN_ABORTING: &[Known] = &[
     // surfaces at submission (a Python exception: the test fails) or in the
     // wait (the abort) depends on whether the host task finished first, so
     // which tests abort varies between runs: these are the ones seen.
+    // The stack at the abort (gdb, TestLuFactor): DPCTLQueue_Wait ->
+    // queue_impl::wait -> Scheduler::waitForEvent -> enqueueCommand ->
+    // enqueueImpKernel -> getOrCreateKernel -> getBuiltURProgram, which
+    // throws for the failed urProgramBuild; the wait is dpnp's
+    // usm_ndarray.__bool__ (`assert dpnp.allclose(...)`) and the host tasks
+    // are dpnp's keep-arguments-alive tasks. libsycl makes the build call
+    // only when it enqueues the kernel, so no UR entry point can report the
+    // failure earlier than the wait: the fix belongs in dpctl (catch in
+    // DPCTLQueue_Wait).
     pocl_aborts("sycl_queue", "TestLinAlgebra", "test_matrix_rank"),
     pocl_aborts("sycl_queue", "TestLinAlgebra", "test_cond"),
     pocl_aborts("linalg", "TestCholesky", "test_cholesky_upper"),
@@ -131,6 +140,30 @@ pub const KNOWN_ABORTING: &[Known] = &[
     pocl_aborts("linalg", "TestEigenvalue", "test_eigenvalues"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_inplace"),
     pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
+    pocl_aborts("linalg", "TestLuFactor", "test_strided"),
+    // Found by rerunning test_linalg.py after each abort with the aborting
+    // test added here, until it finished (2026-11-27: 21 runs found the
+    // first 18, test_strided above was the first of all), then the last one
+    // in 3 more runs (2 finished); the 4 runs after that all finished.
+    pocl_aborts("linalg", "TestLuSolveBatched", "test_diff_type"),
+    pocl_aborts("linalg", "TestMatrixRank", "test_basic"),
+    pocl_aborts("linalg", "TestNorm", "test_2D"),
+    pocl_aborts("linalg", "TestLuSolve", "test_overwrite_inplace"),
+    pocl_aborts("linalg", "TestMatrixRank", "test_tolerance"),
+    pocl_aborts("linalg", "TestMatrixRank", "test_hermitian"),
+    pocl_aborts("linalg", "TestNorm", "test_ND"),
+    pocl_aborts("linalg", "TestNorm", "test_usm_ndarray"),
+    pocl_aborts("linalg", "TestNorm", "test_strided_1D"),
+    pocl_aborts("linalg", "TestNorm", "test_strided_2D"),
+    pocl_aborts("linalg", "TestQr", "test_qr"),
+    pocl_aborts("linalg", "TestNorm", "test_matrix_norm"),
+    pocl_aborts("linalg", "TestQr", "test_qr_large"),
+    pocl_aborts("linalg", "TestSvd", "test_svd"),
+    pocl_aborts("linalg", "TestPinv", "test_pinv_errors"),
+    pocl_aborts("linalg", "TestPinv", "test_pinv"),
+    pocl_aborts("linalg", "TestPinv", "test_pinv_strides"),
+    pocl_aborts("linalg", "TestPinv", "test_pinv_hermitian"),
+    pocl_aborts("linalg", "TestSvd", "test_svd_hermitian"),
     pocl_aborts("linalg", "TestLuFactorBatched", "test_lu_factor_batched"),
     pocl_aborts("linalg", "TestLuSolve", "test_lu_solve"),
     pocl_aborts("linalg", "TestLuSolveBatched", "test_lu_solve_batched"),
