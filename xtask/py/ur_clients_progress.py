@@ -43,8 +43,8 @@ def pytest_runtest_logfinish(nodeid, location):
 # JSON in UR_CLIENTS_SKIP:
 #   {"skip": [[module, test, why], ...], "lacks": [[regex, why], ...]}
 # "skip": tests that abort the process on this device (a client bug on a
-# device without a feature) get a skip mark with the reason, so the rest
-# of the suite runs. "lacks": a failing test whose exception (or one it
+# device without a feature), or that need a feature the device lacks, get a
+# skip mark with the reason, so the rest of the suite runs. "lacks": a failing test whose exception (or one it
 # was raised from or while handling) matches the regex (the device lacks
 # what the test needs, e.g. a builtin its kernel calls) is reported as
 # skipped, with the reason and the matching text.

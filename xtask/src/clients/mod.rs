@@ -174,7 +174,8 @@ pub struct Suite {
 /// Left out of dpctl through UR's own adapter: `test_context_multi_device`
 /// hangs there on this 2-core machine (partitions the CPU into two
 /// sub-devices of one compute unit; stuck in a futex wait, measured past 10
-/// minutes). Through ours it runs (and fails: see [`KNOWN_FAILING`](known::KNOWN_FAILING)).
+/// minutes). Through ours it runs (and passes where the device can be
+/// partitioned; rusticl's cannot: see [`KNOWN_LACKING`](known::KNOWN_LACKING)).
 pub const SUITES: [Suite; 5] = [
     Suite {
         name: "dpctl",
