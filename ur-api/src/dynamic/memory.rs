@@ -210,10 +210,16 @@ impl<A: Adapter> AdapterHost<A> {
                 let dev = device.map(|d| &self.dev(d).obj);
                 let desc = desc.map_device(|_| dev.expect("checked above"));
                 let alloc = match self.adapter.usm_alloc(&c.obj, &desc) {
-                    // Out of memory: what the cache holds goes back first.
-                    Err(Error::OutOfDeviceMemory | Error::OutOfHostMemory) if c.usm_cache.accepts(1) => {
-                        self.free_cached(&c, c.usm_cache.drain());
-                        self.adapter.usm_alloc(&c.obj, &desc)
+                    // Out of memory: what the cache holds goes back, and
+                    // the allocation is tried again if that was anything.
+                    Err(e @ (Error::OutOfDeviceMemory | Error::OutOfHostMemory)) => {
+                        let held = c.usm_cache.drain();
+                        if held.is_empty() {
+                            Err(e)
+                        } else {
+                            self.free_cached(&c, held);
+                            self.adapter.usm_alloc(&c.obj, &desc)
+                        }
                     }
                     other => other,
                 };
@@ -226,10 +232,11 @@ impl<A: Adapter> AdapterHost<A> {
             base,
             ctx: context.key,
             context: c,
-            kind: desc.kind,
-            size: desc.size,
+            kind: key.kind,
+            size: key.size,
             device,
-            key,
+            align: key.align,
+            advice: key.advice,
         };
         self.tables.write().usm.insert(base, Arc::new(entry));
         Ok(UsmPtr(base))
@@ -247,7 +254,8 @@ impl<A: Adapter> AdapterHost<A> {
                 })
             }
         };
-        let queues: Vec<Arc<QueueEntry<A>>> = if c.usm_cache.accepts(entry.size) {
+        let keep = c.usm_cache.accepts(entry.size);
+        let queues: Vec<Arc<QueueEntry<A>>> = if keep {
             t.queues.values().filter(|q| q.ctx == context.key).cloned().collect()
         } else {
             Vec::new()
@@ -259,9 +267,9 @@ impl<A: Adapter> AdapterHost<A> {
         // Kept for reuse only once no command of the context can be using it
         // (see `usm_cache`); otherwise, or when a queue fails to finish, the
         // adapter frees it, waiting for its users itself.
-        if c.usm_cache.accepts(entry.size) && queues.iter().all(|q| self.adapter.finish(&q.obj).is_ok()) {
+        if keep && queues.iter().all(|q| self.adapter.finish(&q.obj).is_ok()) {
             let block = Cached {
-                key: entry.key,
+                key: entry.cache_key(),
                 obj: entry.obj,
                 base: entry.base,
             };

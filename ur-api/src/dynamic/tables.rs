@@ -226,8 +226,22 @@ pub(super) struct UsmEntry<A: Adapter> {
     pub(super) kind: UsmKind,
     pub(super) size: usize,
     pub(super) device: Option<DeviceKey>,
-    /// The shape it was allocated with (what a cached block must match).
-    pub(super) key: CacheKey,
+    /// The rest of the shape it was allocated with (see [`UsmEntry::cache_key`]).
+    pub(super) align: usize,
+    pub(super) advice: UsmAdvice,
+}
+
+impl<A: Adapter> UsmEntry<A> {
+    /// The shape it was allocated with: what a cached block must match.
+    pub(super) fn cache_key(&self) -> CacheKey {
+        CacheKey {
+            kind: self.kind,
+            device: self.device,
+            size: self.size,
+            align: self.align,
+            advice: self.advice,
+        }
+    }
 }
 
 /// The objects of an adapter, read (shared lock) by every command and

@@ -20,7 +20,8 @@
 //!   bytes; a block over [`MAX_BLOCK_BYTES`] is never kept. Over the bounds,
 //!   the oldest blocks are freed through the adapter.
 //! - An allocation that fails for lack of memory frees the context's cached
-//!   blocks and is tried once more; releasing the context frees them too.
+//!   blocks and, if there were any, is tried once more; releasing the
+//!   context frees them too.
 //! - A cached block is not an allocation: pointer queries do not find it.
 //! - On by default for the hardware backends (OpenCL, CUDA, Level Zero),
 //!   off for the host and simulated adapters (whose tests count live
