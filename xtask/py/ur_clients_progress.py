@@ -7,7 +7,12 @@ and which test was running:
 
     start <nodeid>
     <outcome> <nodeid>     (passed / failed / skipped / error)
+    lacks {"id": <nodeid>, "why": <reason>}   (a failure the device lacks a feature for)
     done <nodeid>
+
+With UR_CLIENTS_ONLY set to a JSON list of node ids, only those tests run,
+in the suite's order (the runner asks why a test that aborted the process
+fails when it runs alone, or after an earlier test).
 """
 
 import os
@@ -41,10 +46,15 @@ def pytest_runtest_logfinish(nodeid, location):
 
 # What the device lacks, from `cargo xtask clients` (clients::known), as
 # JSON in UR_CLIENTS_SKIP:
-#   {"skip": [[module, test, why], ...], "lacks": [[regex, why], ...]}
+#   {"skip": [[module, test, why], ...], "skip_ids": [[nodeid, why], ...],
+#    "fail_ids": [[nodeid, why], ...], "lacks": [[regex, why], ...]}
 # "skip": tests that abort the process on this device (a client bug on a
 # device without a feature), or that need a feature the device lacks, get a
-# skip mark with the reason, so the rest of the suite runs. "lacks": a failing test whose exception (or one it
+# skip mark with the reason, so the rest of the suite runs. "skip_ids": the
+# tests (node ids) that aborted an earlier attempt of this run for a device
+# lack, skipped the same way. "fail_ids": the tests that aborted an
+# earlier attempt and do not fail for a device lack alone (a crash): they
+# error in setup with the reason, so the crash counts. "lacks": a failing test whose exception (or one it
 # was raised from or while handling) matches the regex (the device lacks
 # what the test needs, e.g. a builtin its kernel calls) is reported as
 # skipped, with the reason and the matching text.
@@ -55,6 +65,9 @@ import pytest
 
 _SKIP = json.loads(os.environ.get("UR_CLIENTS_SKIP") or "{}")
 _ABORTING = [(m, t, why) for m, t, why in _SKIP.get("skip", [])]
+_ABORTED = {nodeid: why for nodeid, why in _SKIP.get("skip_ids", [])}
+_CRASHED = {nodeid: why for nodeid, why in _SKIP.get("fail_ids", [])}
+_ONLY = set(json.loads(os.environ.get("UR_CLIENTS_ONLY") or "null") or [])
 _LACKS = [(re.compile(rx), why) for rx, why in _SKIP.get("lacks", [])]
 
 
@@ -71,10 +84,23 @@ def _matches(item, module, test):
 
 
 def pytest_collection_modifyitems(config, items):
+    if _ONLY:
+        others = [item for item in items if item.nodeid not in _ONLY]
+        items[:] = [item for item in items if item.nodeid in _ONLY]
+        config.hook.pytest_deselected(items=others)
     for item in items:
+        if item.nodeid in _ABORTED:
+            item.add_marker(pytest.mark.skip(reason=_ABORTED[item.nodeid]))
+            continue
         for module, test, why in _ABORTING:
             if _matches(item, module, test):
                 item.add_marker(pytest.mark.skip(reason=f"device lacks a feature: {why}"))
+
+
+def pytest_runtest_setup(item):
+    why = _CRASHED.get(item.nodeid)
+    if why is not None:
+        pytest.fail(why, pytrace=False)
 
 
 def _messages(exc):
@@ -102,6 +128,7 @@ def pytest_runtest_makereport(item, call):
         found = rx.search(text)
         if found:
             reason = f"device lacks a feature: {why} ({found.group(0)})"
+            _write("lacks", json.dumps({"id": item.nodeid, "why": reason}))
             try:
                 # At the test's location, as a skip mark's skip is.
                 raise pytest.skip.Exception(reason, _use_item_location=True)

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use super::report::{cell, table, Case, Outcome, RunResult};
+use super::report::{cell, table, Aborted, Case, Outcome, RunResult};
 use super::{prepare, read_cases, run_or_skip, select_suites, side_selector, Options, Side};
 use crate::cmd::{Result, XtaskError};
 
@@ -133,7 +133,9 @@ pub const KNOWN_ABORTING: &[Known] = &[
     // are dpnp's keep-arguments-alive tasks. libsycl makes the build call
     // only when it enqueues the kernel, so no UR entry point can report the
     // failure earlier than the wait: the fix belongs in dpctl (catch in
-    // DPCTLQueue_Wait).
+    // DPCTLQueue_Wait). Listing them saves restarts: a test not listed here
+    // that aborts is run alone, and skipped with the device lack it fails
+    // with there (run_suite, aborted_for).
     pocl_aborts("sycl_queue", "TestLinAlgebra", "test_matrix_rank"),
     pocl_aborts("sycl_queue", "TestLinAlgebra", "test_cond"),
     pocl_aborts("linalg", "TestCholesky", "test_cholesky_upper"),
@@ -251,9 +253,12 @@ pub const DEVICE_LACKS: &[Lacking] = &[
 ];
 
 /// The JSON the progress plugin reads from `UR_CLIENTS_SKIP`: the tests
-/// [`KNOWN_ABORTING`] or [`KNOWN_LACKING`] on `device` in `suite`, and the [`DEVICE_LACKS`]
-/// patterns of `device`.
-pub fn skip_json(device: &str, suite: &str) -> String {
+/// [`KNOWN_ABORTING`] or [`KNOWN_LACKING`] on `device` in `suite`, the
+/// tests that aborted this run's earlier attempts (`aborted`: skipped
+/// with the reason where alone they fail for a device lack, see
+/// [`aborted_for`], made to error with it otherwise), and the
+/// [`DEVICE_LACKS`] patterns of `device`.
+pub fn skip_json(device: &str, suite: &str, aborted: &[Aborted]) -> String {
     let skip: Vec<[&str; 3]> = KNOWN_ABORTING
         .iter()
         .chain(KNOWN_LACKING)
@@ -265,7 +270,58 @@ pub fn skip_json(device: &str, suite: &str) -> String {
         .filter(|l| l.device == device)
         .map(|l| [l.pattern, l.why])
         .collect();
-    serde_json::json!({ "skip": skip, "lacks": lacks }).to_string()
+    let ids = |lack: bool| -> Vec<[&str; 2]> {
+        aborted
+            .iter()
+            .filter(|a| a.lack == lack)
+            .map(|a| [a.id.as_str(), a.why.as_str()])
+            .collect()
+    };
+    serde_json::json!({ "skip": skip, "skip_ids": ids(true), "fail_ids": ids(false), "lacks": lacks }).to_string()
+}
+
+/// The reason a test that aborted the process is skipped with, when run
+/// alone it fails because the device lacks a feature (`lack`: the plugin's
+/// reason for that failure, from a [`DEVICE_LACKS`] pattern).
+///
+/// This is the dpnp-on-PoCL case [`KNOWN_ABORTING`] lists: a kernel whose
+/// build fails because the device lacks a builtin, enqueued late (behind a
+/// host task), so that the failure is thrown inside dpctl's
+/// `DPCTLQueue_Wait`, which does not catch it (libsycl's exception then
+/// says only "Enqueue process failed."). Which tests meet it varies between
+/// runs; the runner runs such a test alone to learn why it fails, skips it
+/// with this reason and runs the suite again, so that the run finishes and
+/// counts every other test.
+pub fn aborted_for(lack: &str) -> String {
+    format!(
+        "{lack}; run alone it fails so, but in the suite the failure was thrown inside queue.wait() (a deferred \
+         enqueue), where dpctl's DPCTLQueue_Wait does not catch it: std::terminate"
+    )
+}
+
+/// The reason a test that aborted the process is skipped with, when alone
+/// it passes but run after `earlier` (which fails because the device lacks
+/// a feature: `lack`) it aborts: `earlier`'s failed command, enqueued late,
+/// is enqueued again inside this test's `queue.wait()` (the queue is
+/// shared), where dpctl does not catch the failure.
+pub fn aborted_after(earlier: &str, lack: &str) -> String {
+    format!(
+        "aborts the process when run after {earlier}, which fails because {}: that test's failed command is \
+         enqueued again inside this test's queue.wait(), where dpctl's DPCTLQueue_Wait does not catch the failure \
+         (std::terminate); alone it does not abort",
+        lack.strip_prefix("device lacks a feature: ").unwrap_or(lack)
+    )
+}
+
+/// What a test that aborted the process and does not fail for a device
+/// lack alone errors with when the run starts again (its log of the abort
+/// kept at `log`).
+pub fn crashed(log: &std::path::Path) -> String {
+    format!(
+        "aborted the process in an earlier attempt of this run (log {}), and alone it does not fail for a device \
+         lack: a crash, counted as an error so the rest of the suite still runs",
+        log.display()
+    )
 }
 
 /// The runs CI makes: (device, suite).
@@ -394,6 +450,7 @@ mod tests {
             },
             wall: Duration::from_secs(1),
             selector: "*:3".into(),
+            aborted: Vec::new(),
         }
     }
 
@@ -463,7 +520,7 @@ mod tests {
 
     #[test]
     fn the_plugin_gets_the_device_and_suite_skips_only() {
-        let v: serde_json::Value = serde_json::from_str(&skip_json("rusticl", "dpctl")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&skip_json("rusticl", "dpctl", &[])).unwrap();
         let skip = v["skip"].as_array().unwrap();
         let on_rusticl = KNOWN_ABORTING.iter().filter(|k| k.device == Some("rusticl")).count();
         let lacking = KNOWN_LACKING.iter().filter(|k| k.device == Some("rusticl")).count();
@@ -479,24 +536,68 @@ mod tests {
             .as_str()
             .is_some_and(|w| w.contains("no USM") || w.contains("the device lacks it"))));
         assert_eq!(v["lacks"].as_array().unwrap().len(), 1);
-        let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "dpctl")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "dpctl", &[])).unwrap();
         let skip = v["skip"].as_array().unwrap();
         assert_eq!(skip.len(), 1);
         assert_eq!(skip[0][1], "test_create_program_from_spirv_ocl");
         for (device, suite) in [("intel", "dpctl"), ("intel", "sum"), ("rusticl", "sum")] {
-            let v: serde_json::Value = serde_json::from_str(&skip_json(device, suite)).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&skip_json(device, suite, &[])).unwrap();
             assert!(v["skip"].as_array().unwrap().is_empty(), "{device} {suite}");
         }
-        let v: serde_json::Value = serde_json::from_str(&skip_json("intel", "dpctl")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&skip_json("intel", "dpctl", &[])).unwrap();
         assert!(v["lacks"].as_array().unwrap().is_empty());
         // PoCL: aborting tests per dpnp file, the class as the module.
-        let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "linalg")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "linalg", &[])).unwrap();
         let skip = v["skip"].as_array().unwrap();
         assert!(skip.iter().any(|k| k[0] == "TestCond" && k[1] == "test_basic"));
         assert!(skip
             .iter()
             .all(|k| k[2].as_str().is_some_and(|w| w.contains("DPCTLQueue_Wait"))));
         assert_eq!(v["lacks"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_plugin_gets_this_runs_aborted_tests_by_id() {
+        let aborted = [
+            Aborted {
+                id: "tests/test_linalg.py::TestLuSolve::test_trans[f4]".into(),
+                why: "lacks".into(),
+                lack: true,
+            },
+            Aborted {
+                id: "tests/test_sycl_queue.py::test_vecdot[a]".into(),
+                why: "crash".into(),
+                lack: false,
+            },
+        ];
+        let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "linalg", &aborted)).unwrap();
+        assert_eq!(v["skip_ids"][0][0], "tests/test_linalg.py::TestLuSolve::test_trans[f4]");
+        assert_eq!(v["skip_ids"][0][1], "lacks");
+        assert_eq!(v["skip_ids"].as_array().unwrap().len(), 1);
+        assert_eq!(v["fail_ids"][0][0], "tests/test_sycl_queue.py::test_vecdot[a]");
+        assert_eq!(v["fail_ids"][0][1], "crash");
+        assert_eq!(v["fail_ids"].as_array().unwrap().len(), 1);
+        let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "linalg", &[])).unwrap();
+        assert!(v["skip_ids"].as_array().unwrap().is_empty());
+        assert!(v["fail_ids"].as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn reasons_for_aborted_tests_name_the_lack_and_the_client_bug() {
+        let lack = "device lacks a feature: PoCL lacks sub-groups (Cannot find symbol f in kernel library)";
+        let why = aborted_for(lack);
+        assert!(why.starts_with(lack) && why.contains("DPCTLQueue_Wait"), "{why}");
+        let why = aborted_after("t.py::test_a[x]", lack);
+        assert!(
+            why.starts_with("aborts the process when run after t.py::test_a[x], which fails because PoCL lacks"),
+            "{why}"
+        );
+        assert!(
+            why.contains("DPCTLQueue_Wait") && why.ends_with("alone it does not abort"),
+            "{why}"
+        );
+        let why = crashed(std::path::Path::new("/x/a.abort1.log"));
+        assert!(why.contains("/x/a.abort1.log") && why.contains("a crash"), "{why}");
     }
 
     #[test]

@@ -204,6 +204,21 @@ pub fn parse_progress(text: &str) -> Progress {
     p
 }
 
+/// The tests the plugin found failing because the device lacks a feature
+/// (its `lacks` lines: node id and reason).
+pub fn parse_lacks(text: &str) -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Lack {
+        id: String,
+        why: String,
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("lacks "))
+        .filter_map(|json| serde_json::from_str::<Lack>(json).ok())
+        .map(|l| (l.id, l.why))
+        .collect()
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -253,15 +268,30 @@ impl Outcome {
     }
 }
 
+/// A test that aborted the process in an attempt of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aborted {
+    /// Its node id.
+    pub id: String,
+    /// What the next attempts report for it.
+    pub why: String,
+    /// Alone it fails because the device lacks a feature: skipped with
+    /// `why`. Otherwise a crash: it errors with `why`.
+    pub lack: bool,
+}
+
 /// One run's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
     /// How it ended.
     pub outcome: Outcome,
-    /// The process's wall time.
+    /// The wall time of its processes (every attempt).
     pub wall: Duration,
     /// The selector it ran with.
     pub selector: String,
+    /// The tests that aborted the process in an earlier attempt (the run
+    /// then started again without them).
+    pub aborted: Vec<Aborted>,
 }
 
 /// The table cell of a run: `passed/failed/skipped/errors time`, or what
@@ -284,6 +314,15 @@ pub fn cell(r: &RunResult) -> String {
             // internal error, usage error, nothing collected) is said.
             if !matches!(code, 0 | 1) {
                 let _ = write!(s, " (pytest exit {code})");
+            }
+            if !r.aborted.is_empty() {
+                let lacks = r.aborted.iter().filter(|a| a.lack).count();
+                let _ = write!(
+                    s,
+                    " ({} aborts, rerun without them: {lacks} device lacks skipped, {} crashes as errors)",
+                    r.aborted.len(),
+                    r.aborted.len() - lacks
+                );
             }
             s
         }
@@ -395,7 +434,21 @@ mod tests {
             outcome,
             wall: Duration::from_secs(secs),
             selector: "*:2".into(),
+            aborted: Vec::new(),
         }
+    }
+
+    #[test]
+    fn lacks_lines_name_the_test_and_the_reason() {
+        let text = "start a b[x y]\nlacks {\"id\": \"a b[x y]\", \"why\": \"device lacks a feature: z\"}\n\
+                    skipped a b[x y]\ndone a b[x y]\nlacks {not json\n";
+        assert_eq!(
+            parse_lacks(text),
+            vec![("a b[x y]".to_owned(), "device lacks a feature: z".to_owned())]
+        );
+        // The progress counts ignore them.
+        assert_eq!(parse_progress(text).counts.skipped, 1);
+        assert_eq!(parse_progress(text).done, 1);
     }
 
     #[test]
@@ -410,6 +463,19 @@ mod tests {
         let ok = result(Outcome::Finished { counts, code: 1 }, 40);
         assert_eq!(cell(&ok), "1423/0/1906/1 40.0s");
         assert!(!ok.outcome.clean());
+        let abort = |lack| Aborted {
+            id: "t".into(),
+            why: "w".into(),
+            lack,
+        };
+        let rerun = RunResult {
+            aborted: vec![abort(true), abort(false), abort(true)],
+            ..ok.clone()
+        };
+        assert_eq!(
+            cell(&rerun),
+            "1423/0/1906/1 40.0s (3 aborts, rerun without them: 2 device lacks skipped, 1 crashes as errors)"
+        );
         let progress = parse_progress("start a\npassed a\ndone a\nstart b\n");
         let crashed = result(
             Outcome::Crashed {
