@@ -104,6 +104,7 @@ impl<A: Adapter> OpGuard<'_, A> {
     /// Borrows the events of a wait list (alive, of this adapter, of context
     /// `ctx`), taking a ticket in each other lane they live in. Lanes are
     /// locked one at a time, once per run of events of the same lane.
+    #[inline]
     pub(super) fn borrow_events(
         &mut self,
         ctx: Option<ContextKey>,
@@ -112,6 +113,12 @@ impl<A: Adapter> OpGuard<'_, A> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        self.borrow_some(ctx, ids)
+    }
+
+    /// [`OpGuard::borrow_events`] for a wait list that is not empty.
+    #[inline(never)]
+    fn borrow_some(&mut self, ctx: Option<ContextKey>, ids: &[EventId]) -> Result<Vec<Held<EventEntry<A>>>> {
         let host = self.host;
         let mut out = Vec::with_capacity(ids.len());
         // The lane locked now: consecutive events of one lane (the usual
@@ -148,8 +155,11 @@ impl<A: Adapter> OpGuard<'_, A> {
     }
 }
 
-impl<A: Adapter> Drop for OpGuard<'_, A> {
-    fn drop(&mut self) {
+impl<A: Adapter> OpGuard<'_, A> {
+    /// Ends what the operation still holds (its own ticket, if no event was
+    /// recorded, and its tickets in other lanes).
+    #[inline(never)]
+    fn end_all(&mut self) {
         if let Some(ticket) = self.ticket.take() {
             self.host.end_op(self.lane, ticket);
         }
@@ -158,6 +168,17 @@ impl<A: Adapter> Drop for OpGuard<'_, A> {
             for (lane, ticket) in self.others.drain(..) {
                 self.host.end_op(lane, ticket);
             }
+        }
+    }
+}
+
+impl<A: Adapter> Drop for OpGuard<'_, A> {
+    #[inline]
+    fn drop(&mut self) {
+        // The common case (an event recorded, a wait list of the queue's
+        // own lane) ends here.
+        if self.ticket.is_some() || !self.others.is_empty() {
+            self.end_all();
         }
     }
 }
@@ -286,6 +307,7 @@ pub(super) struct LaneLock<A: Adapter>(pub(super) Mutex<Lane<A>>);
 
 /// An event key as handed out: the lane in the top [`LANE_BITS`] of its
 /// index.
+#[inline]
 fn with_lane(lane: usize, key: EventKey) -> EventKey {
     let raw = key.data().as_ffi();
     let index = raw & 0xffff_ffff;
@@ -670,6 +692,7 @@ impl<A: Adapter> AdapterHost<A> {
     /// [`OpGuard::record`]s an event, so an adapter call that panics still
     /// ends it. Objects borrowed under the tables' read lock are safe from
     /// the moment this returns, if the read lock is still held then.
+    #[inline]
     pub(super) fn begin_op(&self, lane: usize) -> OpGuard<'_, A> {
         OpGuard {
             host: self,
