@@ -1,8 +1,9 @@
 //! Commands: every `enqueue_*` of the dyn layer.
 //!
 //! Each has the same shape, written once in [`AdapterHost::command`]:
-//! resolve the queue, its wait list and the command's objects (the tables'
-//! read lock, the events' lane locks), check them (ranges, locations,
+//! resolve the queue, its wait list and the command's objects (under the
+//! queue's lane's lock, which lets it read the tables, and the lane locks
+//! of wait-list events from other lanes), check them (ranges, locations,
 //! capabilities), then call the adapter outside every lock, discharging
 //! the `# Safety` contract of its `unsafe` method, and record the event in
 //! the queue's lane.
@@ -53,8 +54,9 @@ impl<A: Adapter> AdapterHost<A> {
     /// lane's [`Grace`] (and of the lanes of wait-list events from other
     /// lanes) from the lookups until its event is recorded (or the call
     /// failed or panicked), so nothing it borrowed is dropped before. The
-    /// objects are read under the tables' shared lock; no lock is held
-    /// during the adapter's call.
+    /// objects are read under the queue's lane's lock (see `op.rs`), the
+    /// only lock a command with an empty or same-lane wait list takes before
+    /// the adapter's call; none is held during it.
     fn command<R>(
         &self,
         queue: QueueId,
@@ -62,14 +64,10 @@ impl<A: Adapter> AdapterHost<A> {
         resolve: impl FnOnce(&Tables<A>, &QueueEntry<A>) -> Result<R>,
         call: impl FnOnce(&A::Queue, &R, &[&A::Event]) -> Result<A::Event>,
     ) -> Result<EventId> {
-        let (q, w, r, op) = {
-            let t = self.tables.read();
-            let q = self.queue_held(&t, queue)?;
-            let mut op = self.begin_op(q.lane);
-            let w = op.borrow_events(Some(q.ctx), wait)?;
-            let r = resolve(&t, &q)?;
-            (q, w, r, op)
-        };
+        let (mut op, q) = self.begin_command(queue)?;
+        let w = op.borrow_events(Some(q.ctx), wait)?;
+        let r = resolve(op.tables(), &q)?;
+        op.unlock();
         let ev = call(&q.obj, &r, &refs(&w))?;
         drop((w, r));
         Ok(op.record(&q, ev))

@@ -1,7 +1,8 @@
 //! Grace periods for table entries that commands borrow without a count.
 //!
-//! A command resolves its queue and buffers under the tables' read lock and
-//! its wait-list events under their lanes' locks, then calls the adapter
+//! A command resolves its queue and buffers under its queue's lane's lock
+//! (which lets it read the tables) and its wait-list events under their
+//! lanes' locks, then calls the adapter
 //! outside every lock. Rather than cloning an `Arc` per object (two atomic
 //! read-modify-writes each), it borrows the entries ([`Held`]) and counts
 //! itself as one *operation* in its lane's [`Grace`] (plain integers, under
@@ -23,8 +24,8 @@ use std::ptr::NonNull;
 
 /// An entry borrowed by an operation: valid until the operation ends.
 ///
-/// Made only from an entry found under its table's lock (the tables' read
-/// lock, or an event's lane lock), by a thread that counts (or, in the same
+/// Made only from an entry found under its table's lock (a lane's lock,
+/// under which a command reads the tables and its lane's events), by a thread that counts (or, in the same
 /// critical section, starts counting) an operation in a [`Grace`] the
 /// entry's removal is retired into; used only until that operation ends.
 /// Not `Send`: it stays with the operation's thread.

@@ -77,7 +77,7 @@ impl<A: Adapter> AdapterHost<A> {
             parent: None,
             maps: Mutex::new(Vec::new()),
         };
-        let key = self.tables.write().buffers.insert(Arc::new(entry));
+        let key = self.write_tables().buffers.insert(Arc::new(entry));
         Ok(BufferId { host: self.id, key })
     }
 
@@ -114,7 +114,7 @@ impl<A: Adapter> AdapterHost<A> {
             parent: Some((parent.key, offset, p.clone())),
             maps: Mutex::new(Vec::new()),
         };
-        let key = self.tables.write().buffers.insert(Arc::new(entry));
+        let key = self.write_tables().buffers.insert(Arc::new(entry));
         Ok(BufferId { host: self.id, key })
     }
 
@@ -141,8 +141,7 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn release_buffer(&self, buffer: BufferId) -> Result<()> {
         self.own(buffer)?;
         let b = self
-            .tables
-            .write()
+            .write_tables()
             .buffers
             .remove(buffer.key)
             .ok_or(Error::InvalidHandle {
@@ -238,12 +237,12 @@ impl<A: Adapter> AdapterHost<A> {
             align: key.align,
             advice: key.advice,
         };
-        self.tables.write().usm.insert(base, Arc::new(entry));
+        self.write_tables().usm.insert(base, Arc::new(entry));
         Ok(UsmPtr(base))
     }
 
     pub(super) fn usm_free(&self, context: ContextId, ptr: UsmPtr) -> Result<()> {
-        let mut t = self.tables.write();
+        let mut t = self.write_tables();
         let c = self.context(&t, context)?;
         // One search: checked and removed through the same entry.
         let entry = match t.usm.entry(ptr.0) {

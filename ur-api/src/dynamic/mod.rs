@@ -29,9 +29,11 @@ mod grace;
 mod host;
 mod memory;
 mod objects;
+mod op;
 pub mod pointer_map;
 mod slab;
 mod sub_devices;
+mod table_lock;
 mod tables;
 mod usm_cache;
 

@@ -94,7 +94,7 @@ impl<A: Adapter> AdapterHost<A> {
                 std::env::var(usm_cache::ENV).ok().as_deref(),
             )),
         };
-        let key = self.tables.write().contexts.insert(Arc::new(entry));
+        let key = self.write_tables().contexts.insert(Arc::new(entry));
         Ok(ContextId { host: self.id, key })
     }
 
@@ -111,7 +111,7 @@ impl<A: Adapter> AdapterHost<A> {
     /// freeing them here would leave it reading freed memory).
     pub(super) fn release_context(&self, context: ContextId) -> Result<()> {
         self.own(context)?;
-        let mut t = self.tables.write();
+        let mut t = self.write_tables();
         let c = self.context(&t, context)?;
         let usm = t.usm.values().filter(|e| e.ctx == context.key).count();
         if usm > 0 {
@@ -164,8 +164,8 @@ impl<A: Adapter> AdapterHost<A> {
         })
     }
 
-    /// Records the queue `make` gives at (`context`, `device`) in a lane of
-    /// its own: a new queue or one adopted from the backend.
+    /// Records the queue `make` gives at (`context`, `device`), in the lane
+    /// of its slot: a new queue or one adopted from the backend.
     fn add_queue(
         &self,
         context: ContextId,
@@ -175,16 +175,18 @@ impl<A: Adapter> AdapterHost<A> {
     ) -> Result<QueueId> {
         let (c, d) = self.location(&self.tables.read(), Location::new(context, device))?;
         let obj = make(&c, d)?;
-        let entry = QueueEntry {
-            obj,
-            ctx: context.key,
-            context: c,
-            device: device.key,
-            profiling,
-            caps: d.info.caps,
-            lane: self.assign_lane(),
-        };
-        let key = self.tables.write().queues.insert(Arc::new(entry));
+        let caps = d.info.caps;
+        let key = self.write_tables().queues.insert_with_key(|key| {
+            Arc::new(QueueEntry {
+                obj,
+                ctx: context.key,
+                context: c,
+                device: device.key,
+                profiling,
+                caps,
+                lane: queue_lane(key),
+            })
+        });
         Ok(QueueId { host: self.id, key })
     }
 
@@ -205,8 +207,7 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn release_queue(&self, queue: QueueId) -> Result<()> {
         self.own(queue)?;
         let q = self
-            .tables
-            .write()
+            .write_tables()
             .queues
             .remove(queue.key)
             .ok_or(Error::InvalidHandle {
@@ -306,7 +307,7 @@ impl<A: Adapter> AdapterHost<A> {
             }
         }
         let obj = self.adapter.create_program(&c.obj, source, options)?;
-        let key = self.tables.write().programs.insert(Arc::new(ProgramEntry {
+        let key = self.write_tables().programs.insert(Arc::new(ProgramEntry {
             obj,
             ctx: context.key,
             context: c,
@@ -316,8 +317,7 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn release_program(&self, program: ProgramId) -> Result<()> {
         self.own(program)?;
-        self.tables
-            .write()
+        self.write_tables()
             .programs
             .remove(program.key)
             .map(drop)
@@ -334,7 +334,7 @@ impl<A: Adapter> AdapterHost<A> {
         }
         let obj = self.adapter.create_kernel(&p.obj, name)?;
         let info = self.adapter.kernel_info(&obj);
-        let key = self.tables.write().kernels.insert(Arc::new(KernelEntry {
+        let key = self.write_tables().kernels.insert(Arc::new(KernelEntry {
             obj,
             ctx: p.ctx,
             info,
@@ -383,7 +383,7 @@ impl<A: Adapter> AdapterHost<A> {
     ) -> Result<ProgramId> {
         let c = self.context(&self.tables.read(), context)?;
         let obj = self.adapter.program_from_native(&c.obj, handle, owned)?;
-        let key = self.tables.write().programs.insert(Arc::new(ProgramEntry {
+        let key = self.write_tables().programs.insert(Arc::new(ProgramEntry {
             obj,
             ctx: context.key,
             context: c,
@@ -400,7 +400,7 @@ impl<A: Adapter> AdapterHost<A> {
         let c = self.context(&self.tables.read(), context)?;
         let (pobj, kobj) = self.adapter.kernel_from_native(&c.obj, handle, owned)?;
         let info = self.adapter.kernel_info(&kobj);
-        let mut t = self.tables.write();
+        let mut t = self.write_tables();
         let program = Arc::new(ProgramEntry {
             obj: pobj,
             ctx: context.key,
@@ -449,8 +449,7 @@ impl<A: Adapter> AdapterHost<A> {
 
     pub(super) fn release_kernel(&self, kernel: KernelId) -> Result<()> {
         self.own(kernel)?;
-        self.tables
-            .write()
+        self.write_tables()
             .kernels
             .remove(kernel.key)
             .map(drop)

@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use slotmap::{Key, KeyData, SlotMap};
 
 use super::check;
 pub(super) use super::grace::{Grace, Held, Ticket};
 use super::slab::Slab;
 use super::sub_devices::SubDevices;
+use super::table_lock::{TableLock, TablesWrite};
 use super::usm_cache::{CacheKey, UsmCache};
 use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
@@ -62,7 +63,8 @@ pub(super) struct QueueEntry<A: Adapter> {
     pub(super) profiling: bool,
     /// The device's capabilities, read by every command (fixed for a queue).
     pub(super) caps: DeviceCaps,
-    /// The [`Lane`] its commands' events and operations live in.
+    /// The [`Lane`] its commands' events and operations live in (the one
+    /// of its slot, [`queue_lane`]).
     pub(super) lane: usize,
 }
 
@@ -82,107 +84,6 @@ impl<A: Adapter> EventEntry<A> {
     }
 }
 
-/// An operation in flight (see [`AdapterHost::begin_op`]): a ticket in
-/// its own lane, and one in each other lane whose events it borrowed.
-pub(super) struct OpGuard<'h, A: Adapter> {
-    host: &'h AdapterHost<A>,
-    lane: usize,
-    ticket: Option<Ticket>,
-    others: Vec<(usize, Ticket)>,
-}
-
-impl<A: Adapter> OpGuard<'_, A> {
-    /// Records a command's event (in the queue's lane, the operation's own)
-    /// and ends the operation.
-    #[inline(always)]
-    pub(super) fn record(mut self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
-        debug_assert_eq!(self.lane, q.lane, "a command's operation lives in its queue's lane");
-        let ticket = self.ticket.take().expect("an operation ends once");
-        self.host.record_event(ticket, q, obj)
-    }
-
-    /// Borrows the events of a wait list (alive, of this adapter, of context
-    /// `ctx`), taking a ticket in each other lane they live in. Lanes are
-    /// locked one at a time, once per run of events of the same lane.
-    #[inline]
-    pub(super) fn borrow_events(
-        &mut self,
-        ctx: Option<ContextKey>,
-        ids: &[EventId],
-    ) -> Result<Vec<Held<EventEntry<A>>>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.borrow_some(ctx, ids)
-    }
-
-    /// [`OpGuard::borrow_events`] for a wait list that is not empty.
-    #[inline(never)]
-    fn borrow_some(&mut self, ctx: Option<ContextKey>, ids: &[EventId]) -> Result<Vec<Held<EventEntry<A>>>> {
-        let host = self.host;
-        let mut out = Vec::with_capacity(ids.len());
-        // The lane locked now: consecutive events of one lane (the usual
-        // wait list) are looked up under one lock hold.
-        let mut locked: Option<(usize, parking_lot::MutexGuard<'_, Lane<A>>)> = None;
-        for &id in ids {
-            host.own(id)?;
-            let (lane, key) = unlane(id.key);
-            if locked.as_ref().is_none_or(|(held, _)| *held != lane) {
-                // One lane at a time: the previous lock goes first.
-                drop(locked.take());
-                locked = Some((lane, host.lanes[lane].0.lock()));
-            }
-            let (_, l) = locked.as_mut().expect("locked just above");
-            let e = l.events.get(key).ok_or(Error::InvalidHandle {
-                kind: HandleKind::Event,
-            })?;
-            if ctx.is_some_and(|c| c != e.ctx) {
-                return Err(Error::WrongContext {
-                    what: "wait-list event",
-                });
-            }
-            // SAFETY: a live entry in a slab slot, found under its lane's
-            // lock; this operation holds a ticket in that lane (its own, or
-            // one taken below before the lock is released), so the slot is
-            // not reclaimed before the operation ends and drops the `Held`.
-            let held = unsafe { Held::new(e) };
-            if lane != self.lane && !self.others.iter().any(|(o, _)| *o == lane) {
-                self.others.push((lane, l.grace.begin()));
-            }
-            out.push(held);
-        }
-        Ok(out)
-    }
-}
-
-impl<A: Adapter> OpGuard<'_, A> {
-    /// Ends what the operation still holds (its own ticket, if no event was
-    /// recorded, and its tickets in other lanes).
-    #[inline(never)]
-    fn end_all(&mut self) {
-        if let Some(ticket) = self.ticket.take() {
-            self.host.end_op(self.lane, ticket);
-        }
-        // Usually empty (a wait list of the queue's own lane, or none).
-        if !self.others.is_empty() {
-            for (lane, ticket) in self.others.drain(..) {
-                self.host.end_op(lane, ticket);
-            }
-        }
-    }
-}
-
-impl<A: Adapter> Drop for OpGuard<'_, A> {
-    #[inline]
-    fn drop(&mut self) {
-        // The common case (an event recorded, a wait list of the queue's
-        // own lane) ends here.
-        if self.ticket.is_some() || !self.others.is_empty() {
-            self.end_all();
-        }
-    }
-}
-
 /// An entry removed from its table while operations may still borrow it.
 pub(super) enum Retired<A: Adapter> {
     Queue(#[allow(dead_code)] Arc<QueueEntry<A>>), // reason: held only to be dropped later.
@@ -194,7 +95,8 @@ pub(super) enum Retired<A: Adapter> {
 }
 
 /// An entry every lane's operations may borrow (a queue or a buffer, read
-/// under the tables' lock), removed from its table: retired in every lane.
+/// in the tables under any lane's lock), removed from its table: retired in
+/// every lane.
 pub(super) enum SharedEntry<A: Adapter> {
     Queue(Arc<QueueEntry<A>>),
     Buffer(Arc<BufferEntry<A>>),
@@ -265,8 +167,9 @@ impl<A: Adapter> UsmEntry<A> {
     }
 }
 
-/// The objects of an adapter, read (shared lock) by every command and
-/// written (exclusive lock) only when objects are made or released.
+/// The objects of an adapter, read by every command (under its queue's
+/// lane's lock) and written only when objects are made or released (under
+/// every lane's lock, see `table_lock.rs`).
 pub(super) struct Tables<A: Adapter> {
     pub(super) contexts: SlotMap<ContextKey, Arc<ContextEntry<A>>>,
     pub(super) buffers: SlotMap<BufferKey, Arc<BufferEntry<A>>>,
@@ -288,10 +191,20 @@ const LANE_BITS: u32 = 4;
 /// Bits of an event key's index left for the slot in its lane.
 const SLOT_BITS: u32 = 32 - LANE_BITS;
 
+/// The lane of a queue: the one of its key's slot index, so a command
+/// finds it from the handle before the lookup, and a forged key names a
+/// lane whose lock lets the lookup (which refuses it) read the tables.
+/// Queues made one after another get consecutive slots, so lanes round robin.
+#[inline]
+pub(super) fn queue_lane(key: QueueKey) -> usize {
+    (key.data().as_ffi() & 0xffff_ffff) as usize % LANES
+}
+
 /// The events and operations of the queues assigned to one lane: a command
 /// takes its operation's ticket and records its event in its queue's lane,
 /// and an event is released in the lane it lives in, so threads submitting
-/// to queues of different lanes share no lock but the objects' read lock.
+/// to queues of different lanes share no lock: a lane's lock also lets a
+/// command read the tables (see `table_lock.rs`).
 pub(super) struct Lane<A: Adapter> {
     /// Events recorded by this lane's queues (keys carry the lane, see [`unlane`]).
     pub(super) events: Slab<EventEntry<A>>,
@@ -300,10 +213,6 @@ pub(super) struct Lane<A: Adapter> {
     /// event slot in its own.
     pub(super) grace: Grace<Retired<A>>,
 }
-
-/// A lane on its own cache lines.
-#[repr(align(128))]
-pub(super) struct LaneLock<A: Adapter>(pub(super) Mutex<Lane<A>>);
 
 /// An event key as handed out: the lane in the top [`LANE_BITS`] of its
 /// index.
@@ -400,8 +309,8 @@ pub struct AdapterHost<A: Adapter> {
     pub(super) platform_order: Vec<PlatformKey>,
     pub(super) devices: SlotMap<DeviceKey, DeviceEntry<A>>,
     pub(super) subs: SubDevices<A>,
-    pub(super) tables: RwLock<Tables<A>>,
-    pub(super) lanes: Box<[LaneLock<A>]>,
+    /// The tables, and the lanes whose locks let commands read them.
+    pub(super) tables: TableLock<Tables<A>, Lane<A>, LANES>,
     /// The lane the next queue is given (round robin).
     pub(super) next_lane: std::sync::atomic::AtomicUsize,
 }
@@ -455,22 +364,20 @@ impl<A: Adapter> AdapterHost<A> {
             platform_order,
             devices,
             subs: SubDevices::default(),
-            tables: RwLock::new(Tables {
-                contexts: SlotMap::with_key(),
-                buffers: SlotMap::with_key(),
-                queues: SlotMap::with_key(),
-                programs: SlotMap::with_key(),
-                kernels: SlotMap::with_key(),
-                usm: BTreeMap::new(),
-            }),
-            lanes: (0..LANES)
-                .map(|_| {
-                    LaneLock(Mutex::new(Lane {
-                        events: Slab::default(),
-                        grace: Grace::default(),
-                    }))
-                })
-                .collect(),
+            tables: TableLock::new(
+                Tables {
+                    contexts: SlotMap::with_key(),
+                    buffers: SlotMap::with_key(),
+                    queues: SlotMap::with_key(),
+                    programs: SlotMap::with_key(),
+                    kernels: SlotMap::with_key(),
+                    usm: BTreeMap::new(),
+                },
+                |_| Lane {
+                    events: Slab::default(),
+                    grace: Grace::default(),
+                },
+            ),
             next_lane: std::sync::atomic::AtomicUsize::new(0),
         })
     }
@@ -531,24 +438,10 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn with_event<T>(&self, id: EventId, f: impl FnOnce(&EventEntry<A>) -> T) -> Result<T> {
         self.own(id)?;
         let (lane, key) = unlane(id.key);
-        let l = self.lanes[lane].0.lock();
+        let l = self.tables.lane(lane).lock();
         l.events.get(key).map(f).ok_or(Error::InvalidHandle {
             kind: HandleKind::Event,
         })
-    }
-
-    /// A queue, borrowed for an operation (see [`Held`]).
-    pub(super) fn queue_held(&self, t: &Tables<A>, id: QueueId) -> Result<Held<QueueEntry<A>>> {
-        self.own(id)?;
-        t.queues
-            .get(id.key)
-            // SAFETY: a live entry in its own `Arc` allocation, found under
-            // the lock; the caller (`command`) begins its operation before
-            // releasing the lock and drops the `Held` before ending it.
-            .map(|q| unsafe { Held::new(&**q) })
-            .ok_or(Error::InvalidHandle {
-                kind: HandleKind::Queue,
-            })
     }
 
     pub(super) fn kernel(&self, t: &Tables<A>, id: KernelId) -> Result<Arc<KernelEntry<A>>> {
@@ -630,9 +523,10 @@ impl<A: Adapter> AdapterHost<A> {
             kind: HandleKind::Buffer,
         })?;
         self.usable_at(what, &b.context, b.ctx, Some(b.device), q, how)?;
-        // SAFETY: a live entry in its own `Arc` allocation, found under the
-        // lock; the caller (`command`'s resolve step) begins its operation
-        // before releasing the lock and drops the `Held` before ending it.
+        // SAFETY: a live entry in its own `Arc` allocation, found in `t`
+        // read under the queue's lane's lock; the caller (`command`'s
+        // resolve step) began its operation in that lane under the same
+        // lock hold and drops the `Held` before ending it.
         Ok(unsafe { Held::new(&**b) })
     }
 
@@ -650,7 +544,7 @@ impl<A: Adapter> AdapterHost<A> {
             ctx: q.ctx,
             profiling: q.profiling,
         };
-        let mut l = self.lanes[q.lane].0.lock();
+        let mut l = self.tables.lane(q.lane).lock();
         let key = l.events.insert(entry);
         let free = l.end(ticket);
         drop(l);
@@ -675,7 +569,7 @@ impl<A: Adapter> AdapterHost<A> {
             ctx,
             profiling: false,
         };
-        let key = self.lanes[lane].0.lock().events.insert(entry);
+        let key = self.tables.lane(lane).lock().events.insert(entry);
         EventId {
             host: self.id,
             key: with_lane(lane, key),
@@ -684,25 +578,17 @@ impl<A: Adapter> AdapterHost<A> {
 
     /// Ends an operation's ticket in `lane` without recording an event.
     pub(super) fn end_op(&self, lane: usize, ticket: Ticket) {
-        let free = self.lanes[lane].0.lock().end(ticket);
+        let free = self.tables.lane(lane).lock().end(ticket);
         drop(free);
     }
 
-    /// Starts an operation in `lane`; it ends when the guard is dropped or
-    /// [`OpGuard::record`]s an event, so an adapter call that panics still
-    /// ends it. Objects borrowed under the tables' read lock are safe from
-    /// the moment this returns, if the read lock is still held then.
-    #[inline]
-    pub(super) fn begin_op(&self, lane: usize) -> OpGuard<'_, A> {
-        OpGuard {
-            host: self,
-            lane,
-            ticket: Some(self.lanes[lane].0.lock().grace.begin()),
-            others: Vec::new(),
-        }
+    /// The tables for writing: every lane's lock held (see `table_lock.rs`),
+    /// so no lane lock may be taken while the guard lives.
+    pub(super) fn write_tables(&self) -> TablesWrite<'_, Tables<A>, Lane<A>, LANES> {
+        self.tables.write()
     }
 
-    /// The lane for a new queue.
+    /// The lane for an event adopted from the backend (round robin).
     pub(super) fn assign_lane(&self) -> usize {
         self.next_lane.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % LANES
     }
@@ -713,8 +599,8 @@ impl<A: Adapter> AdapterHost<A> {
     /// retired in their own lane ([`AdapterHost::remove_event`]).
     pub(super) fn retire_everywhere(&self, entry: impl Into<SharedEntry<A>>) {
         let entry = entry.into();
-        for lane in self.lanes.iter() {
-            let mut l = lane.0.lock();
+        for lane in self.tables.lanes() {
+            let mut l = lane.lock();
             let free = l.grace.retire(entry.retired());
             let free = l.settle(free);
             drop(l);
@@ -728,7 +614,7 @@ impl<A: Adapter> AdapterHost<A> {
     pub(super) fn remove_event(&self, id: EventId) -> Result<()> {
         self.own(id)?;
         let (lane, key) = unlane(id.key);
-        let mut l = self.lanes[lane].0.lock();
+        let mut l = self.tables.lane(lane).lock();
         if l.grace.idle() {
             let entry = l.events.take(key);
             drop(l);
