@@ -97,11 +97,19 @@ impl<'h, A: Adapter> OpGuard<'h, A> {
     /// Records a command's event (in the queue's lane, the operation's own)
     /// and ends the operation.
     #[inline(always)]
-    pub(super) fn record(mut self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
-        debug_assert_eq!(self.lane, q.lane, "a command's operation lives in its queue's lane");
-        debug_assert!(self.locked.is_none(), "no lock is held across the adapter's call");
-        let ticket = self.ticket.take().expect("an operation ends once");
-        self.host.record_event(ticket, q, obj)
+    pub(super) fn record(self, q: &QueueEntry<A>, obj: A::Event) -> EventId {
+        // No drop glue on the common path: with its ticket ended, an
+        // operation that never held another lane's ticket (so `others`
+        // never allocated) and no longer holds its lock owns nothing.
+        let mut op = std::mem::ManuallyDrop::new(self);
+        debug_assert_eq!(op.lane, q.lane, "a command's operation lives in its queue's lane");
+        debug_assert!(op.locked.is_none(), "no lock is held across the adapter's call");
+        let ticket = op.ticket.take().expect("an operation ends once");
+        let id = op.host.record_event(ticket, q, obj);
+        if op.others.capacity() != 0 || op.locked.is_some() {
+            drop(std::mem::ManuallyDrop::into_inner(op));
+        }
+        id
     }
 
     /// Borrows the events of a wait list (alive, of this adapter, of context
