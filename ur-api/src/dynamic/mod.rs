@@ -6,8 +6,11 @@
 //! is checked here, once, before the adapter sees it.
 //!
 //! Files: `tables.rs` (entries, lookups, the location check, the lanes
-//! that keep events and in-flight operations per group of queues), `grace.rs`
-//! (how commands borrow entries without a count per object), `slab.rs`
+//! that keep events and in-flight operations per group of queues),
+//! `table_lock.rs` (the tables' lock: a shared read-write lock or any one
+//! lane's lock to read, both and every lane to write), `op.rs` (a
+//! command's operation: its lane's lock, ticket and borrowed wait list),
+//! `grace.rs` (how commands borrow entries without a count per object), `slab.rs`
 //! (the event table), `check.rs`
 //! (pure parameter checks), `objects.rs`, `memory.rs`, `commands.rs` (the
 //! methods by area; every command has one shape, `AdapterHost::command`),
