@@ -8,7 +8,7 @@
 //! `table_lock.rs`); then it calls the adapter with no lock held, and locks
 //! the lane again to record its event and end the operation.
 
-use parking_lot::MutexGuard;
+use super::lane_lock::LaneGuard;
 
 use super::tables::*;
 use crate::adapter::Adapter;
@@ -23,7 +23,7 @@ pub(super) struct OpGuard<'h, A: Adapter> {
     ticket: Option<Ticket>,
     /// Its lane's lock while a command resolves its objects; `None` once
     /// it is released (before the adapter is called).
-    locked: Option<MutexGuard<'h, Lane<A>>>,
+    locked: Option<LaneGuard<'h, Lane<A>>>,
     others: Vec<(usize, Ticket)>,
 }
 
@@ -137,7 +137,7 @@ impl<'h, A: Adapter> OpGuard<'h, A> {
         // The lane locked now: consecutive events of one lane (the usual
         // wait list) are looked up under one lock hold; the operation's own
         // lane, if it holds its lock, first.
-        let mut locked: Option<(usize, MutexGuard<'h, Lane<A>>)> = self.locked.take().map(|l| (self.lane, l));
+        let mut locked: Option<(usize, LaneGuard<'h, Lane<A>>)> = self.locked.take().map(|l| (self.lane, l));
         for &id in ids {
             host.own(id)?;
             let (lane, key) = unlane(id.key);

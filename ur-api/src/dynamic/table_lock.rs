@@ -15,11 +15,13 @@
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 
-use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::lane_lock::{LaneGuard, LaneMutex};
 
 /// A lane's mutex on its own cache lines.
 #[repr(align(128))]
-struct Padded<L>(Mutex<L>);
+struct Padded<L>(LaneMutex<L>);
 
 /// A value `T` read under `rw` (shared) or one of `N` lanes' mutexes,
 /// written under `rw` (exclusive) and every lane's mutex; and the lanes,
@@ -43,18 +45,18 @@ impl<T, L, const N: usize> TableLock<T, L, N> {
         TableLock {
             rw: RwLock::new(()),
             value: UnsafeCell::new(value),
-            lanes: Box::new(std::array::from_fn(|i| Padded(Mutex::new(lane(i))))),
+            lanes: Box::new(std::array::from_fn(|i| Padded(LaneMutex::new(lane(i))))),
         }
     }
 
     /// Lane `i`'s mutex.
     #[inline(always)]
-    pub(super) fn lane(&self, i: usize) -> &Mutex<L> {
+    pub(super) fn lane(&self, i: usize) -> &LaneMutex<L> {
         &self.lanes[i].0
     }
 
     /// Every lane's mutex, in index order.
-    pub(super) fn lanes(&self) -> impl Iterator<Item = &Mutex<L>> {
+    pub(super) fn lanes(&self) -> impl Iterator<Item = &LaneMutex<L>> {
         self.lanes.iter().map(|p| &p.0)
     }
 
@@ -74,9 +76,9 @@ impl<T, L, const N: usize> TableLock<T, L, N> {
     ///
     /// If `l` does not guard lane `i` of this lock.
     #[inline(always)]
-    pub(super) fn read_under<'g>(&'g self, i: usize, l: &'g MutexGuard<'_, L>) -> &'g T {
+    pub(super) fn read_under<'g>(&'g self, i: usize, l: &'g LaneGuard<'_, L>) -> &'g T {
         assert!(
-            std::ptr::eq(MutexGuard::mutex(l), self.lane(i)),
+            std::ptr::eq(LaneGuard::mutex(l), self.lane(i)),
             "the tables are read under a lane lock of their own"
         );
         // SAFETY: `l` holds one of this lock's lanes, which every writer
@@ -120,7 +122,7 @@ impl<T> Deref for TablesRead<'_, T> {
 pub(super) struct TablesWrite<'a, T, L, const N: usize> {
     value: &'a mut T,
     // Fields drop in declaration order: the lanes before `rw`.
-    _lanes: [MutexGuard<'a, L>; N],
+    _lanes: [LaneGuard<'a, L>; N],
     _guard: RwLockWriteGuard<'a, ()>,
 }
 
