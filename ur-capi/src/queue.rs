@@ -357,7 +357,13 @@ pub unsafe extern "C" fn urEventGetProfilingInfo(
             let id = ev.id.ok_or(CapiError::Api(ur_api::Error::ProfilingUnavailable(
                 "an event made from a native handle has no profiling information",
             )))?;
-            let p = on_host_clock(state().rt.event_profiling(id)?, ev.host_ts);
+            let p = state().rt.event_profiling(id)?;
+            // The device's clock, through the event's queue; a released
+            // queue leaves only the event's own anchor.
+            let p = match get::<Queue, _>(ev.queue) {
+                Ok(q) => DEVICE_CLOCKS.on_host_clock(q.device as usize, p, ev.host_ts),
+                Err(_) => on_host_clock(p, ev.host_ts),
+            };
             match prop {
                 UR_PROFILING_INFO_COMMAND_QUEUED => out.value(p.queued),
                 UR_PROFILING_INFO_COMMAND_SUBMIT => out.value(p.submit),
@@ -366,6 +372,55 @@ pub unsafe extern "C" fn urEventGetProfilingInfo(
                 _ => Err(CapiError::UnsupportedEnumeration),
             }
         })
+    }
+}
+
+/// Each device's profiling clock against the host clock of
+/// `urDeviceGetGlobalTimestamps`, for [`urEventGetProfilingInfo`].
+static DEVICE_CLOCKS: DeviceClocks = DeviceClocks::new();
+
+/// Per device, the offset that moves its profiling times onto the host
+/// clock, fixed by the first event whose profiling times are asked for.
+///
+/// One offset per device, not one per event: every event's own anchor
+/// (its earliest time at the host time it was handed out,
+/// [`on_host_clock`]) is late by however long the thread was preempted
+/// between the backend's stamp and ours, which differs between events, so
+/// two events of one queue could come out in the wrong order (dpctl's
+/// `SyclTimer`, reading a barrier's end and a later barrier's start, saw
+/// -2 ms on a loaded machine). The first event's anchor is still an upper
+/// bound of the true offset (its stamp was taken before the event was
+/// handed out), so every time lands at or after the true host time: after
+/// the submit time libsycl took before the enqueue.
+struct DeviceClocks(parking_lot::Mutex<Vec<(usize, i128)>>);
+
+impl DeviceClocks {
+    const fn new() -> Self {
+        DeviceClocks(parking_lot::Mutex::new(Vec::new()))
+    }
+
+    /// `p` of an event of `device` handed out at host time `host_ts`, on
+    /// the host clock.
+    fn on_host_clock(&self, device: usize, p: ur_api::ProfilingInfo, host_ts: u64) -> ur_api::ProfilingInfo {
+        let base = p.queued.min(p.submit).min(p.start).min(p.end);
+        let offset = {
+            let mut clocks = self.0.lock();
+            match clocks.iter().find(|(d, _)| *d == device) {
+                Some((_, o)) => *o,
+                None => {
+                    let o = i128::from(host_ts) - i128::from(base);
+                    clocks.push((device, o));
+                    o
+                }
+            }
+        };
+        let at = |v: u64| u64::try_from((i128::from(v) + offset).max(0)).unwrap_or(u64::MAX);
+        ur_api::ProfilingInfo {
+            queued: at(p.queued),
+            submit: at(p.submit),
+            start: at(p.start),
+            end: at(p.end),
+        }
     }
 }
 
@@ -433,5 +488,50 @@ mod tests {
             7,
         );
         assert!(z.submit >= 7 && z.start <= z.end);
+    }
+
+    /// Two events of one device: the first handed out 5 ms late (its
+    /// thread preempted after the backend stamped it), the second on time.
+    /// Each on its own anchor, the second's start would land before the
+    /// first's end; on the device's one offset they keep the device's
+    /// order, the interval between them included.
+    #[test]
+    fn events_of_one_device_keep_their_order_on_the_host_clock() {
+        let first = ur_api::ProfilingInfo {
+            queued: 1_000_000,
+            submit: 1_000_100,
+            start: 1_000_200,
+            end: 9_000_000,
+        };
+        let second = ur_api::ProfilingInfo {
+            queued: 1_000_300,
+            submit: 1_000_400,
+            start: 9_000_100,
+            end: 9_000_200,
+        };
+        let (host_first, host_second) = (50_000_000 + 5_000_000, 50_000_300);
+        let alone = (on_host_clock(first, host_first), on_host_clock(second, host_second));
+        assert!(
+            alone.1.start < alone.0.end,
+            "the per-event anchors reorder them: {alone:?}"
+        );
+        let clocks = DeviceClocks::new();
+        let a = clocks.on_host_clock(1, first, host_first);
+        let b = clocks.on_host_clock(1, second, host_second);
+        assert_eq!(b.start - a.end, 100, "{a:?} {b:?}");
+        assert_eq!((a.queued, a.end), (host_first, host_first + 8_000_000));
+        // Another device has its own offset.
+        let c = clocks.on_host_clock(2, second, host_second);
+        assert_eq!(c.queued, host_second);
+        // A backend clock far ahead of the host's (a device timer since
+        // boot) moves back without wrapping.
+        let far = ur_api::ProfilingInfo {
+            queued: u64::MAX - 10,
+            submit: u64::MAX - 10,
+            start: u64::MAX - 5,
+            end: u64::MAX,
+        };
+        let f = clocks.on_host_clock(3, far, 100);
+        assert_eq!((f.queued, f.start, f.end), (100, 105, 110));
     }
 }
