@@ -23,8 +23,11 @@ static bool is_pocl(const sycl::device &d) {
   return d.get_info<sycl::info::device::version>().find("PoCL") != std::string::npos;
 }
 
+// Intel's CPU OpenCL runtime. Not by the device's vendor alone: PoCL
+// reports the CPU's ("GenuineIntel"), and which runtime's devices come
+// first depends on the order the ICD loader reads its vendor files in.
 static bool is_intel(const sycl::device &d) {
-  return d.get_info<sycl::info::device::vendor>().find("Intel") != std::string::npos;
+  return !is_pocl(d) && d.get_info<sycl::info::device::vendor>().find("Intel") != std::string::npos;
 }
 
 int main(int argc, char **argv) {
