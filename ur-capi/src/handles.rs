@@ -34,6 +34,7 @@ use std::sync::LazyLock;
 use crate::conv::CapiError;
 use crate::conv::Kind;
 use crate::objects::{Context, Event, Kernel, Mem, Object, Pool, Program, Queue};
+use crate::spin::SpinMutex;
 use crate::sys::ur_dditable_t;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -57,8 +58,9 @@ pub struct Header {
     /// Read by the UR loader to route calls on this handle.
     ddi: *const ur_dditable_t,
     /// The object and its reference count; `None` while the header is
-    /// spare or released.
-    slot: Mutex<Slot>,
+    /// spare or released. A spin lock ([`SpinMutex`]): one atomic
+    /// read-modify-write per lookup, where a parking mutex takes two.
+    slot: SpinMutex<Slot>,
 }
 
 /// A header's object and its reference count (`urXRetain` / `urXRelease`).
@@ -169,7 +171,7 @@ fn new_arena() -> &'static [Header] {
         (0..len)
             .map(|_| Header {
                 ddi,
-                slot: Mutex::new(Slot::default()),
+                slot: SpinMutex::new(Slot::default()),
             })
             .collect(),
     );

@@ -125,6 +125,7 @@ pub mod handles;
 pub mod info;
 pub mod objects;
 pub mod rt;
+pub mod spin;
 pub mod state;
 pub mod sys;
 pub mod table;
