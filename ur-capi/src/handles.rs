@@ -236,11 +236,13 @@ fn quarantine(addr: usize) {
 /// Registers `obj` under a new handle with one reference.
 pub fn register<H>(obj: Object) -> *mut H {
     let addr = new_header();
-    let header = header_at(addr).expect("headers are handed out from the arenas");
-    *header.slot.lock() = Slot {
-        refs: 1,
-        obj: Some(obj),
-    };
+    debug_assert!(header_at(addr).is_some(), "headers are handed out from the arenas");
+    // SAFETY: `new_header` hands out only addresses of headers in published
+    // arenas, which are initialised and never freed or moved.
+    let header = unsafe { &*(addr as *const Header) };
+    let mut slot = header.slot.lock();
+    slot.refs = 1;
+    slot.obj = Some(obj);
     addr as *mut H
 }
 

@@ -37,7 +37,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use ur_api::{BufferId, EventId, Location};
-use ur_memory_manager::{Access, Acquired, MemoryManager, MmError, Place};
+use ur_memory_manager::{Access, Acquired, LogicalBuffer, MemoryManager, MmError, Place};
 
 use crate::conv::CapiError;
 use crate::objects::{Context, Mem, Queue};
@@ -94,23 +94,32 @@ pub fn create(mm: &Arc<MemoryManager>, size: usize, init: Option<&[u8]>) -> Resu
 pub struct Prepared {
     /// The command's wait list: the caller's plus the ready events.
     pub wait: Vec<EventId>,
+    /// What managed operands hold, made on the first one: a command on
+    /// direct operands only (the common case) carries no more than its
+    /// wait list, and dropping it checks one pointer.
+    held: Option<Box<Held>>,
+}
+
+/// The accesses a command's managed operands hold until it is enqueued.
+#[derive(Debug, Default)]
+struct Held {
+    /// Ready events added to the wait list, released after the command.
     ready: Vec<EventId>,
+    /// The accesses, handed back after the command (or at once if it fails).
     guards: Vec<(Arc<MemoryManager>, Acquired)>,
 }
 
 impl Prepared {
     /// Starts from the command's own wait list.
+    #[inline]
     pub fn new(wait: Vec<EventId>) -> Prepared {
-        Prepared {
-            wait,
-            ready: Vec::new(),
-            guards: Vec::new(),
-        }
+        Prepared { wait, held: None }
     }
 
     /// The runtime buffer and offset to use on `q` for bytes `range` of
     /// `m`, made current there for `access`. A memory object of another
     /// context than the queue's is refused ([`same_context`]).
+    #[inline]
     pub fn operand(
         &mut self,
         q: &Queue,
@@ -121,47 +130,57 @@ impl Prepared {
         same_context(q, m)?;
         match &m.backing {
             Backing::Direct(id) => Ok((*id, 0)),
-            Backing::Managed { mm, buf, offset, .. } => {
-                let loc = state().rt.queue_location(q.id)?;
-                let r = offset + range.start..offset + range.end;
-                let (g, ready) = mm
-                    .acquire_async(*buf, Place::Device(loc), access, r, &self.wait)
-                    .map_err(mm_error)?;
-                let id = g.buffer().ok_or(CapiError::InvalidValue)?;
-                if let Some(e) = ready {
-                    self.ready.push(e);
-                    self.wait.push(e);
-                }
-                self.guards.push((mm.clone(), g));
-                Ok((id, *offset))
-            }
+            Backing::Managed { mm, buf, offset, .. } => self.managed(q, mm, *buf, *offset, access, range),
         }
+    }
+
+    /// [`Prepared::operand`] of a managed buffer: acquired at the queue's
+    /// location, its ready event added to the wait list.
+    #[inline(never)]
+    fn managed(
+        &mut self,
+        q: &Queue,
+        mm: &Arc<MemoryManager>,
+        buf: LogicalBuffer,
+        offset: usize,
+        access: Access,
+        range: Range<usize>,
+    ) -> Result<(BufferId, usize), CapiError> {
+        let loc = state().rt.queue_location(q.id)?;
+        let r = offset + range.start..offset + range.end;
+        let (g, ready) = mm
+            .acquire_async(buf, Place::Device(loc), access, r, &self.wait)
+            .map_err(mm_error)?;
+        let id = g.buffer().ok_or(CapiError::InvalidValue)?;
+        let held = self.held.get_or_insert_with(Box::default);
+        if let Some(e) = ready {
+            held.ready.push(e);
+            self.wait.push(e);
+        }
+        held.guards.push((mm.clone(), g));
+        Ok((id, offset))
     }
 
     /// Hands the accesses back after `cmd` (the command's event, which
     /// stays the caller's) and releases the ready events.
+    #[inline]
     pub fn finish(mut self, cmd: EventId) {
-        if self.guards.is_empty() {
-            // A direct operand (the common case): nothing held.
-            return;
-        }
-        for (_, g) in std::mem::take(&mut self.guards) {
-            g.release_after(cmd);
+        if let Some(held) = &mut self.held {
+            for (_, g) in std::mem::take(&mut held.guards) {
+                g.release_after(cmd);
+            }
         }
     }
 
     /// Ends the accesses at once (a failed command), keeping one of them
     /// (a mapping) out: returns it.
     pub fn take_guard(&mut self) -> Option<(Arc<MemoryManager>, Acquired)> {
-        self.guards.pop()
+        self.held.as_mut()?.guards.pop()
     }
 }
 
-impl Drop for Prepared {
+impl Drop for Held {
     fn drop(&mut self) {
-        if self.ready.is_empty() {
-            return;
-        }
         for e in self.ready.drain(..) {
             let _ = state().rt.release_event(e);
         }
