@@ -10,7 +10,7 @@
 //!
 //! - a buffer of a context with one device is a runtime buffer at that
 //!   location ([`Backing::Direct`]): nothing can migrate, nothing changes;
-//! - a buffer of a context with several devices is a [`LogicalBuffer`](ur_memory_manager::LogicalBuffer) of
+//! - a buffer of a context with several devices is a [`LogicalBuffer`] of
 //!   the context's [`MemoryManager`] (one per context, over the locations
 //!   (context, device) of its devices, made on the first such buffer):
 //!   [`Backing::Managed`]; a sub-buffer is a byte range of its parent's
