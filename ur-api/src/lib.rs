@@ -43,6 +43,7 @@ pub mod limits;
 pub mod partition;
 pub mod runtime;
 pub mod selector;
+pub mod spin;
 pub mod types;
 
 pub use adapter::{Adapter, Api, KernelArg, Loc, MemArg, UsmRef};

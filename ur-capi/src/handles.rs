@@ -34,10 +34,10 @@ use std::sync::LazyLock;
 use crate::conv::CapiError;
 use crate::conv::Kind;
 use crate::objects::{Context, Event, Kernel, Mem, Object, Pool, Program, Queue};
-use crate::spin::SpinMutex;
 use crate::sys::ur_dditable_t;
 use parking_lot::Mutex;
 use std::sync::Arc;
+use ur_api::spin::SpinMutex;
 use ur_api::{DeviceId, PlatformId};
 
 /// Released headers kept (per releasing thread) before reuse: a stale

@@ -125,7 +125,6 @@ pub mod handles;
 pub mod info;
 pub mod objects;
 pub mod rt;
-pub mod spin;
 pub mod state;
 pub mod sys;
 pub mod table;

@@ -8,8 +8,8 @@
 //! Files: `tables.rs` (entries, lookups, the location check, the lanes
 //! that keep events and in-flight operations per group of queues),
 //! `table_lock.rs` (the tables' lock: a shared read-write lock or any one
-//! lane's lock to read, both and every lane to write), `lane_lock.rs` (a
-//! lane's lock: a spin lock with a store-release unlock), `op.rs` (a
+//! lane's lock to read, both and every lane to write; a lane's lock is a
+//! [`crate::spin`] lock, its unlock a release store), `op.rs` (a
 //! command's operation: its lane's lock, ticket and borrowed wait list),
 //! `grace.rs` (how commands borrow entries without a count per object), `slab.rs`
 //! (the event table), `check.rs`
@@ -31,7 +31,6 @@ mod commands;
 mod entry_points;
 mod grace;
 mod host;
-mod lane_lock;
 mod memory;
 mod objects;
 mod op;

@@ -8,7 +8,7 @@
 //! `table_lock.rs`); then it calls the adapter with no lock held, and locks
 //! the lane again to record its event and end the operation.
 
-use super::lane_lock::LaneGuard;
+use crate::spin::SpinGuard as LaneGuard;
 
 use super::tables::*;
 use crate::adapter::Adapter;

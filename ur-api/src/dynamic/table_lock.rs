@@ -17,7 +17,7 @@ use std::ops::{Deref, DerefMut};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::lane_lock::{LaneGuard, LaneMutex};
+use crate::spin::{SpinGuard as LaneGuard, SpinMutex as LaneMutex};
 
 /// A lane's mutex on its own cache lines.
 #[repr(align(128))]
