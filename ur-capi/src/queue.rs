@@ -402,25 +402,34 @@ impl DeviceClocks {
     /// `p` of an event of `device` handed out at host time `host_ts`, on
     /// the host clock.
     fn on_host_clock(&self, device: usize, p: ur_api::ProfilingInfo, host_ts: u64) -> ur_api::ProfilingInfo {
-        let base = p.queued.min(p.submit).min(p.start).min(p.end);
         let offset = {
             let mut clocks = self.0.lock();
             match clocks.iter().find(|(d, _)| *d == device) {
                 Some((_, o)) => *o,
                 None => {
-                    let o = i128::from(host_ts) - i128::from(base);
+                    let o = anchor_offset(&p, host_ts);
                     clocks.push((device, o));
                     o
                 }
             }
         };
-        let at = |v: u64| u64::try_from((i128::from(v) + offset).max(0)).unwrap_or(u64::MAX);
-        ur_api::ProfilingInfo {
-            queued: at(p.queued),
-            submit: at(p.submit),
-            start: at(p.start),
-            end: at(p.end),
-        }
+        shifted(p, offset)
+    }
+}
+
+/// The offset that puts the earliest of `p`'s times at `host_ts`.
+fn anchor_offset(p: &ur_api::ProfilingInfo, host_ts: u64) -> i128 {
+    i128::from(host_ts) - i128::from(p.queued.min(p.submit).min(p.start).min(p.end))
+}
+
+/// `p`'s times moved by `offset` nanoseconds, kept within `u64`.
+fn shifted(p: ur_api::ProfilingInfo, offset: i128) -> ur_api::ProfilingInfo {
+    let at = |v: u64| u64::try_from((i128::from(v) + offset).max(0)).unwrap_or(u64::MAX);
+    ur_api::ProfilingInfo {
+        queued: at(p.queued),
+        submit: at(p.submit),
+        start: at(p.start),
+        end: at(p.end),
     }
 }
 
@@ -433,14 +442,7 @@ impl DeviceClocks {
 /// handed out, which is after libsycl's submit time, so
 /// `submit <= start <= end` holds on the one clock.
 pub fn on_host_clock(p: ur_api::ProfilingInfo, host_ts: u64) -> ur_api::ProfilingInfo {
-    let base = p.queued.min(p.submit).min(p.start).min(p.end);
-    let at = |v: u64| host_ts.saturating_add(v.saturating_sub(base));
-    ur_api::ProfilingInfo {
-        queued: at(p.queued),
-        submit: at(p.submit),
-        start: at(p.start),
-        end: at(p.end),
-    }
+    shifted(p, anchor_offset(&p, host_ts))
 }
 
 /// The device of a queue, for the extension.

@@ -24,11 +24,11 @@
 //! override the computed selector (e.g. when listing crashes).
 //!
 //! **Counting.** pytest writes a JUnit XML report (`--junitxml`), parsed
-//! with quick-xml ([`parse_junit`]). A process killed by a signal (the SYCL
+//! with quick-xml ([`parse_junit`](report::parse_junit)). A process killed by a signal (the SYCL
 //! runtime aborting, a segfault) writes none; the pytest plugin
 //! `xtask/py/ur_clients_progress.py` writes a line per test as it goes, so
 //! the runner still says how many tests finished and which one was running
-//! ([`parse_progress`]). Logs: `target/clients/<suite>-<side>.log`.
+//! ([`parse_progress`](report::parse_progress)). Logs: `target/clients/<suite>-<side>.log`.
 //!
 //! **A test that aborts the process** runs again alone; when alone it fails
 //! because the device lacks a feature (the same patterns that turn such
@@ -36,11 +36,13 @@
 //! it skipped with that reason, so that one client bug on a device without
 //! a feature (dpctl not catching a failure thrown in `queue.wait()`) does
 //! not hide the rest of the suite. Any other abort is a crash: the suite
-//! runs again with that test made to error, so it counts as an error.
+//! runs again with that test made to error, so it counts as an error
+//! (`run.rs`).
 
 mod bench;
 mod known;
 mod report;
+mod run;
 mod select;
 
 use std::fs::File;
@@ -53,7 +55,8 @@ use crate::cmd::{cargo, descendants, display, human, run, Result, XtaskError, OP
 
 pub use bench::bench_rows;
 pub use known::ci_step;
-use report::{cell, parse_junit, parse_lacks, parse_progress, table, Aborted, Outcome, Progress, RunResult};
+use report::{cell, table, Outcome, RunResult};
+use run::run_suite;
 use select::{k_expression, pick_device, Listed};
 
 /// The Python packages of the clients, pinned (CI must see what was
@@ -473,178 +476,6 @@ fn pytest_command(
         .env(PROGRESS_ENV, progress)
         .current_dir(out_dir());
     Ok(cmd)
-}
-
-/// How many times a run starts again after a test aborted the process for
-/// a device lack ([`known::aborted_for`]).
-const MAX_RESTARTS: usize = 8;
-
-/// How many times a test that aborted the process runs alone to learn why
-/// it fails: its failure is thrown where dpctl does not catch it only when
-/// its enqueue was deferred, which alone happens in a third to two thirds
-/// of the runs (dpnp's `TestCond::test_basic` on PoCL: 1 of 3 and 5 of 8),
-/// so that twelve tries all aborting is rare (0.7^12 < 2%).
-const DIAGNOSE_TRIES: usize = 12;
-
-/// The variable naming the one test the plugin lets run.
-const ONLY_ENV: &str = "UR_CLIENTS_ONLY";
-
-/// One pytest process of a suite: its outcome, read from its report or
-/// from the plugin's progress file.
-fn run_attempt(
-    cmd: &mut Command,
-    log: &Path,
-    junit: &Path,
-    progress: &Path,
-    limit: Duration,
-) -> Result<(Outcome, String)> {
-    for f in [junit, progress] {
-        let _ = std::fs::remove_file(f);
-    }
-    let (status, _) = run_logged(cmd, log, limit)?;
-    let text = std::fs::read_to_string(progress).unwrap_or_default();
-    let progress = parse_progress(&text);
-    let outcome = match status {
-        None => Outcome::TimedOut { limit, progress },
-        Some(s) => match (s.signal(), std::fs::read_to_string(junit)) {
-            (Some(signal), _) => Outcome::Crashed { signal, progress },
-            (None, Ok(xml)) => Outcome::Finished {
-                counts: parse_junit(&xml)?,
-                code: s.code().unwrap_or(-1),
-            },
-            (None, Err(_)) => Outcome::NoReport {
-                code: s.code().unwrap_or(-1),
-                progress,
-            },
-        },
-    };
-    Ok((outcome, text))
-}
-
-/// Runs one suite on one side.
-///
-/// When a test aborts the process, it runs alone (up to [`DIAGNOSE_TRIES`]
-/// times); if alone it fails because the device lacks a feature (a
-/// [`known::DEVICE_LACKS`] pattern), the suite runs again from the start
-/// with that test skipped with the reason ([`known::aborted_for`]; at most
-/// [`MAX_RESTARTS`] times, within the one time limit), so that the report
-/// counts every test. Otherwise (alone it passes, fails otherwise, or
-/// always aborts) the abort is a crash: the suite runs again with the test
-/// made to error with [`known::crashed`], so the crash counts as an error
-/// and the rest of the suite is still counted. The logs of aborted
-/// attempts are kept as `<suite>-<side>.abortN.log`.
-fn run_suite(suite: &Suite, side: Side, selector: &str, opts: &Options, ctx: &Ctx) -> Result<RunResult> {
-    let dir = out_dir();
-    let stem = format!("{}-{}", suite.name, side.tag());
-    let file = |ext: &str| dir.join(format!("{stem}.{ext}"));
-    let (log, junit, progress) = (file("log"), file("xml"), file("progress"));
-    let started = Instant::now();
-    let mut aborted: Vec<Aborted> = Vec::new();
-    let command = |aborted: &[Aborted], junit: &Path, progress: &Path| -> Result<Command> {
-        let mut cmd = pytest_command(suite, side, opts, junit, &ctx.py, progress)?;
-        side_env(&mut cmd, side, ctx)
-            .env(SELECTOR_ENV, selector)
-            .env(SKIP_ENV, known::skip_json(&opts.device, suite.name, aborted));
-        Ok(cmd)
-    };
-    loop {
-        let mut cmd = command(&aborted, &junit, &progress)?;
-        eprintln!("clients: {stem}: {} (log {})", display(&cmd), log.display());
-        let limit = opts.timeout.saturating_sub(started.elapsed());
-        let (mut outcome, text) = run_attempt(&mut cmd, &log, &junit, &progress, limit)?;
-        if let Outcome::TimedOut { limit, .. } = &mut outcome {
-            // Say the run's limit, not what was left of it.
-            *limit = opts.timeout;
-        }
-        if let Outcome::Crashed {
-            progress: Progress {
-                running: Some(test), ..
-            },
-            ..
-        } = &outcome
-        {
-            if aborted.len() < MAX_RESTARTS {
-                let kept = file(&format!("abort{}.log", aborted.len() + 1));
-                let _ = std::fs::rename(&log, &kept);
-                eprintln!(
-                    "clients: {stem}: {test} aborted the process (log {}); running it alone to learn why",
-                    kept.display()
-                );
-                // The last test before it that failed for a device lack.
-                let earlier = parse_lacks(&text).pop();
-                let alone = |tests: &[&str]| -> Result<(Outcome, String)> {
-                    let limit = opts.timeout.saturating_sub(started.elapsed());
-                    let mut cmd = command(&aborted, &file("alone.xml"), &file("alone.progress"))?;
-                    cmd.env(ONLY_ENV, serde_json::json!(tests).to_string());
-                    run_attempt(
-                        &mut cmd,
-                        &file("alone.log"),
-                        &file("alone.xml"),
-                        &file("alone.progress"),
-                        limit,
-                    )
-                };
-                let mut why = None;
-                let mut aborts_alone = true;
-                for _ in 0..DIAGNOSE_TRIES {
-                    let (how, text) = alone(&[test])?;
-                    if let Some((_, lack)) = parse_lacks(&text).into_iter().find(|(id, _)| id == test) {
-                        eprintln!("clients: {stem}: {test}: {lack}; running the suite again with it skipped");
-                        why = Some(known::aborted_for(&lack));
-                        break;
-                    }
-                    if !matches!(how, Outcome::Crashed { .. }) {
-                        // Alone it passes (or fails otherwise): the abort
-                        // came from an earlier test.
-                        aborts_alone = false;
-                        break;
-                    }
-                }
-                if let (None, false, Some((first, lack))) = (&why, aborts_alone, &earlier) {
-                    eprintln!("clients: {stem}: {test}: alone it does not abort; running it after {first}");
-                    for _ in 0..DIAGNOSE_TRIES {
-                        let (how, text) = alone(&[first, test])?;
-                        let crashed_in_it = matches!(&how, Outcome::Crashed { progress, .. } if progress.running.as_ref() == Some(test));
-                        if crashed_in_it && parse_lacks(&text).iter().any(|(id, _)| id == first) {
-                            eprintln!(
-                                "clients: {stem}: {test}: aborts after {first} fails for a device lack; running the \
-                                 suite again with it skipped"
-                            );
-                            why = Some(known::aborted_after(first, lack));
-                            break;
-                        }
-                    }
-                }
-                let lack = why.is_some();
-                let why = why.unwrap_or_else(|| {
-                    eprintln!(
-                        "clients: {stem}: {test}: its abort is no device lack: a crash; running the suite again \
-                         with it counted as an error"
-                    );
-                    known::crashed(&kept)
-                });
-                aborted.push(Aborted {
-                    id: test.clone(),
-                    why,
-                    lack,
-                });
-                continue;
-            }
-        }
-        let result = RunResult {
-            outcome,
-            wall: started.elapsed(),
-            selector: selector.to_owned(),
-            aborted,
-        };
-        eprintln!("clients: {stem}: {}", cell(&result));
-        if let Outcome::Crashed { progress: p, .. } | Outcome::TimedOut { progress: p, .. } = &result.outcome {
-            if let Some(t) = &p.running {
-                eprintln!("clients: {stem}: was running {t}");
-            }
-        }
-        return Ok(result);
-    }
 }
 
 /// The test cases of a side's last JUnit report of `suite`.
