@@ -9,8 +9,8 @@ use opencl3::platform::Platform as ClPlatform;
 use opencl3::types::{cl_context, cl_device_id};
 use parking_lot::Mutex;
 use ur_api::{
-    AffinityDomains, Backend, DeviceCaps, DeviceInfo, DeviceLimits, FpCaps, MemoryConnection, Partition, PartitionCaps,
-    PlatformInfo, ProgramFormats, Result, UsmCaps, UsmKind, VectorWidths,
+    AffinityDomains, Backend, DeviceCaps, DeviceInfo, DeviceLimits, DeviceType, FpCaps, MemoryConnection, Partition,
+    PartitionCaps, PlatformInfo, ProgramFormats, Result, UsmCaps, UsmKind, VectorWidths,
 };
 
 use crate::conv::{self, check3};
@@ -98,6 +98,11 @@ pub struct ContextInner {
     /// Programs whose build failed in this context, answered again without
     /// the runtime.
     pub(crate) failed_builds: crate::program::FailedBuilds,
+    /// Every device is a CPU device whose memory is the host's
+    /// (`CL_DEVICE_HOST_UNIFIED_MEMORY`): every USM or SVM allocation of
+    /// the context is host memory the calling thread can copy itself
+    /// (`queue::run_on_idle`).
+    pub(crate) host_memory: bool,
 }
 
 impl std::fmt::Debug for Context {
@@ -546,6 +551,9 @@ impl ur_api::adapter::Devices for crate::OpenClAdapter {
                 .reduce(|a, b| a.and(b))
                 .flatten(),
             failed_builds: crate::program::FailedBuilds::default(),
+            host_memory: devices
+                .iter()
+                .all(|d| d.info.device_type == DeviceType::Cpu && d.info.host_unified_memory),
         })))
     }
 

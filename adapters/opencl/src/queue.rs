@@ -25,7 +25,8 @@ use opencl3::command_queue::{self as cq, CommandQueue, CL_QUEUE_PROFILING_ENABLE
 use opencl3::error_codes::{CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, CL_INVALID_CONTEXT};
 use opencl3::event::Event as ClEvent;
 use opencl3::types::{
-    cl_command_queue, cl_command_queue_properties, cl_device_id, cl_event, cl_int, cl_queue_properties, cl_uint,
+    cl_command_queue, cl_command_queue_properties, cl_context, cl_device_id, cl_event, cl_int, cl_queue_properties,
+    cl_uint,
 };
 use parking_lot::Mutex;
 use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result};
@@ -119,6 +120,11 @@ pub struct Queue {
     pub(crate) version: (u32, u32),
     /// The context's Intel USM entry points (`None`: USM is SVM).
     pub(crate) intel: Option<IntelUsm>,
+    /// The queue's context where small copies may run on the calling
+    /// thread ([`run_on_idle`]): its memory is all host memory and the
+    /// queue does not profile (an event of no command has no profiling
+    /// times). The raw context lives as long as the queue (which retains it).
+    pub(crate) host_copies: Option<Handle<cl_context>>,
 }
 
 impl Queue {
@@ -168,18 +174,20 @@ pub(crate) fn create_queue(ctx: &Context, device: Handle<cl_device_id>, props: &
         ctx,
         device,
         create_raw_queue(ctx, device, props.profiling)?,
+        props.profiling,
     ))
 }
 
 /// The adapter's queue over `cl` (its reference), on `device` of `ctx`,
 /// tracked by the context.
-fn track_queue(ctx: &Context, device: Handle<cl_device_id>, cl: CommandQueue) -> Queue {
+fn track_queue(ctx: &Context, device: Handle<cl_device_id>, cl: CommandQueue, profiling: bool) -> Queue {
     let shared = Arc::new(QueueShared::new(cl));
     ctx.track_queue(&shared);
     Queue {
         shared,
         version: ctx.version_of(device),
         intel: ctx.intel,
+        host_copies: (ctx.host_memory && !profiling).then(|| ctx.raw()),
     }
 }
 
@@ -207,7 +215,8 @@ fn queue_from_native(ctx: &Context, device: Handle<cl_device_id>, raw: cl_comman
         // SAFETY: a live queue (the handle's contract).
         check(unsafe { cq::retain_command_queue(raw) })?;
     }
-    Ok(track_queue(ctx, device, CommandQueue::new(raw, 3)))
+    let profiling = props & CL_QUEUE_PROFILING_ENABLE != 0;
+    Ok(track_queue(ctx, device, CommandQueue::new(raw, 3), profiling))
 }
 
 /// Wraps a raw event an OpenCL call returned (owning it).
@@ -255,6 +264,56 @@ pub(crate) fn submit(
         queue: Some(q.shared.clone()),
         seq,
     })
+}
+
+/// Runs `copy` on the calling thread in place of enqueuing it, where that
+/// gives the command's result (the queue must have [`Queue::host_copies`],
+/// its context): every command of the queue is known complete (waited for,
+/// or found complete) and so is every event in `wait`. The queue's lock is
+/// held across the copy, so a command another thread enqueues meanwhile is
+/// ordered after it. Returns an event already complete (an OpenCL user
+/// event set to `CL_COMPLETE`, numbered as the queue's last known-complete
+/// command, so waiting on it settles nothing new), or `None` where the
+/// command must be enqueued. The one difference a caller can see: the
+/// event's native handle is a user event (`CL_COMMAND_USER`, no queue).
+///
+/// Why: on a CPU runtime an enqueued copy is handed to a worker thread and
+/// its wait to the caller; for a few bytes that hand-off (~5-10 µs on
+/// Intel's CPU runtime) is all the cost, and SYCL programs make such copies
+/// synchronously (a scalar read, `queue.memcpy(...).wait()`).
+pub(crate) fn run_on_idle(
+    q: &Queue,
+    ctx: Handle<cl_context>,
+    wait: &[&Event],
+    copy: impl FnOnce(),
+) -> Result<Option<Event>> {
+    let known_done = |e: &&Event| {
+        e.queue
+            .as_ref()
+            .is_some_and(|eq| eq.progress.done.load(Ordering::Acquire) >= e.seq)
+    };
+    if !wait.iter().all(known_done) {
+        return Ok(None);
+    }
+    let progress = &q.shared.progress;
+    let deps = progress.deps.lock();
+    let done = progress.done.load(Ordering::Acquire);
+    if progress.enqueued.load(Ordering::Acquire) > done {
+        return Ok(None);
+    }
+    // A runtime that cannot make the event gets the command instead.
+    let Ok(raw) = cl3::event::create_user_event(ctx.0) else {
+        return Ok(None);
+    };
+    let cl = ClEvent::new(raw);
+    copy();
+    check(cl3::event::set_user_event_status(raw, cl3::event::CL_COMPLETE))?;
+    drop(deps);
+    Ok(Some(Event {
+        cl,
+        queue: Some(q.shared.clone()),
+        seq: done,
+    }))
 }
 
 /// An event's status, also for [`wait_one`]: a runtime that updates the

@@ -131,6 +131,13 @@ pub(crate) fn usm_free(mut alloc: Usm) -> Result<()> {
     alloc.free()
 }
 
+/// The largest USM copy [`crate::queue::run_on_idle`] may make on the
+/// calling thread: a host `memcpy` of 64 KiB (a few µs) costs about what
+/// handing a command to a CPU runtime's worker and waiting for it does, so
+/// anything larger stays a command the runtime may split across its
+/// threads while the caller goes on.
+const HOST_COPY_MAX: usize = 64 * 1024;
+
 fn addr(m: MemArg<'_, OpenClAdapter>) -> *mut c_void {
     match m {
         MemArg::Usm(u) => u.ptr.0 as *mut c_void,
@@ -236,6 +243,18 @@ impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
                 raw_event(unsafe { cq::enqueue_marker_with_wait_list(q, 0, ptr::null()) })
             });
         }
+        let (d, s) = (addr(dst), addr(src));
+        if let Some(ctx) = q.host_copies.filter(|_| size <= HOST_COPY_MAX) {
+            // SAFETY: as for the command below; and with `host_copies`
+            // every allocation of the queue's context is host memory (CPU
+            // devices of host-unified memory), so the calling thread may
+            // copy it once no command of the queue or of `wait` is pending
+            // (`run_on_idle` checks that under the queue's lock).
+            let copy = || unsafe { ptr::copy_nonoverlapping(s.cast::<u8>(), d.cast::<u8>(), size) };
+            if let Some(done) = crate::queue::run_on_idle(q, ctx, wait, copy)? {
+                return Ok(done);
+            }
+        }
         let intel = &q.intel;
         submit(q, wait, |raw, n, w| {
             let q = QueueRef { raw, intel };
@@ -243,7 +262,7 @@ impl ur_api::adapter::UnifiedMemory for crate::OpenClAdapter {
             // `size` bytes, the two do not overlap, host sides are valid for the
             // command, and USM sides are usable for a copy here: allocations of
             // the queue's context (other contexts are never even `Migratable`).
-            raw_event(unsafe { memcpy(q, CL_FALSE, addr(dst), addr(src), size, n, w) })
+            raw_event(unsafe { memcpy(q, CL_FALSE, d, s, size, n, w) })
         })
     }
 
