@@ -301,17 +301,30 @@ fn snake_after(prefix: &str, symbol: &str) -> String {
     out
 }
 
-/// The CUDA adapter's sources and the text of its driver layer (the file
-/// with the symbol lists, the only one that calls the driver or NVRTC), or
-/// `None` when the tree has no CUDA adapter.
+/// The CUDA adapter's driver layer: the only module that calls the driver
+/// or NVRTC; its `mod.rs` holds the symbol lists.
+const CUDA_DRIVER_DIR: &str = "adapters/cuda/src/driver/";
+
+/// The CUDA adapter's sources, the file with the symbol lists and its
+/// text, or `None` when the tree has no CUDA adapter. A CUDA adapter
+/// without that file fails (the rules below would check nothing).
 fn cuda_sources() -> Option<(Vec<Source>, PathBuf, String)> {
-    let list_file = PathBuf::from("adapters/cuda/src/driver.rs");
+    let list_file = PathBuf::from(format!("{CUDA_DRIVER_DIR}mod.rs"));
     let sources: Vec<Source> = files(".rs")
         .into_iter()
         .filter(|s| slash(&s.path).starts_with("adapters/cuda/src/"))
         .collect();
-    let list_text = std::fs::read_to_string(root().join(&list_file)).ok()?;
-    (!sources.is_empty()).then_some((sources, list_file, list_text))
+    if sources.is_empty() {
+        return None;
+    }
+    let list_text = std::fs::read_to_string(root().join(&list_file))
+        .unwrap_or_else(|e| panic!("{}: {e} (the CUDA driver layer's symbol lists)", list_file.display()));
+    Some((sources, list_file, list_text))
+}
+
+/// Whether a CUDA source file is in the driver layer.
+fn in_driver_layer(file: &std::path::Path) -> bool {
+    slash(file).starts_with(CUDA_DRIVER_DIR)
 }
 
 /// Rule (c): the CUDA symbol lists match the calls. cudarc panics on a
@@ -321,7 +334,7 @@ fn cuda_sources() -> Option<(Vec<Source>, PathBuf, String)> {
 /// absent for nothing. The same holds for `NVRTC_SYMBOLS`, whose calls go
 /// through cudarc's `nvrtc::` wrappers (`get_program_log` calls
 /// `nvrtcGetProgramLogSize` and `nvrtcGetProgramLog`). Every call is in
-/// the driver layer (`driver.rs`, the file with the lists): the rest of the
+/// the driver layer (`driver/`, whose `mod.rs` has the lists): the rest of the
 /// adapter speaks `Result` and its owned handles.
 #[test]
 fn cuda_driver_symbols_match_the_calls() {
@@ -331,7 +344,7 @@ fn cuda_driver_symbols_match_the_calls() {
     let mut violations = Vec::new();
 
     // The driver: direct `sys::cuXxx(` calls.
-    let (driver, driver_line) = string_list(&list_text, "DRIVER_SYMBOLS").expect("DRIVER_SYMBOLS in driver.rs");
+    let (driver, driver_line) = string_list(&list_text, "DRIVER_SYMBOLS").expect("DRIVER_SYMBOLS in driver/mod.rs");
     let mut optional = Vec::new();
     let mut driver_calls = Vec::new();
     for src in &sources {
@@ -343,11 +356,11 @@ fn cuda_driver_symbols_match_the_calls() {
         }
     }
     for (file, name, line) in &driver_calls {
-        if *file != list_file {
+        if !in_driver_layer(file) {
             violations.push(Violation {
                 file: file.clone(),
                 line: *line,
-                msg: format!("calls `{name}` outside the driver layer ({})", list_file.display()),
+                msg: format!("calls `{name}` outside the driver layer ({CUDA_DRIVER_DIR})"),
             });
         }
         if !driver.contains(name) && !optional.contains(name) {
@@ -405,11 +418,11 @@ fn nvrtc_symbols_match_the_calls() {
             }
         }
         for (file, name, line) in &used {
-            if *file != list_file {
+            if !in_driver_layer(file) {
                 violations.push(Violation {
                     file: file.clone(),
                     line: *line,
-                    msg: format!("calls `{name}` outside the driver layer ({})", list_file.display()),
+                    msg: format!("calls `{name}` outside the driver layer ({CUDA_DRIVER_DIR})"),
                 });
             }
             if !nvrtc.contains(name) {

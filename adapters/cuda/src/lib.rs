@@ -103,7 +103,7 @@
 //!   milliseconds: durations are good to about 0.5 µs, absolute times lose
 //!   precision as the queue ages (about 0.1 ms after an hour).
 //! - Driver and NVRTC codes map to [`ur_api::Error`] in `conv.rs`.
-//! - Only `driver.rs` calls the driver and NVRTC: it loads them (the
+//! - Only `driver/` calls the driver and NVRTC: it loads them (the
 //!   presence check, the symbol lists), wraps every call as a `Result`, and
 //!   owns contexts, streams, events, modules, allocations and registrations
 //!   as handles released on drop (`tests/tidy.rs` keeps it the only one).
