@@ -262,12 +262,17 @@ pub fn lookup<H>(handle: *mut H, kind: Kind) -> Result<Object, CapiError> {
     }
 }
 
-/// The objects of two handles (the buffer and queue of a command).
-pub fn lookup2<A, B>(a: *mut A, ka: Kind, b: *mut B, kb: Kind) -> Result<(Object, Object), CapiError> {
-    if a.is_null() || b.is_null() {
-        return Err(CapiError::NullHandle);
+/// Reads the object of a handle in place, under its header's lock, without
+/// cloning it: `f` copies out what it needs, so a command takes no
+/// reference count for an object whose few words it uses (a queue, a
+/// direct buffer). `f` runs with the header's spin lock held: it must not
+/// touch another handle or block.
+#[inline]
+pub fn read<H, R>(handle: *mut H, kind: Kind, f: impl FnOnce(&Object) -> Option<R>) -> Result<R, CapiError> {
+    match &header(handle, kind)?.slot.lock().obj {
+        Some(o) if o.kind() == kind => f(o).ok_or(CapiError::Invalid(kind)),
+        _ => Err(CapiError::Invalid(kind)),
     }
-    Ok((lookup(a, ka)?, lookup(b, kb)?))
 }
 
 /// Adds a reference.
@@ -318,17 +323,19 @@ pub fn ref_count<H>(handle: *mut H, kind: Kind) -> Result<u32, CapiError> {
 pub trait FromObject: Sized {
     /// The handle kind.
     const KIND: Kind;
-    /// The typed object, if `o` is one.
-    fn from_object(o: Object) -> Option<Self>;
+    /// A copy of the typed object, if `o` is one (a reference count taken
+    /// for an `Arc`, plain data copied).
+    fn from_ref(o: &Object) -> Option<Self>;
 }
 
 macro_rules! from_object {
     ($($t:ty => $variant:ident),* $(,)?) => {$(
         impl FromObject for $t {
             const KIND: Kind = Kind::$variant;
-            fn from_object(o: Object) -> Option<Self> {
+            #[inline]
+            fn from_ref(o: &Object) -> Option<Self> {
                 match o {
-                    Object::$variant(x) => Some(x),
+                    Object::$variant(x) => Some(x.clone()),
                     _ => None,
                 }
             }
@@ -348,19 +355,18 @@ from_object! {
     Arc<Kernel> => Kernel,
 }
 
-/// The objects of handles `a` and `b` as an `A` and a `B` (one table
-/// lookup), or the `INVALID_*` error of the first that is not.
+/// The objects of handles `a` and `b` as an `A` and a `B`, or the
+/// `INVALID_*` error of the first that is not.
 pub fn get2<A: FromObject, B: FromObject, HA, HB>(a: *mut HA, b: *mut HB) -> Result<(A, B), CapiError> {
-    let (oa, ob) = lookup2(a, A::KIND, b, B::KIND)?;
-    let a = A::from_object(oa).ok_or(CapiError::Invalid(A::KIND))?;
-    let b = B::from_object(ob).ok_or(CapiError::Invalid(B::KIND))?;
-    Ok((a, b))
+    if a.is_null() || b.is_null() {
+        return Err(CapiError::NullHandle);
+    }
+    Ok((get(a)?, get(b)?))
 }
 
 /// The object of handle `h` as a `T`, or the `INVALID_*` error of `T`'s kind.
 pub fn get<T: FromObject, H>(h: *mut H) -> Result<T, CapiError> {
-    let o = lookup(h, T::KIND)?;
-    T::from_object(o).ok_or(CapiError::Invalid(T::KIND))
+    read(h, T::KIND, T::from_ref)
 }
 
 #[cfg(test)]
