@@ -457,6 +457,38 @@ mod tests {
     }
 
     #[test]
+    fn reading_in_place_copies_out_only_from_a_live_header_of_the_kind() {
+        crate::ddi::table();
+        let ctx = some_context();
+        let h = register::<u8>(Object::Context(ctx.clone()));
+        let id = |o: &Object| match o {
+            Object::Context(c) => Some(c.id),
+            _ => None,
+        };
+        assert_eq!(read(h, Kind::Context, id), Ok(ctx.id));
+        assert_eq!(Arc::strong_count(&ctx), 2, "a read takes no reference");
+        // The wrong kind, an object `f` refuses, a foreign address.
+        assert_eq!(read(h, Kind::Queue, id), Err(CapiError::Invalid(Kind::Queue)));
+        assert_eq!(
+            read(h, Kind::Context, |_| None::<()>),
+            Err(CapiError::Invalid(Kind::Context))
+        );
+        let mut local = 0u64;
+        let foreign: *mut u8 = (&mut local as *mut u64).cast();
+        assert_eq!(read(foreign, Kind::Context, id), Err(CapiError::Invalid(Kind::Context)));
+        assert_eq!(
+            read(std::ptr::null_mut::<u8>(), Kind::Context, id),
+            Err(CapiError::NullHandle)
+        );
+        // Released: invalid, and `f` never sees the emptied header.
+        assert!(release(h, Kind::Context).unwrap().is_some());
+        assert_eq!(
+            read(h, Kind::Context, |_| -> Option<()> { panic!("read a released header") }),
+            Err(CapiError::Invalid(Kind::Context))
+        );
+    }
+
+    #[test]
     fn a_released_handle_is_invalid_and_its_header_waits_in_quarantine() {
         crate::ddi::table();
         let ctx = some_context();
