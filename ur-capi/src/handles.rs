@@ -92,17 +92,18 @@ const ARENA_MAX: usize = SLAB << 7;
 /// The most arenas: far beyond any process (about 60 M handles).
 const ARENA_SLOTS: usize = 64;
 
-/// The arenas' bounds, published for lock-free validation: a slot is
-/// written (under [`POOL`]'s lock) before [`ARENA_COUNT`] counts it.
+/// The arenas' bounds (base address, length in bytes), published for
+/// lock-free validation: a slot is written (under [`POOL`]'s lock) before
+/// `count` counts it.
 struct Arenas {
     base: [AtomicUsize; ARENA_SLOTS],
-    len: [AtomicUsize; ARENA_SLOTS],
+    bytes: [AtomicUsize; ARENA_SLOTS],
     count: AtomicUsize,
 }
 
 static ARENAS: Arenas = Arenas {
     base: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
-    len: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
+    bytes: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
     count: AtomicUsize::new(0),
 };
 
@@ -115,7 +116,7 @@ fn header_at(addr: usize) -> Option<&'static Header> {
     for i in (0..n).rev() {
         let base = ARENAS.base[i].load(Ordering::Relaxed);
         let off = addr.wrapping_sub(base);
-        if off < ARENAS.len[i].load(Ordering::Relaxed) * size {
+        if off < ARENAS.bytes[i].load(Ordering::Relaxed) {
             if off % size != 0 {
                 return None;
             }
@@ -176,7 +177,7 @@ fn new_arena() -> &'static [Header] {
             .collect(),
     );
     ARENAS.base[i].store(arena.as_ptr() as usize, Ordering::Relaxed);
-    ARENAS.len[i].store(len, Ordering::Relaxed);
+    ARENAS.bytes[i].store(std::mem::size_of_val(arena), Ordering::Relaxed);
     ARENAS.count.store(i + 1, Ordering::Release);
     arena
 }

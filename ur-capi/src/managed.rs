@@ -238,13 +238,22 @@ impl Prepared {
     }
 
     /// Hands the accesses back after `cmd` (the command's event, which
-    /// stays the caller's) and releases the ready events.
-    #[inline]
-    pub fn finish(mut self, cmd: EventId) {
-        if let Some(held) = &mut self.held {
-            for (_, g) in std::mem::take(&mut held.guards) {
-                g.release_after(cmd);
-            }
+    /// stays the caller's) and releases the ready events; a command on
+    /// direct operands only drops its wait list.
+    #[inline(always)]
+    pub fn finish(self, cmd: EventId) {
+        let Prepared { wait, held } = self;
+        drop(wait);
+        if let Some(held) = held {
+            Self::finish_held(held, cmd);
+        }
+    }
+
+    /// [`Prepared::finish`] of a command with managed operands.
+    #[inline(never)]
+    fn finish_held(mut held: Box<Held>, cmd: EventId) {
+        for (_, g) in std::mem::take(&mut held.guards) {
+            g.release_after(cmd);
         }
     }
 
