@@ -292,6 +292,13 @@ pub fn retain<H>(handle: *mut H, kind: Kind) -> Result<(), CapiError> {
 /// header is then emptied and quarantined). `permanent` handles (adapter,
 /// platforms, root devices) never go away.
 pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiError> {
+    release_inline(handle, kind)
+}
+
+/// [`release`], inlined into its caller: for `urEventRelease`, once per
+/// command, where the object handed back is matched at once.
+#[inline(always)]
+pub fn release_inline<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiError> {
     let mut slot = header(handle, kind)?.slot.lock();
     let permanent = match &slot.obj {
         Some(o) if o.kind() == kind => o.permanent(),

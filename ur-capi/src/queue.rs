@@ -252,7 +252,7 @@ pub unsafe extern "C" fn urEventRetain(e: ur_event_handle_t) -> ur_result_t {
 /// See the module docs.
 pub unsafe extern "C" fn urEventRelease(e: ur_event_handle_t) -> ur_result_t {
     entry(|| {
-        if let Some(Object::Event(Event { id: Some(id), .. })) = handles::release(e, Kind::Event)? {
+        if let Some(Object::Event(Event { id: Some(id), .. })) = handles::release_inline(e, Kind::Event)? {
             state().rt.release_event(id)?;
         }
         Ok(())
