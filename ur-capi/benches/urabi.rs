@@ -74,6 +74,19 @@
 //! from 0.36-0.47 to 0.72 (and 0.6-1.04 in single child pairs); the
 //! one-thread row did not move (1.3 on a loaded machine).
 //!
+//! Where our side's time goes now (2026-11-27, later; `perf record` of the
+//! one-thread child, `perf annotate`, callgrind with our two entry points
+//! toggled): ~1,200 instructions of ours per operation against ~340 in UR's
+//! adapter, but the samples in our functions sit mostly on their `lock`
+//! instructions (each drains the store buffer PoCL's calls just filled):
+//! 12 atomic read-modify-writes per operation, 4 in this crate (header
+//! locks), 3 in the dyn layer (lane locks), 5 in the OpenCL adapter
+//! (`submit`'s mutex, counter and queue `Arc`). Taking the `Arc<Mem>`
+//! clone off buffer commands (two of this crate's six) and the calls an
+//! empty wait list and a direct operand made (808 -> 668 instructions in
+//! this crate) did not move the row outside this machine's noise
+//! (alternating runs under the lead session's load).
+//!
 //! `URABI_ROUNDS=N` (child side) times N rounds of 20,000 operations
 //! instead of 5, for profiling a child under `perf` or callgrind.
 

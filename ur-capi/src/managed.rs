@@ -244,14 +244,14 @@ impl Prepared {
     pub fn finish(self, cmd: EventId) {
         let Prepared { wait, held } = self;
         drop(wait);
-        if let Some(held) = held {
-            Self::finish_held(held, cmd);
+        if let Some(mut held) = held {
+            Self::finish_held(&mut held, cmd);
         }
     }
 
     /// [`Prepared::finish`] of a command with managed operands.
     #[inline(never)]
-    fn finish_held(mut held: Box<Held>, cmd: EventId) {
+    fn finish_held(held: &mut Held, cmd: EventId) {
         for (_, g) in std::mem::take(&mut held.guards) {
             g.release_after(cmd);
         }
