@@ -83,9 +83,16 @@
 //! locks), 3 in the dyn layer (lane locks), 5 in the OpenCL adapter
 //! (`submit`'s mutex, counter and queue `Arc`). Taking the `Arc<Mem>`
 //! clone off buffer commands (two of this crate's six) and the calls an
-//! empty wait list and a direct operand made (808 -> 668 instructions in
-//! this crate) did not move the row outside this machine's noise
-//! (alternating runs under the lead session's load).
+//! empty wait list, a direct operand and an event release made (808 ->
+//! 668 instructions in this crate) gave median per-pair ratios (ours over
+//! UR's, three sets of 16 alternating child pairs, 2-core machine under
+//! another session's load) of 0.89 / 0.98 / 1.23 against 1.02 / 1.08 /
+//! 1.18 for the build before: inside this machine's noise. The
+//! four-thread child is bimodal on both sides (about 800 or 1,400 ns per
+//! operation from one child to the next): `perf stat` and
+//! `perf record -e syscalls:sys_enter_futex` show the same futex mix on
+//! both (glibc's malloc arena locks and PoCL's mutexes, 60-100k calls per
+//! child), so that row mostly says which mode each child landed in.
 //!
 //! `URABI_ROUNDS=N` (child side) times N rounds of 20,000 operations
 //! instead of 5, for profiling a child under `perf` or callgrind.
