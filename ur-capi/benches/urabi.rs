@@ -85,9 +85,10 @@
 //! clone off buffer commands (two of this crate's six) and the calls an
 //! empty wait list, a direct operand and an event release made (808 ->
 //! 668 instructions in this crate) gave median per-pair ratios (ours over
-//! UR's, three sets of 16 alternating child pairs, 2-core machine under
-//! another session's load) of 0.89 / 0.98 / 1.23 against 1.02 / 1.08 /
-//! 1.18 for the build before: inside this machine's noise. The
+//! UR's, four sets of 16 alternating child pairs, 2-core machine under
+//! another session's load) of 0.89 / 0.98 / 1.23 / 1.08 against 1.02 /
+//! 1.08 / 1.18 / 1.18 for the build before: better in three sets of four,
+//! but inside this machine's noise. The
 //! four-thread child is bimodal on both sides (about 800 or 1,400 ns per
 //! operation from one child to the next): `perf stat` and
 //! `perf record -e syscalls:sys_enter_futex` show the same futex mix on
