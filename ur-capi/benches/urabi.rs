@@ -74,6 +74,27 @@
 //! from 0.36-0.47 to 0.72 (and 0.6-1.04 in single child pairs); the
 //! one-thread row did not move (1.3 on a loaded machine).
 //!
+//! Where our side's time goes now (2026-11-27, later; `perf record` of the
+//! one-thread child, `perf annotate`, callgrind with our two entry points
+//! toggled): ~1,200 instructions of ours per operation against ~340 in UR's
+//! adapter, but the samples in our functions sit mostly on their `lock`
+//! instructions (each drains the store buffer PoCL's calls just filled):
+//! 12 atomic read-modify-writes per operation, 4 in this crate (header
+//! locks), 3 in the dyn layer (lane locks), 5 in the OpenCL adapter
+//! (`submit`'s mutex, counter and queue `Arc`). Taking the `Arc<Mem>`
+//! clone off buffer commands (two of this crate's six) and the calls an
+//! empty wait list, a direct operand and an event release made (808 ->
+//! 668 instructions in this crate) gave median per-pair ratios (ours over
+//! UR's, four sets of 16 alternating child pairs, 2-core machine under
+//! another session's load) of 0.89 / 0.98 / 1.23 / 1.08 against 1.02 /
+//! 1.08 / 1.18 / 1.18 for the build before: better in three sets of four,
+//! but inside this machine's noise. The
+//! four-thread child is bimodal on both sides (about 800 or 1,400 ns per
+//! operation from one child to the next): `perf stat` and
+//! `perf record -e syscalls:sys_enter_futex` show the same futex mix on
+//! both (glibc's malloc arena locks and PoCL's mutexes, 60-100k calls per
+//! child), so that row mostly says which mode each child landed in.
+//!
 //! `URABI_ROUNDS=N` (child side) times N rounds of 20,000 operations
 //! instead of 5, for profiling a child under `perf` or callgrind.
 

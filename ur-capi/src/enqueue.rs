@@ -22,7 +22,7 @@ use ur_api::{HostPtr, MapFlags, MemRef, RectCopy, RectSide, UsmAdvice, UsmPtr};
 use crate::conv::CapiError;
 use crate::handles::{get, get2};
 use crate::info::entry;
-use crate::managed::Prepared;
+use crate::managed::{MemArg, Prepared};
 use crate::objects::{Mem, Queue};
 use crate::queue::{deps, done};
 use crate::state::state;
@@ -46,8 +46,8 @@ fn queue(q: ur_queue_handle_t) -> Result<Queue, CapiError> {
     get::<Queue, _>(q)
 }
 
-fn mem(m: ur_mem_handle_t) -> Result<Arc<Mem>, CapiError> {
-    get::<Arc<Mem>, _>(m)
+fn mem(m: ur_mem_handle_t) -> Result<MemArg, CapiError> {
+    MemArg::of(m)
 }
 
 /// A command's queue and buffer, in one lookup.
@@ -232,14 +232,16 @@ pub unsafe extern "C" fn urEnqueueMemBufferRead(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     let command = (UR_COMMAND_MEM_BUFFER_READ, blocking, ev);
-    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
+    let body = |q: &Queue, b: MemArg, p: &mut Prepared| {
         // SAFETY: module contract.
         let d = unsafe { host(dst, size) }?;
-        // SAFETY: `dst` holds `size` bytes (module contract; `host` checked it).
-        if let Some(id) = unsafe { crate::managed::read_where_current(q, &b, offset, dst.cast(), size, &p.wait)? } {
-            return Ok(id);
+        if let Some(m) = b.managed() {
+            // SAFETY: `dst` holds `size` bytes (module contract; `host` checked it).
+            if let Some(id) = unsafe { crate::managed::read_where_current(q, m, offset, dst.cast(), size, &p.wait)? } {
+                return Ok(id);
+            }
         }
-        let (bid, base) = p.operand(q, &b, Access::Read, span(offset, size))?;
+        let (bid, base) = p.arg(q, &b, Access::Read, span(offset, size))?;
         Ok(state().rt.enqueue_read(q.id, bid, base + offset, d, &p.wait)?)
     };
     // SAFETY: module contract.
@@ -263,10 +265,10 @@ pub unsafe extern "C" fn urEnqueueMemBufferWrite(
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
     let command = (UR_COMMAND_MEM_BUFFER_WRITE, blocking, ev);
-    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
+    let body = |q: &Queue, b: MemArg, p: &mut Prepared| {
         // SAFETY: module contract.
         let s = unsafe { host(src, size) }?;
-        let (bid, base) = p.operand(q, &b, Access::Write, span(offset, size))?;
+        let (bid, base) = p.arg(q, &b, Access::Write, span(offset, size))?;
         Ok(state().rt.enqueue_write(q.id, bid, base + offset, s, &p.wait)?)
     };
     // SAFETY: module contract.
@@ -289,9 +291,9 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopy(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    let body = |q: &Queue, (s, d): (Arc<Mem>, Arc<Mem>), p: &mut Prepared| {
-        let (sid, sbase) = p.operand(q, &s, Access::Read, span(src_offset, size))?;
-        let (did, dbase) = p.operand(q, &d, Access::Write, span(dst_offset, size))?;
+    let body = |q: &Queue, (s, d): (MemArg, MemArg), p: &mut Prepared| {
+        let (sid, sbase) = p.arg(q, &s, Access::Read, span(src_offset, size))?;
+        let (did, dbase) = p.arg(q, &d, Access::Write, span(dst_offset, size))?;
         let (so, doff) = (sbase + src_offset, dbase + dst_offset);
         Ok(state().rt.enqueue_copy(q.id, sid, so, did, doff, size, &p.wait)?)
     };
@@ -323,17 +325,17 @@ pub unsafe extern "C" fn urEnqueueMemBufferFill(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
+    let body = |q: &Queue, b: MemArg, p: &mut Prepared| {
         if pattern.is_null() {
             return Err(CapiError::NullPointer);
         }
         fill_sizes(pattern_size, offset, size)?;
-        if offset.checked_add(size).is_none_or(|end| end > b.size) {
+        if offset.checked_add(size).is_none_or(|end| end > b.size()) {
             return Err(CapiError::InvalidSize);
         }
         // SAFETY: the pattern is readable for `pattern_size` bytes during the call (module contract).
         let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
-        let (bid, base) = p.operand(q, &b, Access::Write, span(offset, size))?;
+        let (bid, base) = p.arg(q, &b, Access::Write, span(offset, size))?;
         let rt = &state().rt;
         Ok(if pattern_size <= BACKEND_PATTERN_MAX {
             rt.enqueue_fill(q.id, bid, base + offset, size, pat, &p.wait)?
@@ -406,13 +408,13 @@ unsafe fn rect_transfer(
     } else {
         UR_COMMAND_MEM_BUFFER_WRITE_RECT
     };
-    let body = |q: &Queue, b: Arc<Mem>, p: &mut Prepared| {
+    let body = |q: &Queue, b: MemArg, p: &mut Prepared| {
         let (buffer_origin, host_origin, region, pitches) = boxes;
         let (mut r, span) = rect(buffer_origin, host_origin, region, pitches, read)?;
         // SAFETY: module contract: the host box lies inside `mem`.
         let h = unsafe { host(mem, span) }?;
         let access = if read { Access::Read } else { Access::Write };
-        let (bid, base) = p.operand(q, &b, access, 0..b.size)?;
+        let (bid, base) = p.arg(q, &b, access, 0..b.size())?;
         let rt = &state().rt;
         Ok(if read {
             r.src.origin[0] += base;
@@ -500,15 +502,15 @@ pub unsafe extern "C" fn urEnqueueMemBufferCopyRect(
     wl: *const ur_event_handle_t,
     ev: *mut ur_event_handle_t,
 ) -> ur_result_t {
-    let body = |q: &Queue, (s, d): (Arc<Mem>, Arc<Mem>), p: &mut Prepared| {
+    let body = |q: &Queue, (s, d): (MemArg, MemArg), p: &mut Prepared| {
         let extent = [region.width as usize, region.height as usize, region.depth as usize];
         let mut r = RectCopy {
             src: side(src_origin, src_row_pitch, src_slice_pitch),
             dst: side(dst_origin, dst_row_pitch, dst_slice_pitch),
             extent,
         };
-        let (sid, sbase) = p.operand(q, &s, Access::Read, 0..s.size)?;
-        let (did, dbase) = p.operand(q, &d, Access::Write, 0..d.size)?;
+        let (sid, sbase) = p.arg(q, &s, Access::Read, 0..s.size())?;
+        let (did, dbase) = p.arg(q, &d, Access::Write, 0..d.size())?;
         r.src.origin[0] += sbase;
         r.dst.origin[0] += dbase;
         Ok(state().rt.enqueue_copy_rect(q.id, sid, did, &r, &p.wait)?)

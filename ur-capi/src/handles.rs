@@ -92,17 +92,18 @@ const ARENA_MAX: usize = SLAB << 7;
 /// The most arenas: far beyond any process (about 60 M handles).
 const ARENA_SLOTS: usize = 64;
 
-/// The arenas' bounds, published for lock-free validation: a slot is
-/// written (under [`POOL`]'s lock) before [`ARENA_COUNT`] counts it.
+/// The arenas' bounds (base address, length in bytes), published for
+/// lock-free validation: a slot is written (under [`POOL`]'s lock) before
+/// `count` counts it.
 struct Arenas {
     base: [AtomicUsize; ARENA_SLOTS],
-    len: [AtomicUsize; ARENA_SLOTS],
+    bytes: [AtomicUsize; ARENA_SLOTS],
     count: AtomicUsize,
 }
 
 static ARENAS: Arenas = Arenas {
     base: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
-    len: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
+    bytes: [const { AtomicUsize::new(0) }; ARENA_SLOTS],
     count: AtomicUsize::new(0),
 };
 
@@ -115,7 +116,7 @@ fn header_at(addr: usize) -> Option<&'static Header> {
     for i in (0..n).rev() {
         let base = ARENAS.base[i].load(Ordering::Relaxed);
         let off = addr.wrapping_sub(base);
-        if off < ARENAS.len[i].load(Ordering::Relaxed) * size {
+        if off < ARENAS.bytes[i].load(Ordering::Relaxed) {
             if off % size != 0 {
                 return None;
             }
@@ -176,7 +177,7 @@ fn new_arena() -> &'static [Header] {
             .collect(),
     );
     ARENAS.base[i].store(arena.as_ptr() as usize, Ordering::Relaxed);
-    ARENAS.len[i].store(len, Ordering::Relaxed);
+    ARENAS.bytes[i].store(std::mem::size_of_val(arena), Ordering::Relaxed);
     ARENAS.count.store(i + 1, Ordering::Release);
     arena
 }
@@ -262,12 +263,17 @@ pub fn lookup<H>(handle: *mut H, kind: Kind) -> Result<Object, CapiError> {
     }
 }
 
-/// The objects of two handles (the buffer and queue of a command).
-pub fn lookup2<A, B>(a: *mut A, ka: Kind, b: *mut B, kb: Kind) -> Result<(Object, Object), CapiError> {
-    if a.is_null() || b.is_null() {
-        return Err(CapiError::NullHandle);
+/// Reads the object of a handle in place, under its header's lock, without
+/// cloning it: `f` copies out what it needs, so a command takes no
+/// reference count for an object whose few words it uses (a queue, a
+/// direct buffer). `f` runs with the header's spin lock held: it must not
+/// touch another handle or block.
+#[inline]
+pub fn read<H, R>(handle: *mut H, kind: Kind, f: impl FnOnce(&Object) -> Option<R>) -> Result<R, CapiError> {
+    match &header(handle, kind)?.slot.lock().obj {
+        Some(o) if o.kind() == kind => f(o).ok_or(CapiError::Invalid(kind)),
+        _ => Err(CapiError::Invalid(kind)),
     }
-    Ok((lookup(a, ka)?, lookup(b, kb)?))
 }
 
 /// Adds a reference.
@@ -286,6 +292,13 @@ pub fn retain<H>(handle: *mut H, kind: Kind) -> Result<(), CapiError> {
 /// header is then emptied and quarantined). `permanent` handles (adapter,
 /// platforms, root devices) never go away.
 pub fn release<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiError> {
+    release_inline(handle, kind)
+}
+
+/// [`release`], inlined into its caller: for `urEventRelease`, once per
+/// command, where the object handed back is matched at once.
+#[inline(always)]
+pub fn release_inline<H>(handle: *mut H, kind: Kind) -> Result<Option<Object>, CapiError> {
     let mut slot = header(handle, kind)?.slot.lock();
     let permanent = match &slot.obj {
         Some(o) if o.kind() == kind => o.permanent(),
@@ -318,17 +331,19 @@ pub fn ref_count<H>(handle: *mut H, kind: Kind) -> Result<u32, CapiError> {
 pub trait FromObject: Sized {
     /// The handle kind.
     const KIND: Kind;
-    /// The typed object, if `o` is one.
-    fn from_object(o: Object) -> Option<Self>;
+    /// A copy of the typed object, if `o` is one (a reference count taken
+    /// for an `Arc`, plain data copied).
+    fn from_ref(o: &Object) -> Option<Self>;
 }
 
 macro_rules! from_object {
     ($($t:ty => $variant:ident),* $(,)?) => {$(
         impl FromObject for $t {
             const KIND: Kind = Kind::$variant;
-            fn from_object(o: Object) -> Option<Self> {
+            #[inline]
+            fn from_ref(o: &Object) -> Option<Self> {
                 match o {
-                    Object::$variant(x) => Some(x),
+                    Object::$variant(x) => Some(x.clone()),
                     _ => None,
                 }
             }
@@ -348,19 +363,18 @@ from_object! {
     Arc<Kernel> => Kernel,
 }
 
-/// The objects of handles `a` and `b` as an `A` and a `B` (one table
-/// lookup), or the `INVALID_*` error of the first that is not.
+/// The objects of handles `a` and `b` as an `A` and a `B`, or the
+/// `INVALID_*` error of the first that is not.
 pub fn get2<A: FromObject, B: FromObject, HA, HB>(a: *mut HA, b: *mut HB) -> Result<(A, B), CapiError> {
-    let (oa, ob) = lookup2(a, A::KIND, b, B::KIND)?;
-    let a = A::from_object(oa).ok_or(CapiError::Invalid(A::KIND))?;
-    let b = B::from_object(ob).ok_or(CapiError::Invalid(B::KIND))?;
-    Ok((a, b))
+    if a.is_null() || b.is_null() {
+        return Err(CapiError::NullHandle);
+    }
+    Ok((get(a)?, get(b)?))
 }
 
 /// The object of handle `h` as a `T`, or the `INVALID_*` error of `T`'s kind.
 pub fn get<T: FromObject, H>(h: *mut H) -> Result<T, CapiError> {
-    let o = lookup(h, T::KIND)?;
-    T::from_object(o).ok_or(CapiError::Invalid(T::KIND))
+    read(h, T::KIND, T::from_ref)
 }
 
 #[cfg(test)]
@@ -448,6 +462,38 @@ mod tests {
             CapiError::NullHandle
         );
         assert_eq!(release(h, Kind::Context).map(|o| o.is_some()), Ok(true));
+    }
+
+    #[test]
+    fn reading_in_place_copies_out_only_from_a_live_header_of_the_kind() {
+        crate::ddi::table();
+        let ctx = some_context();
+        let h = register::<u8>(Object::Context(ctx.clone()));
+        let id = |o: &Object| match o {
+            Object::Context(c) => Some(c.id),
+            _ => None,
+        };
+        assert_eq!(read(h, Kind::Context, id), Ok(ctx.id));
+        assert_eq!(Arc::strong_count(&ctx), 2, "a read takes no reference");
+        // The wrong kind, an object `f` refuses, a foreign address.
+        assert_eq!(read(h, Kind::Queue, id), Err(CapiError::Invalid(Kind::Queue)));
+        assert_eq!(
+            read(h, Kind::Context, |_| None::<()>),
+            Err(CapiError::Invalid(Kind::Context))
+        );
+        let mut local = 0u64;
+        let foreign: *mut u8 = (&mut local as *mut u64).cast();
+        assert_eq!(read(foreign, Kind::Context, id), Err(CapiError::Invalid(Kind::Context)));
+        assert_eq!(
+            read(std::ptr::null_mut::<u8>(), Kind::Context, id),
+            Err(CapiError::NullHandle)
+        );
+        // Released: invalid, and `f` never sees the emptied header.
+        assert!(release(h, Kind::Context).unwrap().is_some());
+        assert_eq!(
+            read(h, Kind::Context, |_| -> Option<()> { panic!("read a released header") }),
+            Err(CapiError::Invalid(Kind::Context))
+        );
     }
 
     #[test]

@@ -40,8 +40,9 @@ use ur_api::{BufferId, EventId, Location};
 use ur_memory_manager::{Access, Acquired, LogicalBuffer, MemoryManager, MmError, Place};
 
 use crate::conv::CapiError;
-use crate::objects::{Context, Mem, Queue};
+use crate::objects::{Context, Kind, Mem, Object, Queue};
 use crate::state::state;
+use crate::sys::{ur_context_handle_t, ur_mem_handle_t};
 
 pub use crate::objects::Backing;
 
@@ -89,6 +90,62 @@ pub fn create(mm: &Arc<MemoryManager>, size: usize, init: Option<&[u8]>) -> Resu
     })
 }
 
+/// A command's memory object as the command uses it, copied out of its
+/// handle under the header's lock ([`MemArg::of`]): a direct buffer is the
+/// few words a command reads (no reference count taken and dropped per
+/// command: the runtime buffer is released by `urMemRelease` whoever holds
+/// the object, and the runtime checks the buffer id itself, so a buffer
+/// released meanwhile is an `INVALID_*` answer either way); a managed one
+/// is its object, whose manager the command acquires through.
+#[derive(Debug, Clone)]
+pub enum MemArg {
+    /// A runtime buffer of a one-device context.
+    Direct {
+        /// The runtime buffer (or sub-buffer).
+        id: BufferId,
+        /// Its context's handle.
+        context: ur_context_handle_t,
+        /// Size in bytes.
+        size: usize,
+    },
+    /// A range of a logical buffer of the context's memory manager.
+    Managed(Arc<Mem>),
+}
+
+impl MemArg {
+    /// The memory object of handle `m`, or `INVALID_MEM_OBJECT`.
+    #[inline]
+    pub fn of(m: ur_mem_handle_t) -> Result<MemArg, CapiError> {
+        crate::handles::read(m, Kind::Mem, |o| match o {
+            Object::Mem(mem) => Some(match mem.backing {
+                Backing::Direct(id) => MemArg::Direct {
+                    id,
+                    context: mem.context.0,
+                    size: mem.size,
+                },
+                Backing::Managed { .. } => MemArg::Managed(mem.clone()),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        match self {
+            MemArg::Direct { size, .. } => *size,
+            MemArg::Managed(m) => m.size,
+        }
+    }
+
+    /// The object of a managed buffer (`None` for a direct one).
+    pub fn managed(&self) -> Option<&Mem> {
+        match self {
+            MemArg::Direct { .. } => None,
+            MemArg::Managed(m) => Some(m),
+        }
+    }
+}
+
 /// The buffer operands of one command and what it holds for them.
 #[derive(Debug)]
 pub struct Prepared {
@@ -134,6 +191,25 @@ impl Prepared {
         }
     }
 
+    /// [`Prepared::operand`] of a memory object as a command has it
+    /// ([`MemArg`]).
+    #[inline]
+    pub fn arg(
+        &mut self,
+        q: &Queue,
+        m: &MemArg,
+        access: Access,
+        range: Range<usize>,
+    ) -> Result<(BufferId, usize), CapiError> {
+        match m {
+            MemArg::Direct { id, context, .. } => {
+                same_context_handle(q, *context)?;
+                Ok((*id, 0))
+            }
+            MemArg::Managed(m) => self.operand(q, m, access, range),
+        }
+    }
+
     /// [`Prepared::operand`] of a managed buffer: acquired at the queue's
     /// location, its ready event added to the wait list.
     #[inline(never)]
@@ -162,13 +238,22 @@ impl Prepared {
     }
 
     /// Hands the accesses back after `cmd` (the command's event, which
-    /// stays the caller's) and releases the ready events.
-    #[inline]
-    pub fn finish(mut self, cmd: EventId) {
-        if let Some(held) = &mut self.held {
-            for (_, g) in std::mem::take(&mut held.guards) {
-                g.release_after(cmd);
-            }
+    /// stays the caller's) and releases the ready events; a command on
+    /// direct operands only drops its wait list.
+    #[inline(always)]
+    pub fn finish(self, cmd: EventId) {
+        let Prepared { wait, held } = self;
+        drop(wait);
+        if let Some(mut held) = held {
+            Self::finish_held(&mut held, cmd);
+        }
+    }
+
+    /// [`Prepared::finish`] of a command with managed operands.
+    #[inline(never)]
+    fn finish_held(held: &mut Held, cmd: EventId) {
+        for (_, g) in std::mem::take(&mut held.guards) {
+            g.release_after(cmd);
         }
     }
 
@@ -194,9 +279,15 @@ impl Drop for Held {
 /// any adapter sees the command: the native adapter would otherwise run
 /// it, OpenCL refuse it.
 pub fn same_context(q: &Queue, m: &Mem) -> Result<(), CapiError> {
+    same_context_handle(q, m.context.0)
+}
+
+/// [`same_context`] for a memory object of context handle `context`.
+#[inline]
+fn same_context_handle(q: &Queue, context: ur_context_handle_t) -> Result<(), CapiError> {
     // The UR context handles: a context over several runtimes has one
     // runtime context per runtime, and its queues each use their device's.
-    if m.context.0 == q.context.0 {
+    if context == q.context.0 {
         Ok(())
     } else {
         Err(CapiError::WrongContext)

@@ -29,7 +29,23 @@ use crate::sys::*;
 /// # Safety
 ///
 /// `list` is null or valid for reads of `n` handles.
+#[inline]
 pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<Vec<EventId>, CapiError> {
+    // The common command waits for nothing: no call, no list.
+    if n == 0 && list.is_null() {
+        return Ok(Vec::new());
+    }
+    // SAFETY: forwarded contract.
+    unsafe { deps_some(q, n, list) }
+}
+
+/// [`deps`] of a wait list that is not empty (or is malformed).
+///
+/// # Safety
+///
+/// As [`deps`].
+#[inline(never)]
+unsafe fn deps_some(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<Vec<EventId>, CapiError> {
     // SAFETY: forwarded contract.
     let hs = unsafe { wait_list(n, list) }?;
     let mut mine = Vec::with_capacity(hs.len());
@@ -236,7 +252,7 @@ pub unsafe extern "C" fn urEventRetain(e: ur_event_handle_t) -> ur_result_t {
 /// See the module docs.
 pub unsafe extern "C" fn urEventRelease(e: ur_event_handle_t) -> ur_result_t {
     entry(|| {
-        if let Some(Object::Event(Event { id: Some(id), .. })) = handles::release(e, Kind::Event)? {
+        if let Some(Object::Event(Event { id: Some(id), .. })) = handles::release_inline(e, Kind::Event)? {
             state().rt.release_event(id)?;
         }
         Ok(())
