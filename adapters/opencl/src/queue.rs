@@ -250,7 +250,9 @@ pub(crate) fn submit(
     // Numbers must follow queue order, so enqueue and count under the lock.
     let mut deps = q.shared.progress.deps.lock();
     let cl = f(q.raw(), n, w)?;
-    let seq = q.shared.progress.enqueued.fetch_add(1, Ordering::AcqRel) + 1;
+    // Only written under `deps`: a load and a store, no read-modify-write.
+    let seq = q.shared.progress.enqueued.load(Ordering::Relaxed) + 1;
+    q.shared.progress.enqueued.store(seq, Ordering::Release);
     for e in wait {
         if let Some(eq) = &e.queue {
             if !Arc::ptr_eq(eq, &q.shared) && eq.progress.done.load(Ordering::Acquire) < e.seq {
