@@ -49,6 +49,13 @@ pub(crate) struct Progress {
     deps: Mutex<Vec<(u64, Arc<Progress>, u64)>>,
 }
 
+impl Progress {
+    /// Whether commands up to number `seq` are known complete.
+    fn completed(&self, seq: u64) -> bool {
+        self.done.load(Ordering::Acquire) >= seq
+    }
+}
+
 /// Records that command `seq` of a queue completed: so did every earlier
 /// command of that (in-order) queue, and every command they waited on.
 fn mark_done(progress: &Arc<Progress>, seq: u64) {
@@ -113,7 +120,7 @@ impl QueueShared {
     /// free: dpctl frees after its commands were waited for).
     pub(crate) fn finish(&self) -> Result<()> {
         let upto = self.progress.enqueued.load(Ordering::Acquire);
-        if self.own && self.progress.done.load(Ordering::Acquire) >= upto {
+        if self.own && self.progress.completed(upto) {
             return Ok(());
         }
         // A marker waited for, not `clFinish`: rusticl 22.3's `clFinish`
@@ -276,7 +283,7 @@ pub(crate) fn submit(
     q.shared.progress.enqueued.store(seq, Ordering::Release);
     for e in wait {
         if let Some(eq) = &e.queue {
-            if !Arc::ptr_eq(eq, &q.shared) && eq.progress.done.load(Ordering::Acquire) < e.seq {
+            if !Arc::ptr_eq(eq, &q.shared) && !eq.progress.completed(e.seq) {
                 deps.push((seq, eq.progress.clone(), e.seq));
             }
         }
@@ -295,8 +302,8 @@ pub(crate) fn submit(
 /// or found complete) and so is every event in `wait`. The queue's lock is
 /// held across the copy, so a command another thread enqueues meanwhile is
 /// ordered after it. Returns an event already complete (an OpenCL user
-/// event set to `CL_COMPLETE`, numbered as the queue's last known-complete
-/// command, so waiting on it settles nothing new), or `None` where the
+/// event set to `CL_COMPLETE`, numbered as the queue's last command, known
+/// complete, so waiting on it settles nothing new), or `None` where the
 /// command must be enqueued. The one difference a caller can see: the
 /// event's native handle is a user event (`CL_COMMAND_USER`, no queue).
 ///
@@ -310,18 +317,15 @@ pub(crate) fn run_on_idle(
     wait: &[&Event],
     copy: impl FnOnce(),
 ) -> Result<Option<Event>> {
-    let known_done = |e: &&Event| {
-        e.queue
-            .as_ref()
-            .is_some_and(|eq| eq.progress.done.load(Ordering::Acquire) >= e.seq)
-    };
+    let known_done = |e: &&Event| e.queue.as_ref().is_some_and(|eq| eq.progress.completed(e.seq));
     if !wait.iter().all(known_done) {
         return Ok(None);
     }
     let progress = &q.shared.progress;
     let deps = progress.deps.lock();
-    let done = progress.done.load(Ordering::Acquire);
-    if progress.enqueued.load(Ordering::Acquire) > done {
+    // Under `deps`, no command can be added meanwhile.
+    let last = progress.enqueued.load(Ordering::Acquire);
+    if !progress.completed(last) {
         return Ok(None);
     }
     // A runtime that cannot make the event gets the command instead.
@@ -335,7 +339,7 @@ pub(crate) fn run_on_idle(
     Ok(Some(Event {
         cl,
         queue: Some(q.shared.clone()),
-        seq: done,
+        seq: last,
     }))
 }
 
@@ -352,7 +356,7 @@ fn event_status(e: &Event) -> Result<EventStatus> {
         EventStatus::Failed(_) => {}
         // Known complete, but the runtime has not updated the status yet:
         // waiting returns at once and makes it do so.
-        _ if queue.progress.done.load(Ordering::Acquire) >= e.seq => {
+        _ if queue.progress.completed(e.seq) => {
             check3(e.cl.wait())?;
             return Ok(conv::event_status(check3(e.cl.command_execution_status())?.0));
         }
