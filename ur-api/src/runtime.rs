@@ -252,18 +252,19 @@ impl Runtime {
     /// or its device lost), reporting the first failure: a failure of one
     /// adapter's events does not cut the wait for another's short.
     pub fn wait(&self, events: &[EventId]) -> Result<()> {
+        let Some(first) = events.first() else {
+            return Ok(());
+        };
+        // All of one adapter (the usual case): one pass, no per-adapter copy.
+        if events.iter().all(|e| e.adapter_id() == first.adapter_id()) {
+            return self.adapter_of(*first)?.wait(events);
+        }
         if events.iter().any(|e| self.adapter_of(*e).is_err()) {
             return Err(Error::InvalidHandle {
                 kind: HandleKind::Event,
             });
         }
-        // All of one adapter (the usual case): no per-adapter copy.
-        if let Some(first) = events.first() {
-            if events.iter().all(|e| e.adapter_id() == first.adapter_id()) {
-                return self.adapter_of(*first)?.wait(events);
-            }
-        }
-        let mut first = Ok(());
+        let mut result = Ok(());
         for a in &self.adapters {
             let mine: Vec<EventId> = events
                 .iter()
@@ -272,12 +273,12 @@ impl Runtime {
                 .collect();
             if !mine.is_empty() {
                 let r = a.wait(&mine);
-                if first.is_ok() {
-                    first = r;
+                if result.is_ok() {
+                    result = r;
                 }
             }
         }
-        first
+        result
     }
 
     dyn_entry_points!(runtime_forwarders);

@@ -69,7 +69,9 @@ fn mark_done(progress: &Arc<Progress>, seq: u64) {
 
 /// Raises `p`'s known-complete mark to `s` and queues the edges it settles.
 fn follow(p: &Progress, s: u64, todo: &mut Vec<(Arc<Progress>, u64)>) {
-    if p.done.fetch_max(s, Ordering::AcqRel) >= s {
+    // A plain load first: a wait marks each of its events, most already
+    // covered by a later one of the same queue (no read-modify-write then).
+    if p.completed(s) || p.done.fetch_max(s, Ordering::AcqRel) >= s {
         return;
     }
     let mut deps = p.deps.lock();
