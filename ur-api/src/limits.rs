@@ -259,6 +259,11 @@ pub enum NativeOf {
     Kernel(crate::KernelId),
     /// An event.
     Event(crate::EventId),
+    /// The backend queue an event's command was enqueued on (for an event
+    /// adopted from the backend, the queue the backend reports for it);
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for an event of no
+    /// queue.
+    EventQueue(crate::EventId),
 }
 
 /// An adapter object whose native handle is asked for.
@@ -277,6 +282,8 @@ pub enum NativeObj<'a, A: crate::adapter::Api + ?Sized> {
     Kernel(&'a A::Kernel),
     /// An event.
     Event(&'a A::Event),
+    /// The backend queue of an event (see [`NativeOf::EventQueue`]).
+    EventQueue(&'a A::Event),
 }
 
 impl<A: crate::adapter::Api + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
@@ -289,6 +296,7 @@ impl<A: crate::adapter::Api + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
             NativeObj::Program(_) => "Program",
             NativeObj::Kernel(_) => "Kernel",
             NativeObj::Event(_) => "Event",
+            NativeObj::EventQueue(_) => "EventQueue",
         })
     }
 }

@@ -163,7 +163,7 @@ impl Runtime {
             NativeOf::Queue(h) => self.adapter_of(h)?,
             NativeOf::Program(h) => self.adapter_of(h)?,
             NativeOf::Kernel(h) => self.adapter_of(h)?,
-            NativeOf::Event(h) => self.adapter_of(h)?,
+            NativeOf::Event(h) | NativeOf::EventQueue(h) => self.adapter_of(h)?,
         };
         adapter.native_handle(of)
     }

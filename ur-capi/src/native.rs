@@ -336,8 +336,12 @@ pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
 /// from `urEventGetNativeHandle` or made itself) of the context's backend
 /// context, which the runtime adopts (`Runtime::create_event_from_native`):
 /// the event is waited for, queried and put in wait lists as a command's
-/// event is; it has no queue and no profiling information, and reports
-/// `UR_COMMAND_EVENTS_WAIT` as its command. `pProperties->isNativeHandleOwned`
+/// event is; it has no profiling information and reports
+/// `UR_COMMAND_EVENTS_WAIT` as its command. Its queue
+/// (`UR_EVENT_INFO_COMMAND_QUEUE`) is a new queue handle over the backend
+/// queue the backend reports for it (OpenCL: `CL_EVENT_COMMAND_QUEUE`),
+/// held by the event and released with it; null for an event of no queue
+/// (a user event) or of a queue that cannot be adopted (out of order). `pProperties->isNativeHandleOwned`
 /// passes the caller's reference to it (released with the event's last
 /// release); without properties, or not owned, the runtime takes a
 /// reference of its own. An event of another backend context is
@@ -367,11 +371,13 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
             Some(unsafe { adopt(&c, native, owned) }?)
         };
         let context = id.map_or(c.id, |(_, part)| part);
+        let queue = id.map_or(std::ptr::null_mut(), |(e, _)| adopted_event_queue(&c, ctx, e));
         let h = register(Object::Event(Event {
             id: id.map(|(e, _)| e),
             context: (ctx, context),
-            queue: std::ptr::null_mut(),
+            queue,
             command: UR_COMMAND_EVENTS_WAIT,
+            holds_queue: !queue.is_null(),
             host_ts: 0,
         }));
         // SAFETY: non-null and writable (module contract).
@@ -405,36 +411,69 @@ pub unsafe extern "C" fn urQueueCreateWithNativeHandle(
         if out.is_null() {
             return Err(CapiError::NullPointer);
         }
-        let devices = if dev.is_null() {
-            c.devices.clone()
-        } else {
+        if !dev.is_null() {
             get::<DeviceId, _>(dev)?;
-            vec![dev]
-        };
+        }
         // SAFETY: null or a live properties struct (module contract).
         let owned = !props.is_null() && unsafe { (*props).isNativeHandleOwned };
-        let rt = &state().rt;
-        let mut last = CapiError::InvalidValue;
-        for d in devices {
-            let id = get::<DeviceId, _>(d)?;
-            let part = c.part_of(id);
-            // SAFETY: a live backend queue (module contract).
-            let handle = unsafe { NativeHandle::new(native as u64) };
-            match rt.create_queue_from_native(part, id, handle, owned) {
-                Ok(q) => {
-                    let h = register(Object::Queue(Queue {
-                        id: q,
-                        context: (ctx, part),
-                        device: d,
-                        flags: 0,
-                    }));
-                    // SAFETY: non-null and writable (module contract).
-                    return unsafe { put_required(out, h) };
-                }
-                Err(e) => last = e.into(),
+        // SAFETY: a live backend queue (module contract).
+        let h = unsafe { adopt_queue(&c, ctx, dev, native, owned) }?;
+        // SAFETY: non-null and writable (module contract).
+        unsafe { put_required(out, h) }
+    })
+}
+
+/// A new queue handle of context `c` (handle `ctx`) over backend queue
+/// `native`, on `dev`, or with `dev` null on the context's device the
+/// backend queue runs on (the first whose adapter takes it).
+///
+/// # Safety
+///
+/// `native` names a live backend queue.
+unsafe fn adopt_queue(
+    c: &Context,
+    ctx: ur_context_handle_t,
+    dev: ur_device_handle_t,
+    native: ur_native_handle_t,
+    owned: bool,
+) -> Result<ur_queue_handle_t, CapiError> {
+    let devices = if dev.is_null() { c.devices.clone() } else { vec![dev] };
+    let rt = &state().rt;
+    let mut last = CapiError::InvalidValue;
+    for d in devices {
+        let id = get::<DeviceId, _>(d)?;
+        let part = c.part_of(id);
+        // SAFETY: a live backend queue (the caller's promise).
+        let handle = unsafe { NativeHandle::new(native as u64) };
+        match rt.create_queue_from_native(part, id, handle, owned) {
+            Ok(q) => {
+                return Ok(register(Object::Queue(Queue {
+                    id: q,
+                    context: (ctx, part),
+                    device: d,
+                    flags: 0,
+                })))
             }
+            Err(e) => last = e.into(),
         }
-        Err(last)
+    }
+    Err(last)
+}
+
+/// The queue handle of an adopted event: a new one over the backend queue
+/// the backend reports for it, or null where it reports none (a user
+/// event) or the queue cannot be adopted (an out-of-order one).
+fn adopted_event_queue(c: &Context, ctx: ur_context_handle_t, event: ur_api::EventId) -> ur_queue_handle_t {
+    let made = state()
+        .rt
+        .native_handle(NativeOf::EventQueue(event))
+        .map_err(CapiError::from)
+        // SAFETY: the live event's own backend queue, which the backend
+        // keeps alive while the event is; adopting it takes a reference.
+        .and_then(|q| unsafe { adopt_queue(c, ctx, std::ptr::null_mut(), q.raw() as ur_native_handle_t, false) });
+    made.unwrap_or_else(|err| {
+        tracing::debug!(error = ?err, "an adopted event's queue is not reported");
+        std::ptr::null_mut()
     })
 }
 

@@ -100,6 +100,10 @@ pub struct Event {
     pub queue: ur_queue_handle_t,
     /// What command made it.
     pub command: ur_command_t,
+    /// `queue` is a handle the event made for itself (an adopted event's
+    /// queue over its backend queue, [`crate::native`]) and holds a
+    /// reference on, given back with the event's last release.
+    pub holds_queue: bool,
     /// Host time ([`crate::device::now_ns`]) when the event was handed out:
     /// the anchor that puts the device's profiling times on the clock of
     /// `urDeviceGetGlobalTimestamps` (see `urEventGetProfilingInfo`); taken

@@ -100,6 +100,7 @@ pub unsafe fn done(
         context: q.context,
         queue: qh,
         command,
+        holds_queue: false,
         host_ts,
     }));
     // SAFETY: non-null and writable by the caller's promise.
@@ -159,15 +160,19 @@ pub unsafe extern "C" fn urQueueRetain(q: ur_queue_handle_t) -> ur_result_t {
 ///
 /// See the module docs.
 pub unsafe extern "C" fn urQueueRelease(q: ur_queue_handle_t) -> ur_result_t {
-    entry(|| {
-        if let Some(Object::Queue(queue)) = handles::release(q, Kind::Queue)? {
-            let rt = &state().rt;
-            let finished = rt.finish(queue.id);
-            rt.release_queue(queue.id)?;
-            finished?;
-        }
-        Ok(())
-    })
+    entry(|| release_queue(q, true))
+}
+
+/// Gives back one reference of queue handle `q`; the last releases the
+/// queue (its pending commands still run), first finishing it if `finish`.
+fn release_queue(q: ur_queue_handle_t, finish: bool) -> Result<(), CapiError> {
+    if let Some(Object::Queue(queue)) = handles::release(q, Kind::Queue)? {
+        let rt = &state().rt;
+        let finished = if finish { rt.finish(queue.id) } else { Ok(()) };
+        rt.release_queue(queue.id)?;
+        finished?;
+    }
+    Ok(())
 }
 
 /// `urQueueGetInfo`.
@@ -252,8 +257,16 @@ pub unsafe extern "C" fn urEventRetain(e: ur_event_handle_t) -> ur_result_t {
 /// See the module docs.
 pub unsafe extern "C" fn urEventRelease(e: ur_event_handle_t) -> ur_result_t {
     entry(|| {
-        if let Some(Object::Event(Event { id: Some(id), .. })) = handles::release_inline(e, Kind::Event)? {
-            state().rt.release_event(id)?;
+        if let Some(Object::Event(ev)) = handles::release_inline(e, Kind::Event)? {
+            let released = ev.id.map_or(Ok(()), |id| state().rt.release_event(id));
+            // Not finished: the queue is the program's own backend queue,
+            // whose commands are none of this release's business.
+            if ev.holds_queue {
+                if let Err(err) = release_queue(ev.queue, false) {
+                    tracing::warn!(error = ?err, "releasing an adopted event's queue");
+                }
+            }
+            released?;
         }
         Ok(())
     })

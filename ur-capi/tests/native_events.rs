@@ -3,8 +3,10 @@
 //! `urEventGetNativeHandle`) becomes a second UR event that is waited for,
 //! queried and put in a wait list, and whose release gives back exactly
 //! the reference it took (checked with `clGetEventInfo` where the OpenCL
-//! loader can be opened here); an event of another context is refused;
-//! the native device cannot adopt events.
+//! loader can be opened here); its queue is a queue handle over the
+//! command's `cl_command_queue`, held by the adopted event and given back
+//! with it; an event of another context is refused; the native device
+//! cannot adopt events.
 
 #![allow(missing_docs)]
 
@@ -30,10 +32,12 @@ fn platforms() -> Vec<Plat> {
 struct Cl {
     _lib: libloading::Library,
     get_event_info: unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mut usize) -> i32,
+    get_queue_info: unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mut usize) -> i32,
     retain_event: unsafe extern "C" fn(*mut c_void) -> i32,
 }
 
 const CL_EVENT_REFERENCE_COUNT: u32 = 0x11D2;
+const CL_QUEUE_REFERENCE_COUNT: u32 = 0x1092;
 
 impl Cl {
     fn open() -> Option<Cl> {
@@ -46,10 +50,12 @@ impl Cl {
             // SAFETY: the OpenCL 1.0 signatures of these entry points.
             unsafe {
                 let get_event_info = *lib.get(b"clGetEventInfo\0").ok()?;
+                let get_queue_info = *lib.get(b"clGetCommandQueueInfo\0").ok()?;
                 let retain_event = *lib.get(b"clRetainEvent\0").ok()?;
                 return Some(Cl {
                     _lib: lib,
                     get_event_info,
+                    get_queue_info,
                     retain_event,
                 });
             }
@@ -71,6 +77,23 @@ impl Cl {
             )
         };
         assert_eq!(r, 0, "clGetEventInfo(CL_EVENT_REFERENCE_COUNT)");
+        n
+    }
+
+    /// `CL_QUEUE_REFERENCE_COUNT` of a live `cl_command_queue`.
+    fn queue_refcount(&self, q: ur_native_handle_t) -> u32 {
+        let mut n = 0u32;
+        // SAFETY: a live queue; a 4-byte output for a `cl_uint` property.
+        let r = unsafe {
+            (self.get_queue_info)(
+                q as *mut c_void,
+                CL_QUEUE_REFERENCE_COUNT,
+                4,
+                (&mut n as *mut u32).cast(),
+                null_mut(),
+            )
+        };
+        assert_eq!(r, 0, "clGetCommandQueueInfo(CL_QUEUE_REFERENCE_COUNT)");
         n
     }
 }
@@ -126,6 +149,34 @@ fn adopt(native: ur_native_handle_t, c: ur_context_handle_t, owned: Option<bool>
     (r, e)
 }
 
+fn queue_native(q: ur_queue_handle_t) -> ur_native_handle_t {
+    let mut h = 0;
+    // SAFETY: a live queue and out-pointer; no properties.
+    ok(
+        unsafe { t().Queue.pfnGetNativeHandle.unwrap()(q, null_mut(), &mut h) },
+        "urQueueGetNativeHandle",
+    );
+    h
+}
+
+fn event_queue(e: ur_event_handle_t) -> ur_queue_handle_t {
+    let mut q = null_mut::<ur_queue_handle_t_>();
+    // SAFETY: a live event; an output of the property's size.
+    ok(
+        unsafe {
+            t().Event.pfnGetInfo.unwrap()(
+                e,
+                UR_EVENT_INFO_COMMAND_QUEUE,
+                size_of::<ur_queue_handle_t>(),
+                (&mut q as *mut ur_queue_handle_t).cast(),
+                null_mut(),
+            )
+        },
+        "urEventGetInfo(COMMAND_QUEUE)",
+    );
+    q
+}
+
 fn release_event(e: ur_event_handle_t) {
     // SAFETY: a live event, released once here.
     ok(unsafe { t().Event.pfnRelease.unwrap()(e) }, "urEventRelease");
@@ -171,6 +222,53 @@ fn opencl_events_are_adopted_from_their_native_handles() {
                 );
                 let native = native_of(write);
                 assert_ne!(native, 0, "{}", what("a command's cl_event"));
+                // Its queue: a handle of ours over the command's
+                // cl_command_queue, held by the adopted event and given back
+                // with it (counted with the write complete and nothing else
+                // enqueued meanwhile, so the OpenCL runtime's own
+                // references do not change).
+                ok(t.Event.pfnWait.unwrap()(1, &write), &what("urEventWait(write)"));
+                let cl_queue = queue_native(q);
+                let queue_refs = cl.as_ref().map(|cl| cl.queue_refcount(cl_queue));
+                let (r, first) = adopt(native, c, None);
+                ok(r, &what("urEventCreateWithNativeHandle(cl_event)"));
+                let its_queue = event_queue(first);
+                assert!(!its_queue.is_null(), "{}", what("an adopted event's queue"));
+                assert_ne!(its_queue, q, "{}", what("a queue handle of its own"));
+                assert_eq!(
+                    queue_native(its_queue),
+                    cl_queue,
+                    "{}",
+                    what("the same cl_command_queue")
+                );
+                assert_eq!(
+                    event_queue(first),
+                    its_queue,
+                    "{}",
+                    what("the same queue handle each time")
+                );
+                release_event(first);
+                let mut refs = 0u32;
+                assert_eq!(
+                    t.Queue.pfnGetInfo.unwrap()(
+                        its_queue,
+                        UR_QUEUE_INFO_REFERENCE_COUNT,
+                        4,
+                        (&mut refs as *mut u32).cast(),
+                        null_mut()
+                    ),
+                    UR_RESULT_ERROR_INVALID_QUEUE,
+                    "{}",
+                    what("the adopted event's queue after its release")
+                );
+                if let (Some(cl), Some(n)) = (&cl, queue_refs) {
+                    assert_eq!(
+                        cl.queue_refcount(cl_queue),
+                        n,
+                        "{}",
+                        what("queue references given back")
+                    );
+                }
                 // Not owned (no properties): the runtime takes its own
                 // reference (counted below, once the command is complete and
                 // the OpenCL runtime holds none of its own any more).

@@ -582,6 +582,6 @@ impl ur_api::adapter::Devices for crate::OpenClAdapter {
     }
 
     fn native_handle(&self, obj: NativeObj<'_, Self>) -> Result<NativeHandle> {
-        Ok(crate::program::native_handle(obj))
+        crate::program::native_handle(obj)
     }
 }

@@ -308,7 +308,7 @@ impl FailedEntries {
 }
 
 /// The raw handles of this adapter's objects.
-pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> NativeHandle {
+pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> Result<NativeHandle> {
     let raw = match obj {
         NativeObj::Platform(p) => p.cl.id() as u64,
         NativeObj::Device(d) => d.id.0 as u64,
@@ -317,9 +317,13 @@ pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> NativeHandle {
         NativeObj::Program(p) => p.raw.0 as u64,
         NativeObj::Kernel(k) => k.cl.lock().get() as u64,
         NativeObj::Event(e) => e.cl.get() as u64,
+        NativeObj::EventQueue(e) => {
+            e.native_queue()
+                .ok_or_else(|| Error::unsupported("the queue of an event enqueued on none"))? as u64
+        }
     };
     // SAFETY: a live object of this adapter, the backend's own handle.
-    unsafe { NativeHandle::new(raw) }
+    Ok(unsafe { NativeHandle::new(raw) })
 }
 
 /// `CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL` (`cl_intel_required_subgroup_size`).

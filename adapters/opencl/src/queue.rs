@@ -176,6 +176,15 @@ pub struct Event {
     seq: u64,
 }
 
+impl Event {
+    /// The OpenCL queue its command was enqueued on: the queue it was
+    /// recorded on, or for an adopted event the one OpenCL reports for it
+    /// (`CL_EVENT_COMMAND_QUEUE`); `None` for a user event.
+    pub(crate) fn native_queue(&self) -> Option<cl_command_queue> {
+        self.queue.as_ref().map(|q| q.cl.get())
+    }
+}
+
 /// Creates an in-order queue, with the 2.0 entry point where the device has it.
 pub(crate) fn create_raw_queue(
     ctx: &ContextInner,

@@ -2,8 +2,10 @@
 //! (`Runtime::create_event_from_native`): on every OpenCL device, a
 //! command's event of one queue, adopted unflushed, orders a copy on
 //! another queue, is waited for, reports its status and context, and is
-//! released on its own; another context's event is refused. A user
-//! event (no queue), adopted owned, gates a command until it is set.
+//! released on its own; its backend queue (`NativeOf::EventQueue`) is the
+//! command's, as is the command event's; another context's event is
+//! refused. A user event (no queue), adopted owned, gates a command until
+//! it is set, and has no backend queue to report.
 
 mod common;
 
@@ -29,6 +31,9 @@ fn adopted_events_order_wait_and_release() {
         assert_ne!(adopted, w);
         assert_eq!(rt.event_context(adopted).unwrap(), ctx);
         assert_eq!(rt.native_handle(NativeOf::Event(adopted)).unwrap(), native);
+        let q1_native = rt.native_handle(NativeOf::Queue(q1)).unwrap();
+        assert_eq!(rt.native_handle(NativeOf::EventQueue(w)).unwrap(), q1_native);
+        assert_eq!(rt.native_handle(NativeOf::EventQueue(adopted)).unwrap(), q1_native);
         assert!(matches!(
             rt.event_profiling(adopted),
             Err(Error::ProfilingUnavailable(_))
@@ -79,6 +84,10 @@ fn adopted_user_events_have_no_queue_and_gate_commands() {
             .create_event_from_native(ctx, unsafe { NativeHandle::new(user as u64) }, true)
             .unwrap();
         assert_ne!(rt.event_status(adopted).unwrap(), EventStatus::Complete);
+        assert!(matches!(
+            rt.native_handle(NativeOf::EventQueue(adopted)),
+            Err(Error::Unsupported { .. })
+        ));
         let n = 4096;
         let data = pattern(n, 9);
         let b = rt.create_buffer(ctx, &BufferDesc::new(n), None).unwrap();

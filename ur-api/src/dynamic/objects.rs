@@ -372,6 +372,10 @@ impl<A: Adapter> AdapterHost<A> {
                 drop(t);
                 self.with_events(&[e], |es| self.adapter.native_handle(NativeObj::Event(es[0])))
             }
+            NativeOf::EventQueue(e) => {
+                drop(t);
+                self.with_events(&[e], |es| self.adapter.native_handle(NativeObj::EventQueue(es[0])))
+            }
         }
     }
 
