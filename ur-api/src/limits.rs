@@ -182,6 +182,10 @@ pub struct DeviceLimits {
     pub printf_buffer_size: usize,
     /// How the device can be split into sub-devices.
     pub partition: crate::PartitionCaps,
+    /// The device's universally unique id where the backend reports one
+    /// (OpenCL's `CL_DEVICE_UUID_KHR`, `cl_khr_device_uuid`): the same
+    /// device through another API reports the same bytes.
+    pub uuid: Option<[u8; 16]>,
 }
 
 impl DeviceLimits {

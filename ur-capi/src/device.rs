@@ -227,6 +227,11 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         UR_DEVICE_INFO_PRINTF_BUFFER_SIZE => out.value(l.printf_buffer_size),
         UR_DEVICE_INFO_PARENT_DEVICE => out.value(dev.parent.as_ref().map_or(0, |p| p.0) as ur_device_handle_t),
         UR_DEVICE_INFO_COMPOSITE_DEVICE => out.value::<ur_device_handle_t>(std::ptr::null_mut()),
+        // An optional query: answered where the backend reports the id.
+        UR_DEVICE_INFO_UUID => match &l.uuid {
+            Some(uuid) => out.bytes(uuid),
+            None => Err(CapiError::UnsupportedEnumeration),
+        },
         UR_DEVICE_INFO_SUPPORTED_PARTITIONS => out.array(&partition::supported(l.partition.kinds)),
         UR_DEVICE_INFO_PARTITION_TYPE => match &dev.parent {
             Some((_, how)) => out.array(&partition::properties(how)),

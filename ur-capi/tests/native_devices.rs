@@ -6,7 +6,8 @@
 //! wrapped twice), a sub-device's with one more reference; unknown native
 //! handles, a null adapter or a null out-pointer are refused; the native
 //! device has no native handle to give. A backend queue becomes a queue of
-//! ours that runs commands, in its own context only.
+//! ours that runs commands, in its own context only. A device's UUID is the
+//! one its OpenCL runtime reports, where it reports one.
 
 #![allow(missing_docs)]
 
@@ -254,4 +255,76 @@ fn queues_come_back_from_their_native_handles() {
         assert!(adopted > 0, "UR_REQUIRE_OPENCL is set but no OpenCL queue was adopted");
     }
     eprintln!("{adopted} backend queues adopted");
+}
+
+/// `clGetDeviceInfo` through the OpenCL ICD loader the adapter uses, if it
+/// opens here.
+fn cl_device_uuid(native: ur_native_handle_t) -> Option<[u8; 16]> {
+    const CL_DEVICE_UUID_KHR: u32 = 0x106A;
+    type GetDeviceInfo =
+        unsafe extern "C" fn(*mut std::ffi::c_void, u32, usize, *mut std::ffi::c_void, *mut usize) -> i32;
+    for name in ["libOpenCL.so.1", "libOpenCL.so"] {
+        // SAFETY: the system's OpenCL ICD loader, whose initialisers are
+        // the ones the adapter runs when it opens it.
+        let Ok(lib) = (unsafe { libloading::Library::new(name) }) else {
+            continue;
+        };
+        // SAFETY: the OpenCL 1.0 signature of `clGetDeviceInfo`.
+        let get: libloading::Symbol<'_, GetDeviceInfo> = unsafe { lib.get(b"clGetDeviceInfo\0") }.ok()?;
+        let mut uuid = [0u8; 16];
+        // SAFETY: a live device; a 16-byte output for `CL_DEVICE_UUID_KHR`.
+        let r = unsafe {
+            get(
+                native as *mut _,
+                CL_DEVICE_UUID_KHR,
+                16,
+                uuid.as_mut_ptr().cast(),
+                null_mut(),
+            )
+        };
+        assert_eq!(r, 0, "clGetDeviceInfo(CL_DEVICE_UUID_KHR)");
+        return Some(uuid);
+    }
+    None
+}
+
+/// `UR_DEVICE_INFO_UUID`: a device whose OpenCL runtime has
+/// `cl_khr_device_uuid` answers the 16 bytes OpenCL reports for it; one
+/// without (PoCL, rusticl, the native device) answers the query as
+/// unsupported (UR lists it as optional), never made-up bytes.
+#[test]
+fn device_uuids_are_the_backends_own() {
+    let t = capi::table();
+    let mut with_uuid = 0;
+    for p in capi::platforms_with_host() {
+        for &d in &p.devices {
+            // SAFETY: a device of this library; the property is a string.
+            let ext = unsafe { capi::device_array::<u8>(t, d, UR_DEVICE_INFO_EXTENSIONS) };
+            let ext = String::from_utf8_lossy(&ext);
+            let listed = ext.split([' ', '\0']).any(|e| e == "cl_khr_device_uuid");
+            let mut uuid = [0u8; 16];
+            let mut size = 0usize;
+            // SAFETY: a live device; a 16-byte output and a size out-pointer.
+            let r = unsafe {
+                t.Device.pfnGetInfo.unwrap()(d, UR_DEVICE_INFO_UUID, 16, uuid.as_mut_ptr().cast(), &mut size)
+            };
+            if !listed {
+                assert_eq!(
+                    r, UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
+                    "{}: no UUID to report",
+                    p.name
+                );
+                continue;
+            }
+            ok(r, &format!("{}: urDeviceGetInfo(UUID)", p.name));
+            assert_eq!(size, 16, "{}", p.name);
+            // SAFETY: a device of this library.
+            let native = unsafe { native_of_device(t, d) }.expect("an OpenCL device has a native handle");
+            if let Some(theirs) = cl_device_uuid(native) {
+                assert_eq!(uuid, theirs, "{}: the UUID OpenCL reports", p.name);
+            }
+            with_uuid += 1;
+        }
+    }
+    eprintln!("{with_uuid} devices with a UUID");
 }

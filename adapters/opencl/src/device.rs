@@ -323,6 +323,7 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
     } else {
         FpCaps::empty()
     };
+    let uuid = has("cl_khr_device_uuid").then(|| d.uuid_khr().ok()).flatten();
     let v3 = version >= (3, 0);
     let (atomic_orders, atomic_scopes) = conv::atomic_caps(v3.then(|| d.atomic_memory_capabilities().ok()).flatten());
     let (fence_orders, fence_scopes) = conv::atomic_caps(v3.then(|| d.atomic_fence_capabilities().ok()).flatten());
@@ -413,6 +414,7 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
             0
         },
         partition: partition_caps(d, version),
+        uuid,
     }
 }
 
