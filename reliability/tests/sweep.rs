@@ -346,6 +346,7 @@ fn rows() -> Vec<Row> {
         both!("release_queue", [Queue], |a, h, m| a.release_queue(h.q)),
         both!("flush", [Queue], |a, h, m| a.flush(h.q)),
         both!("finish", [Queue], |a, h, m| a.finish(h.q)),
+        both!("queue_empty", [Queue], |a, h, m| a.queue_empty(h.q)),
         both!("event_status", [Event], |a, h, m| a.event_status(h.ev)),
         both!("wait", [Event], |a, h, m| a.wait(&[h.ev])),
         rt_only!("complete", [Event], |rt, h, m| rt.complete(h.ev)),

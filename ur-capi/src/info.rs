@@ -74,6 +74,12 @@ impl Out {
         Ok(Out { size, value, size_ret })
     }
 
+    /// Whether the caller asked for the value, not only its size (an
+    /// answer that costs a runtime call need not be computed for a size).
+    pub fn wants_value(&self) -> bool {
+        !self.value.is_null()
+    }
+
     /// Answers with raw bytes.
     pub fn bytes(&self, b: &[u8]) -> Result<(), CapiError> {
         // SAFETY: `size_ret` is null or writable (constructor contract).

@@ -175,7 +175,11 @@ fn release_queue(q: ur_queue_handle_t, finish: bool) -> Result<(), CapiError> {
     Ok(())
 }
 
-/// `urQueueGetInfo`.
+/// `urQueueGetInfo`. `UR_QUEUE_INFO_EMPTY` is a snapshot: whether every
+/// command enqueued so far has ended (`Runtime::queue_empty`: exact on the
+/// native and OpenCL adapters' own idle queues, else a marker is enqueued
+/// and whether it already completed is the answer, as UR's OpenCL adapter
+/// does); asking only its size enqueues nothing.
 ///
 /// # Safety
 ///
@@ -194,6 +198,9 @@ pub unsafe extern "C" fn urQueueGetInfo(
             UR_QUEUE_INFO_DEVICE => out.value(q.device),
             UR_QUEUE_INFO_FLAGS => out.value(q.flags),
             UR_QUEUE_INFO_REFERENCE_COUNT => out.value(ref_count(qh, Kind::Queue)?),
+            // Only the size asked: no probe of the queue.
+            UR_QUEUE_INFO_EMPTY if !out.wants_value() => out.boolean(false),
+            UR_QUEUE_INFO_EMPTY => out.boolean(state().rt.queue_empty(q.id)?),
             _ => Err(CapiError::UnsupportedEnumeration),
         })
     }

@@ -839,3 +839,45 @@ fn host_to_host_memcpy_needs_no_usm() {
         release(c, q);
     }
 }
+
+/// `UR_QUEUE_INFO_EMPTY` (UR's `urQueueGetInfoTest.SuccessEmptyQueue`
+/// asks for its size): a `ur_bool_t`, true on a new queue and on one whose
+/// commands were finished, on every device.
+#[test]
+fn queues_answer_whether_they_are_empty() {
+    let t = t();
+    for p in platforms() {
+        let (c, q) = context_queue(&p.devices[..1]);
+        let empty = |what: &str| {
+            let (mut v, mut size): (ur_bool_t, usize) = (0, 0);
+            // SAFETY: a live queue; a `ur_bool_t` output of its size.
+            let r = unsafe {
+                t.Queue.pfnGetInfo.unwrap()(
+                    q,
+                    UR_QUEUE_INFO_EMPTY,
+                    size_of::<ur_bool_t>(),
+                    (&raw mut v).cast(),
+                    &mut size,
+                )
+            };
+            ok(r, &format!("{}: urQueueGetInfo(EMPTY) {what}", p.name));
+            assert_eq!(size, size_of::<ur_bool_t>(), "{}", p.name);
+            v == 1
+        };
+        assert!(empty("on a new queue"), "{}: a new queue is empty", p.name);
+        let b = buffer(c, UR_MEM_FLAG_READ_WRITE, 4096);
+        let data = [7u8; 4096];
+        // SAFETY: live handles; `data` outlives the blocking write.
+        unsafe {
+            ok(
+                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, false, 0, 4096, data.as_ptr().cast(), 0, null(), null_mut()),
+                "urEnqueueMemBufferWrite",
+            );
+            ok(t.Queue.pfnFinish.unwrap()(q), "urQueueFinish");
+        }
+        assert!(empty("after a finish"), "{}: finished work leaves it empty", p.name);
+        // SAFETY: a buffer of this test, released once.
+        ok(unsafe { t.Mem.pfnRelease.unwrap()(b) }, "urMemRelease");
+        release(c, q);
+    }
+}

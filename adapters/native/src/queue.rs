@@ -229,6 +229,13 @@ impl NativeQueue {
         self.submit(wait, Command::Marker)
     }
 
+    /// Whether everything enqueued so far has ended (failed commands
+    /// included).
+    pub(crate) fn is_empty(&self) -> bool {
+        let last = self.submitter.lock().last;
+        self.timeline.is_done(last)
+    }
+
     /// Waits for everything enqueued so far (failed commands included).
     pub(crate) fn finish(&self) -> Result<()> {
         let last = self.submitter.lock().last;
@@ -338,6 +345,10 @@ impl ur_api::adapter::Commands for crate::NativeAdapter {
 
     fn finish(&self, queue: &NativeQueue) -> Result<()> {
         queue.finish()
+    }
+
+    fn queue_empty(&self, queue: &NativeQueue) -> Result<bool> {
+        Ok(queue.is_empty())
     }
 
     fn event_status(&self, event: &NativeEvent) -> Result<EventStatus> {

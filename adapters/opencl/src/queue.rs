@@ -116,6 +116,26 @@ impl QueueShared {
         Ok(())
     }
 
+    /// Whether every command of the queue has ended: at once where the
+    /// adapter made the queue and knows them all complete, else whether a
+    /// marker enqueued now (and flushed) is already complete, as UR's own
+    /// OpenCL adapter answers.
+    fn empty(&self) -> Result<bool> {
+        let upto = self.progress.enqueued.load(Ordering::Acquire);
+        if self.own && self.progress.completed(upto) {
+            return Ok(true);
+        }
+        // SAFETY: a marker with no wait list on a live queue.
+        let marker = raw_event(unsafe { cq::enqueue_marker_with_wait_list(self.cl.get(), 0, ptr::null()) })?;
+        self.flush()?;
+        let status = check3(marker.command_execution_status())?.0;
+        if status == cl3::event::CL_COMPLETE {
+            mark_done(&self.progress, upto);
+        }
+        // A negative status: a command failed, which also ended it.
+        Ok(status == cl3::event::CL_COMPLETE || status < 0)
+    }
+
     /// `clFinish`, recording that everything before it is complete; none
     /// on the adapter's own queue whose every command is known complete
     /// (the dyn layer finishes every queue of a context on each cached USM
@@ -444,6 +464,10 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
 
     fn flush(&self, q: &Queue) -> Result<()> {
         q.shared.flush()
+    }
+
+    fn queue_empty(&self, q: &Queue) -> Result<bool> {
+        q.shared.empty()
     }
 
     fn finish(&self, q: &Queue) -> Result<()> {

@@ -4,6 +4,8 @@
 //! directly, and finishing it waits for them, on rusticl too (whose own
 //! `clFinish` returns before a non-blocking read's bytes arrive: replace
 //! `rt.finish(aq)` below with `clFinish` on the raw queue and rusticl fails).
+//! `queue_empty` tells a queue holding a command gated by an unset user
+//! event from one whose commands have all ended.
 
 mod common;
 
@@ -83,6 +85,40 @@ fn finish_waits_for_every_command_of_the_queue() {
         rt.release_event(w).unwrap();
         rt.release_buffer(b).unwrap();
         rt.release_queue(aq).unwrap();
+        rt.release_queue(q).unwrap();
+        rt.release_context(ctx).unwrap();
+    }
+}
+
+#[test]
+fn queue_empty_tells_pending_from_ended_commands() {
+    let Some(rt) = runtime("queue_empty") else { return };
+    for d in rt.all_devices() {
+        let name = rt.device_info(d).unwrap().name;
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        assert!(rt.queue_empty(q).unwrap(), "{name}: a new queue");
+        // A write gated by a user event that is not set yet.
+        let raw_ctx = rt.native_handle(NativeOf::Context(ctx)).unwrap().raw();
+        let user = cl3::event::create_user_event(raw_ctx as cl3::types::cl_context).unwrap();
+        // SAFETY: a live event of the context; owned: its reference passes on.
+        let gate = rt
+            .create_event_from_native(ctx, unsafe { NativeHandle::new(user as u64) }, true)
+            .unwrap();
+        let data = pattern(4096, 3);
+        let b = rt.create_buffer(ctx, &BufferDesc::new(data.len()), None).unwrap();
+        // SAFETY: `data` outlives the write, waited for below.
+        let src = unsafe { HostPtr::new(data.as_ptr().cast_mut(), data.len()) };
+        let w = rt.enqueue_write(q, b, 0, src, &[gate]).unwrap();
+        assert!(!rt.queue_empty(q).unwrap(), "{name}: a command waits for the gate");
+        assert!(!rt.queue_empty(q).unwrap(), "{name}: and still does");
+        cl3::event::set_user_event_status(user, cl3::event::CL_COMPLETE).unwrap();
+        rt.wait(&[w]).unwrap();
+        assert!(rt.queue_empty(q).unwrap(), "{name}: every command ended");
+        for e in [gate, w] {
+            rt.release_event(e).unwrap();
+        }
+        rt.release_buffer(b).unwrap();
         rt.release_queue(q).unwrap();
         rt.release_context(ctx).unwrap();
     }

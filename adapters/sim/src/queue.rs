@@ -183,6 +183,12 @@ impl SimQueue {
         Ok(SimEvent(event, LiveEvent::new(&self.device)))
     }
 
+    /// Whether everything enqueued so far has ended (its last command).
+    pub(crate) fn is_empty(&self) -> bool {
+        let last = self.last.lock().clone();
+        last.is_none_or(|e| matches!(e.status(), EventStatus::Complete | EventStatus::Failed(_)))
+    }
+
     /// Waits for everything enqueued so far.
     pub(crate) fn finish(&self) -> Result<()> {
         let last = self.last.lock().clone();
@@ -240,6 +246,10 @@ impl ur_api::adapter::Commands for crate::SimAdapter {
 
     fn finish(&self, queue: &SimQueue) -> Result<()> {
         queue.finish()
+    }
+
+    fn queue_empty(&self, queue: &SimQueue) -> Result<bool> {
+        Ok(queue.is_empty())
     }
 
     fn event_status(&self, event: &SimEvent) -> Result<EventStatus> {

@@ -10,6 +10,7 @@ cases!(
         create_and_release,
         location_names_context_and_device,
         flush_then_finish_completes_work,
+        empty_when_idle_and_after_finish,
         in_order_execution,
         two_queues_share_a_context,
         profiling_queue,
@@ -45,6 +46,22 @@ fn flush_then_finish_completes_work(env: &DeviceEnv<'_>) -> TestResult {
     env.rt.finish(q)?;
     ensure_eq!(env.rt.event_status(e)?, EventStatus::Complete);
     check_bytes("after finish", &env.read_all(q, b, data.len())?, &data)
+}
+
+/// `queue_empty` on the idle cases every adapter can reach (a command held
+/// pending needs a backend's gate: the OpenCL adapter's tests use a user
+/// event): a new queue, and one whose work was finished.
+fn empty_when_idle_and_after_finish(env: &DeviceEnv<'_>) -> TestResult {
+    let (ctx, q) = env.setup()?;
+    ensure_eq!(env.rt.queue_empty(q)?, true);
+    let data = bytes(1 << 16, 42);
+    let b = env.buffer(ctx, data.len())?;
+    // SAFETY: `data` outlives the write, which completes at `finish` below.
+    let src = unsafe { HostPtr::new(data.as_ptr().cast_mut(), data.len()) };
+    env.track(env.rt.enqueue_write(q, b, 0, src, &[])?);
+    env.rt.finish(q)?;
+    ensure_eq!(env.rt.queue_empty(q)?, true);
+    Ok(())
 }
 
 fn in_order_execution(env: &DeviceEnv<'_>) -> TestResult {

@@ -62,6 +62,22 @@ pub trait Commands: Api {
     /// An event that completes when everything before it (and `wait`) has.
     fn enqueue_barrier(&self, queue: &Self::Queue, wait: &[&Self::Event]) -> Result<Self::Event>;
 
+    /// Whether every command enqueued on the queue so far has ended
+    /// (completed or failed): a snapshot, which a command enqueued
+    /// meanwhile makes stale. Default: a barrier is enqueued and flushed,
+    /// and the answer is whether it has already ended (the queue is in
+    /// order, so it ends after everything before it); a backend that has
+    /// not run the barrier yet makes the answer `false`. An adapter that
+    /// knows its queue is idle answers without one.
+    fn queue_empty(&self, queue: &Self::Queue) -> Result<bool> {
+        let probe = self.enqueue_barrier(queue, &[])?;
+        self.flush(queue)?;
+        Ok(matches!(
+            self.event_status(&probe)?,
+            EventStatus::Complete | EventStatus::Failed(_)
+        ))
+    }
+
     /// An event of `ctx` over an event the caller got from the backend
     /// itself (`handle`, e.g. an OpenCL `cl_event`): it is waited for,
     /// queried and put in wait lists like the adapter's own events. The

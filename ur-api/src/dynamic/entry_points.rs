@@ -113,6 +113,9 @@ macro_rules! dyn_entry_points {
             [routed(queue)] fn flush(&self, queue: QueueId) -> Result<()>;
             /// Waits for all work on the queue.
             [routed(queue)] fn finish(&self, queue: QueueId) -> Result<()>;
+            /// Whether every command enqueued on the queue so far has ended
+            /// (a snapshot; see [`Commands::queue_empty`](crate::adapter::Commands::queue_empty)).
+            [routed(queue)] fn queue_empty(&self, queue: QueueId) -> Result<bool>;
 
             /// Status of an event.
             [routed(event)] fn event_status(&self, event: EventId) -> Result<EventStatus>;

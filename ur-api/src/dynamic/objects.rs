@@ -230,6 +230,11 @@ impl<A: Adapter> AdapterHost<A> {
         self.adapter.finish(&q.obj)
     }
 
+    pub(super) fn queue_empty(&self, queue: QueueId) -> Result<bool> {
+        let q = self.queue(&self.tables.read(), queue)?;
+        self.adapter.queue_empty(&q.obj)
+    }
+
     /// Runs `f` on borrowed events of this adapter, as one operation of
     /// their lanes' grace (see [`Held`]): a concurrent release cannot drop
     /// them under `f`.
