@@ -234,6 +234,22 @@ impl Runtime {
         self.adapter_of(*first)?.create_context(devices)
     }
 
+    /// A context over a context got from the backend itself (an OpenCL
+    /// `cl_context`) and `devices` of it, which must all be the backend
+    /// context's; a reference of its own is taken unless `owned`.
+    pub fn create_context_from_native(
+        &self,
+        devices: &[DeviceId],
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<ContextId> {
+        let first = devices
+            .first()
+            .ok_or_else(|| Error::invalid("a context needs at least one device"))?;
+        self.adapter_of(*first)?
+            .create_context_from_native(devices, handle, owned)
+    }
+
     /// The connection between two locations; `None` across adapters.
     pub fn memory_connection(&self, src: Location, dst: Location) -> Result<MemoryConnection> {
         let a = self.adapter_of(src)?;

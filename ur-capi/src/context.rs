@@ -48,16 +48,6 @@ pub unsafe extern "C" fn urContextCreate(
             .map(|h| get::<DeviceId, _>(*h))
             .collect::<Result<Vec<_>, _>>()?;
         let rt = &state().rt;
-        // The devices' records (registered with their handles), not a
-        // fresh copy of each description.
-        let records = ids
-            .iter()
-            .map(|d| crate::state::device(*d))
-            .collect::<Result<Vec<_>, _>>()?;
-        let max_alloc = records.iter().map(|r| r.info.max_alloc_size).min().unwrap_or(0);
-        let use_host_ptr = records
-            .first()
-            .is_some_and(|r| r.info.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR));
         // One runtime context per runtime platform (one, except in the one
         // platform over every runtime).
         let mut groups: Vec<(ur_api::PlatformId, Vec<ur_api::DeviceId>)> = Vec::new();
@@ -80,18 +70,37 @@ pub unsafe extern "C" fn urContextCreate(
                 }
             }
         }
-        let id = parts[0].0;
-        let h = register(Object::Context(Arc::new(Context {
-            id,
-            parts,
-            devices: hs.to_vec(),
-            mm: std::sync::OnceLock::new(),
-            max_alloc,
-            use_host_ptr,
-        })));
+        let h = register_context(hs, parts)?;
         // SAFETY: checked non-null above; writable by the module contract.
         unsafe { put_required(out, h) }
     })
+}
+
+/// Registers a context handle over runtime contexts `parts` (one per
+/// runtime platform, with their devices) of devices `hs`.
+pub fn register_context(
+    hs: &[ur_device_handle_t],
+    parts: Vec<(ur_api::ContextId, Vec<ur_api::DeviceId>)>,
+) -> Result<ur_context_handle_t, CapiError> {
+    // The devices' records (registered with their handles), not a fresh
+    // copy of each description.
+    let records = parts
+        .iter()
+        .flat_map(|(_, ds)| ds)
+        .map(|d| crate::state::device(*d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let max_alloc = records.iter().map(|r| r.info.max_alloc_size).min().unwrap_or(0);
+    let use_host_ptr = records
+        .first()
+        .is_some_and(|r| r.info.caps.contains(ur_api::DeviceCaps::USE_HOST_PTR));
+    Ok(register(Object::Context(Arc::new(Context {
+        id: parts[0].0,
+        parts,
+        devices: hs.to_vec(),
+        mm: std::sync::OnceLock::new(),
+        max_alloc,
+        use_host_ptr,
+    }))))
 }
 
 /// `urContextRetain`.

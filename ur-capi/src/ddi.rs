@@ -138,6 +138,7 @@ fn build() -> ur_dditable_t {
     t.Platform.pfnCreateWithNativeHandle = Some(native::urPlatformCreateWithNativeHandle);
     t.Device.pfnCreateWithNativeHandle = Some(native::urDeviceCreateWithNativeHandle);
     t.Queue.pfnCreateWithNativeHandle = Some(native::urQueueCreateWithNativeHandle);
+    t.Context.pfnCreateWithNativeHandle = Some(native::urContextCreateWithNativeHandle);
     t.Context.pfnGetNativeHandle = Some(native::urContextGetNativeHandle);
     t.Queue.pfnGetNativeHandle = Some(native::urQueueGetNativeHandle);
     t.Program.pfnGetNativeHandle = Some(native::urProgramGetNativeHandle);

@@ -385,6 +385,54 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
     })
 }
 
+/// `urContextCreateWithNativeHandle`: a context over the backend context
+/// `native` (OpenCL: a `cl_context`) and the `n` devices given, each one of
+/// its devices (`INVALID_VALUE` otherwise, and for an empty list: the
+/// devices are not guessed from the native handle), all of one runtime
+/// platform. Its native handle is `native` again. With
+/// `isNativeHandleOwned` the caller's reference passes to the context
+/// (released with it); without properties, or not owned, the runtime takes
+/// a reference of its own. Adapters that cannot adopt contexts (native,
+/// sim) answer `UNSUPPORTED_FEATURE`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urContextCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    adapter: ur_adapter_handle_t,
+    n: u32,
+    devices: *const ur_device_handle_t,
+    props: *const ur_context_native_properties_t,
+    out: *mut ur_context_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        crate::handles::lookup(adapter, crate::conv::Kind::Adapter)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if n == 0 || devices.is_null() {
+            return Err(CapiError::InvalidValue);
+        }
+        // SAFETY: `devices` holds `n` handles (module contract).
+        let hs = unsafe { std::slice::from_raw_parts(devices, n as usize) };
+        let ids = hs
+            .iter()
+            .map(|h| get::<DeviceId, _>(*h))
+            .collect::<Result<Vec<_>, _>>()?;
+        // SAFETY: null or a live properties struct (module contract).
+        let owned = !props.is_null() && unsafe { (*props).isNativeHandleOwned };
+        // SAFETY: a live backend context (module contract).
+        let handle = unsafe { NativeHandle::new(native as u64) };
+        let c = state().rt.create_context_from_native(&ids, handle, owned)?;
+        let h = crate::context::register_context(hs, vec![(c, ids)]).inspect_err(|_| {
+            let _ = state().rt.release_context(c);
+        })?;
+        // SAFETY: non-null and writable (module contract).
+        unsafe { put_required(out, h) }
+    })
+}
+
 /// `urQueueCreateWithNativeHandle`: a queue of context `ctx` over the
 /// backend queue `native` (OpenCL: an in-order `cl_command_queue` of the
 /// context's `cl_context`), on `dev`, or with no device given on the

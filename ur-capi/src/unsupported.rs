@@ -178,10 +178,6 @@ pub const REASONS: &[(&str, &str)] = &[
     ),
     ("urEnqueueEventsWaitWithBarrierExt", "barrier properties: not modelled"),
     (
-        "urContextCreateWithNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
         "urMemBufferCreateWithNativeHandle",
         "native handles: the runtime hides its backends' objects by design",
     ),

@@ -1,12 +1,13 @@
-//! Platforms, devices and queues from their native handles
+//! Platforms, devices, contexts and queues from their native handles
 //! (`urPlatformCreateWithNativeHandle`, `urDeviceCreateWithNativeHandle`,
-//! `urQueueCreateWithNativeHandle`):
+//! `urContextCreateWithNativeHandle`, `urQueueCreateWithNativeHandle`):
 //! on every OpenCL platform, the `cl_platform_id` / `cl_device_id` our
 //! handles answer come back as the same handles (a backend object is never
 //! wrapped twice), a sub-device's with one more reference; unknown native
 //! handles, a null adapter or a null out-pointer are refused; the native
-//! device has no native handle to give. A backend queue becomes a queue of
-//! ours that runs commands, in its own context only. A device's UUID is the
+//! device has no native handle to give. A backend context becomes a context
+//! of ours over the devices given, a backend queue a queue of ours; both run
+//! commands (a queue in its own context only). A device's UUID is the
 //! one its OpenCL runtime reports, where it reports one.
 
 #![allow(missing_docs)]
@@ -327,4 +328,124 @@ fn device_uuids_are_the_backends_own() {
         }
     }
     eprintln!("{with_uuid} devices with a UUID");
+}
+
+/// `urContextCreateWithNativeHandle`: on every OpenCL device, our
+/// context's `cl_context` becomes a second context handle over the same
+/// backend context and the device given, which answers that device and
+/// that native handle and runs a queue; no device or a null out-pointer is
+/// refused; the native device has no backend context to adopt.
+#[test]
+fn contexts_come_back_from_their_native_handles() {
+    let t = capi::table();
+    // SAFETY: this library's table.
+    let adapter = unsafe { capi::adapter(t) };
+    let mut adopted = 0;
+    for p in capi::platforms_with_host() {
+        let d = p.devices[0];
+        // SAFETY: handles of this library and live out-pointers throughout.
+        unsafe {
+            let (c, q) = context_queue(t, d);
+            let mut native = 0;
+            let r = t.Context.pfnGetNativeHandle.unwrap()(c, &mut native);
+            let mut out = null_mut();
+            if p.backend != UR_BACKEND_OPENCL {
+                assert_eq!(r, UR_RESULT_ERROR_UNSUPPORTED_FEATURE, "{}", p.name);
+                assert_eq!(
+                    t.Context.pfnCreateWithNativeHandle.unwrap()(0x10, adapter, 1, &d, null(), &mut out),
+                    UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
+                    "{}: no backend contexts to adopt",
+                    p.name
+                );
+            } else {
+                ok(r, "urContextGetNativeHandle");
+                assert_eq!(
+                    t.Context.pfnCreateWithNativeHandle.unwrap()(native, adapter, 0, null(), null(), &mut out),
+                    UR_RESULT_ERROR_INVALID_VALUE,
+                    "{}: the devices are not guessed",
+                    p.name
+                );
+                assert_eq!(
+                    t.Context.pfnCreateWithNativeHandle.unwrap()(native, adapter, 1, &d, null(), null_mut()),
+                    UR_RESULT_ERROR_INVALID_NULL_POINTER,
+                    "{}",
+                    p.name
+                );
+                let mut ac = null_mut();
+                ok(
+                    t.Context.pfnCreateWithNativeHandle.unwrap()(native, adapter, 1, &d, null(), &mut ac),
+                    &format!("{}: urContextCreateWithNativeHandle", p.name),
+                );
+                assert_ne!(ac, c, "a context handle of its own");
+                let mut devs = [null_mut::<ur_device_handle_t_>(); 2];
+                let mut size = 0usize;
+                ok(
+                    t.Context.pfnGetInfo.unwrap()(
+                        ac,
+                        UR_CONTEXT_INFO_DEVICES,
+                        size_of_val(&devs),
+                        devs.as_mut_ptr().cast(),
+                        &mut size,
+                    ),
+                    "urContextGetInfo(DEVICES)",
+                );
+                assert_eq!((size, devs[0]), (size_of::<ur_device_handle_t>(), d), "{}", p.name);
+                let mut back = 0;
+                ok(
+                    t.Context.pfnGetNativeHandle.unwrap()(ac, &mut back),
+                    "urContextGetNativeHandle",
+                );
+                assert_eq!(back, native, "{}: the same cl_context", p.name);
+                // It runs commands: a queue of it writes and reads back.
+                let mut aq = null_mut();
+                ok(
+                    t.Queue.pfnCreate.unwrap()(ac, d, null(), &mut aq),
+                    "urQueueCreate(adopted)",
+                );
+                let mut b = null_mut();
+                ok(
+                    t.Mem.pfnBufferCreate.unwrap()(ac, UR_MEM_FLAG_READ_WRITE, 64, null(), &mut b),
+                    "urMemBufferCreate",
+                );
+                let data = [9u8; 64];
+                let mut got = [0u8; 64];
+                ok(
+                    t.Enqueue.pfnMemBufferWrite.unwrap()(
+                        aq,
+                        b,
+                        true,
+                        0,
+                        64,
+                        data.as_ptr().cast(),
+                        0,
+                        null(),
+                        null_mut(),
+                    ),
+                    "write",
+                );
+                ok(
+                    t.Enqueue.pfnMemBufferRead.unwrap()(
+                        aq,
+                        b,
+                        true,
+                        0,
+                        64,
+                        got.as_mut_ptr().cast(),
+                        0,
+                        null(),
+                        null_mut(),
+                    ),
+                    "read",
+                );
+                assert_eq!(got, data, "{}", p.name);
+                ok(t.Mem.pfnRelease.unwrap()(b), "release");
+                ok(t.Queue.pfnRelease.unwrap()(aq), "release");
+                ok(t.Context.pfnRelease.unwrap()(ac), "release");
+                adopted += 1;
+            }
+            ok(t.Queue.pfnRelease.unwrap()(q), "release");
+            ok(t.Context.pfnRelease.unwrap()(c), "release");
+        }
+    }
+    eprintln!("{adopted} contexts adopted");
 }

@@ -13,7 +13,7 @@ use ur_api::{
     PartitionCaps, PlatformInfo, ProgramFormats, Result, UsmCaps, UsmKind, VectorWidths,
 };
 
-use crate::conv::{self, check3};
+use crate::conv::{self, check, check3};
 use crate::ext::{self, IntelUsm};
 use crate::queue::QueueShared;
 use crate::spirv::Translator;
@@ -477,6 +477,28 @@ pub(crate) fn memory_connection(src: (&Context, &Device), dst: (&Context, &Devic
     }
 }
 
+/// The adapter's context over an OpenCL context of `devices`.
+fn context_over(cl: opencl3::context::Context, devices: &[&Device]) -> Context {
+    Context(Arc::new(ContextInner {
+        cl,
+        devices: devices.iter().map(|d| d.id).collect(),
+        helpers: Mutex::new(HashMap::new()),
+        queues: Mutex::new(Vec::new()),
+        versions: devices.iter().map(|d| d.version).collect(),
+        intel: devices.iter().map(|d| d.intel).reduce(|a, b| a.and(b)).flatten(),
+        placement_refused: std::sync::atomic::AtomicBool::new(false),
+        translator: devices
+            .iter()
+            .map(|d| d.translator.clone())
+            .reduce(|a, b| a.and(b))
+            .flatten(),
+        failed_builds: crate::program::FailedBuilds::default(),
+        host_memory: devices
+            .iter()
+            .all(|d| d.info.device_type == DeviceType::Cpu && d.info.host_unified_memory),
+    }))
+}
+
 impl ur_api::adapter::Devices for crate::OpenClAdapter {
     fn backend(&self) -> Backend {
         Backend::OpenCl
@@ -539,24 +561,30 @@ impl ur_api::adapter::Devices for crate::OpenClAdapter {
             None,
             std::ptr::null_mut(),
         ))?;
-        Ok(Context(Arc::new(ContextInner {
-            cl,
-            devices: devices.iter().map(|d| d.id).collect(),
-            helpers: Mutex::new(HashMap::new()),
-            queues: Mutex::new(Vec::new()),
-            versions: devices.iter().map(|d| d.version).collect(),
-            intel: devices.iter().map(|d| d.intel).reduce(|a, b| a.and(b)).flatten(),
-            placement_refused: std::sync::atomic::AtomicBool::new(false),
-            translator: devices
-                .iter()
-                .map(|d| d.translator.clone())
-                .reduce(|a, b| a.and(b))
-                .flatten(),
-            failed_builds: crate::program::FailedBuilds::default(),
-            host_memory: devices
-                .iter()
-                .all(|d| d.info.device_type == DeviceType::Cpu && d.info.host_unified_memory),
-        })))
+        Ok(context_over(cl, devices))
+    }
+
+    /// A `cl_context` the caller made: every device given must be one of
+    /// its devices (`CL_CONTEXT_DEVICES`); retained unless `owned`.
+    fn context_from_native(&self, devices: &[&Device], handle: ur_api::NativeHandle, owned: bool) -> Result<Context> {
+        let raw = handle.raw() as cl_context;
+        if raw.is_null() {
+            return Err(ur_api::Error::invalid("a null context handle"));
+        }
+        let theirs = check(cl3::context::get_context_info(raw, cl3::context::CL_CONTEXT_DEVICES))?;
+        let theirs: Vec<isize> = theirs.into();
+        if let Some(d) = devices.iter().find(|d| !theirs.contains(&(d.id.0 as isize))) {
+            return Err(ur_api::Error::invalid(format!(
+                "{} is not a device of the native context",
+                d.info.name
+            )));
+        }
+        if !owned {
+            // SAFETY: a live context (the handle's contract).
+            check(unsafe { cl3::context::retain_context(raw) })?;
+        }
+        let ids: Vec<cl_device_id> = devices.iter().map(|d| d.id.0).collect();
+        Ok(context_over(opencl3::context::Context::new(raw, &ids), devices))
     }
 
     /// The connection between two (context, device) locations.

@@ -33,6 +33,22 @@ pub trait Devices: Api {
     /// device twice).
     fn create_context(&self, devices: &[&Self::Device]) -> Result<Self::Context>;
 
+    /// A context over a context the caller got from the backend itself
+    /// (`handle`, e.g. an OpenCL `cl_context`) and `devices` of it (at least
+    /// one, no device twice, each a device of the backend context, else
+    /// [`Error::InvalidValue`](crate::Error)). The adapter takes a
+    /// reference of its own unless `owned`. Default: backend contexts
+    /// cannot be adopted.
+    fn context_from_native(
+        &self,
+        devices: &[&Self::Device],
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<Self::Context> {
+        let _ = (devices, handle, owned);
+        Err(Error::unsupported("contexts from native handles"))
+    }
+
     /// Can memory allocated at `src` be used at `dst`? Directional. The dyn
     /// layer asks this before letting any buffer or USM allocation be used
     /// at another location than its own, so the answer must be true to the

@@ -60,6 +60,10 @@ macro_rules! dyn_entry_points {
 
             /// Creates a context over devices of one platform.
             [hand_written] fn create_context(&self, devices: &[DeviceId]) -> Result<ContextId>;
+            /// A context over a context got from the backend itself and
+            /// `devices` of it ([`Devices::context_from_native`](crate::adapter::Devices::context_from_native));
+            /// a reference of its own is taken unless `owned`.
+            [hand_written] fn create_context_from_native(&self, devices: &[DeviceId], handle: NativeHandle, owned: bool) -> Result<ContextId>;
             /// The devices of a context.
             [routed(context)] fn context_devices(&self, context: ContextId) -> Result<Vec<DeviceId>>;
             /// Releases a context. Objects created in it keep it alive until released.

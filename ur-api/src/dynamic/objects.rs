@@ -67,6 +67,25 @@ impl<A: Adapter> AdapterHost<A> {
     }
 
     pub(super) fn create_context(&self, devices: &[DeviceId]) -> Result<ContextId> {
+        self.context_over(devices, |objs| self.adapter.create_context(objs))
+    }
+
+    pub(super) fn create_context_from_native(
+        &self,
+        devices: &[DeviceId],
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<ContextId> {
+        self.context_over(devices, |objs| self.adapter.context_from_native(objs, handle, owned))
+    }
+
+    /// A context over `devices` (checked: at least one, none twice, of one
+    /// platform) that `make` makes from their adapter objects.
+    fn context_over(
+        &self,
+        devices: &[DeviceId],
+        make: impl FnOnce(&[&A::Device]) -> Result<A::Context>,
+    ) -> Result<ContextId> {
         if devices.is_empty() {
             return Err(Error::invalid("a context needs at least one device"));
         }
@@ -84,7 +103,7 @@ impl<A: Adapter> AdapterHost<A> {
             objs.push(&e.obj);
             keys.push(d.key);
         }
-        let obj = self.adapter.create_context(&objs)?;
+        let obj = make(&objs)?;
         let entry = ContextEntry {
             obj,
             devices: keys,
