@@ -100,7 +100,31 @@ pub fn register_context(
         mm: std::sync::OnceLock::new(),
         max_alloc,
         use_host_ptr,
+        deleters: parking_lot::Mutex::new(Vec::new()),
     }))))
+}
+
+/// `urContextSetExtendedDeleter`: `deleter` is called with `data` once the
+/// context is destroyed, that is when its last reference is released and no
+/// object made in it holds it any more (as OpenCL's context destructor
+/// callbacks), on the thread that releases the last of them. Several
+/// deleters run in the order they were set.
+///
+/// # Safety
+///
+/// See the module docs; `deleter` may be called with `data` from another
+/// thread until the context is destroyed.
+pub unsafe extern "C" fn urContextSetExtendedDeleter(
+    c: ur_context_handle_t,
+    deleter: ur_context_extended_deleter_t,
+    data: *mut c_void,
+) -> ur_result_t {
+    entry(|| {
+        let ctx = get::<Arc<Context>, _>(c)?;
+        let deleter = deleter.ok_or(CapiError::NullPointer)?;
+        ctx.deleters.lock().push((deleter, data as usize));
+        Ok(())
+    })
 }
 
 /// `urContextRetain`.

@@ -58,6 +58,7 @@ fn build() -> ur_dditable_t {
     c.pfnRetain = Some(context::urContextRetain);
     c.pfnRelease = Some(context::urContextRelease);
     c.pfnGetInfo = Some(context::urContextGetInfo);
+    c.pfnSetExtendedDeleter = Some(context::urContextSetExtendedDeleter);
     let m = &mut t.Mem;
     m.pfnBufferCreate = Some(memory::urMemBufferCreate);
     m.pfnBufferPartition = Some(memory::urMemBufferPartition);

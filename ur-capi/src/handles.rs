@@ -411,6 +411,7 @@ mod tests {
             mm: std::sync::OnceLock::new(),
             max_alloc: 0,
             use_host_ptr: false,
+            deleters: parking_lot::Mutex::new(Vec::new()),
         })
     }
 
@@ -540,6 +541,7 @@ mod tests {
                             mm: std::sync::OnceLock::new(),
                             max_alloc: 0,
                             use_host_ptr: false,
+                            deleters: parking_lot::Mutex::new(Vec::new()),
                         });
                         let h = register::<u8>(Object::Context(own.clone()));
                         retain(shared, Kind::Context).unwrap();

@@ -112,11 +112,11 @@
 //!
 //! - linking several SPIR-V modules, specialization constants, device
 //!   globals and function pointers of programs;
-//! - native handles of memory, events and USM pools, and objects made from
-//!   native handles other than programs, kernels and native-0 events;
+//! - native handles of memory and USM pools, and memory made from native
+//!   handles;
 //! - images, samplers, bindless images, virtual and physical memory, IPC,
 //!   command buffers, graphs, USM 2-D copies and fills, device globals,
-//!   host pipes, `urContextSetExtendedDeleter`: no project API to stand on.
+//!   host pipes: no project API to stand on.
 
 pub mod completion;
 pub mod conv;

@@ -32,6 +32,21 @@ pub struct Context {
     /// Whether the first device keeps `USE_HOST_PTR` buffers over the
     /// caller's memory (`DeviceCaps::USE_HOST_PTR`).
     pub use_host_ptr: bool,
+    /// `urContextSetExtendedDeleter`'s callbacks and their data (as an
+    /// address), called in order once the context is dropped: after its
+    /// last handle reference and every object holding it are released.
+    pub deleters: parking_lot::Mutex<Vec<(unsafe extern "C" fn(*mut std::ffi::c_void), usize)>>,
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        for (deleter, data) in self.deleters.get_mut().drain(..) {
+            tracing::trace!(data, "context deleter");
+            // SAFETY: the caller's callback with its own data, called once
+            // as `urContextSetExtendedDeleter` promises, with no lock held.
+            unsafe { deleter(data as *mut std::ffi::c_void) };
+        }
+    }
 }
 
 impl Context {

@@ -215,10 +215,6 @@ pub const REASONS: &[(&str, &str)] = &[
         "device-wide waits: queues are the unit of completion in `ur-api`",
     ),
     (
-        "urContextSetExtendedDeleter",
-        "context deleters: the runtime owns context lifetime; no callback hook",
-    ),
-    (
         "urEventCreateFromNative",
         "native handles: the runtime hides its backends' objects by design",
     ),
