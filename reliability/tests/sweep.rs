@@ -373,6 +373,8 @@ fn rows() -> Vec<Row> {
             .create_kernel_from_native(h.ctx, unused_native(), false)),
         both!("create_event_from_native", [Context], |a, h, m| a
             .create_event_from_native(h.ctx, unused_native(), false)),
+        both!("create_buffer_from_native", [Context], |a, h, m| a
+            .create_buffer_from_native(h.ctx, unused_native(), false)),
         both!("create_context_from_native", [Device], |a, h, m| a
             .create_context_from_native(&[h.dev], unused_native(), false)),
         both!("create_queue_from_native", [Context, Device], |a, h, m| a

@@ -257,6 +257,8 @@ pub enum NativeOf {
     Context(crate::ContextId),
     /// A queue.
     Queue(crate::QueueId),
+    /// A buffer or sub-buffer.
+    Buffer(crate::BufferId),
     /// A program.
     Program(crate::ProgramId),
     /// A kernel.
@@ -280,6 +282,8 @@ pub enum NativeObj<'a, A: crate::adapter::Api + ?Sized> {
     Context(&'a A::Context),
     /// A queue.
     Queue(&'a A::Queue),
+    /// A buffer or sub-buffer.
+    Buffer(&'a A::Buffer),
     /// A program.
     Program(&'a A::Program),
     /// A kernel.
@@ -297,6 +301,7 @@ impl<A: crate::adapter::Api + ?Sized> std::fmt::Debug for NativeObj<'_, A> {
             NativeObj::Device(_) => "Device",
             NativeObj::Context(_) => "Context",
             NativeObj::Queue(_) => "Queue",
+            NativeObj::Buffer(_) => "Buffer",
             NativeObj::Program(_) => "Program",
             NativeObj::Kernel(_) => "Kernel",
             NativeObj::Event(_) => "Event",

@@ -161,6 +161,7 @@ impl Runtime {
             NativeOf::Device(h) => self.adapter_of(h)?,
             NativeOf::Context(h) => self.adapter_of(h)?,
             NativeOf::Queue(h) => self.adapter_of(h)?,
+            NativeOf::Buffer(h) => self.adapter_of(h)?,
             NativeOf::Program(h) => self.adapter_of(h)?,
             NativeOf::Kernel(h) => self.adapter_of(h)?,
             NativeOf::Event(h) | NativeOf::EventQueue(h) => self.adapter_of(h)?,

@@ -65,6 +65,8 @@ fn build() -> ur_dditable_t {
     m.pfnRetain = Some(memory::urMemRetain);
     m.pfnRelease = Some(memory::urMemRelease);
     m.pfnGetInfo = Some(memory::urMemGetInfo);
+    m.pfnGetNativeHandle = Some(native::urMemGetNativeHandle);
+    m.pfnBufferCreateWithNativeHandle = Some(native::urMemBufferCreateWithNativeHandle);
     let u = &mut t.USM;
     u.pfnHostAlloc = Some(usm::urUSMHostAlloc);
     u.pfnDeviceAlloc = Some(usm::urUSMDeviceAlloc);

@@ -112,7 +112,8 @@
 //!
 //! - linking several SPIR-V modules, specialization constants, device
 //!   globals and function pointers of programs;
-//! - native handles of memory and USM pools, and memory made from native
+//! - native handles of USM pools, and buffers of several devices' contexts
+//!   (the memory manager's, one allocation per device) to or from native
 //!   handles;
 //! - images, samplers, bindless images, virtual and physical memory, IPC,
 //!   command buffers, graphs, USM 2-D copies and fills, device globals,

@@ -66,6 +66,17 @@ pub fn partition_flags(parent: ur_mem_flags_t, asked: ur_mem_flags_t) -> Result<
     Ok((parent & host) | access)
 }
 
+/// The UR access flag of a buffer's access flags (read-write by default).
+pub fn ur_access(flags: MemFlags) -> ur_mem_flags_t {
+    if flags.contains(MemFlags::READ_ONLY) {
+        UR_MEM_FLAG_READ_ONLY
+    } else if flags.contains(MemFlags::WRITE_ONLY) {
+        UR_MEM_FLAG_WRITE_ONLY
+    } else {
+        UR_MEM_FLAG_READ_WRITE
+    }
+}
+
 fn mem_flags(flags: ur_mem_flags_t) -> MemFlags {
     let mut f = MemFlags::empty();
     for (ur, ours) in [

@@ -35,7 +35,8 @@ use crate::handles::get;
 use crate::handles::register;
 use crate::info::{entry, put_required};
 use crate::kernel::Kernel;
-use crate::objects::{Context, Event, Object, Queue};
+use crate::managed::Backing;
+use crate::objects::{Context, Event, Mem, Object, Queue};
 use crate::program::{Build, Program};
 use crate::state::state;
 use crate::sys::*;
@@ -380,6 +381,74 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
             holds_queue: !queue.is_null(),
             host_ts: 0,
         }));
+        // SAFETY: non-null and writable (module contract).
+        unsafe { put_required(out, h) }
+    })
+}
+
+/// `urMemGetNativeHandle`: the backend's memory object of a buffer or
+/// sub-buffer of a one-device context (OpenCL: its `cl_mem`), whichever
+/// device is named. A buffer of a context of several devices lives in the
+/// memory manager, one allocation per device and none of them the buffer:
+/// `UNSUPPORTED_FEATURE`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urMemGetNativeHandle(
+    m: ur_mem_handle_t,
+    _dev: ur_device_handle_t,
+    out: *mut ur_native_handle_t,
+) -> ur_result_t {
+    entry(|| match get::<Arc<Mem>, _>(m)?.backing {
+        // SAFETY: module contract.
+        Backing::Direct(id) => unsafe { answer(NativeOf::Buffer(id), out) },
+        Backing::Managed { .. } => Err(CapiError::Unsupported),
+    })
+}
+
+/// `urMemBufferCreateWithNativeHandle`: a buffer of context `ctx` over the
+/// backend's memory object `native` (OpenCL: a `cl_mem` buffer of the
+/// context's `cl_context`, else `INVALID_CONTEXT`), with its size and
+/// access flags, placed for the context's device. With
+/// `isNativeHandleOwned` the caller's reference passes to the buffer
+/// (released with it); without properties, or not owned, the runtime takes
+/// a reference of its own. A context of several devices keeps its buffers
+/// in the memory manager, which makes its own allocations, and adapters
+/// that cannot adopt memory (native, sim) answer `UNSUPPORTED_FEATURE`.
+///
+/// # Safety
+///
+/// See the module docs.
+pub unsafe extern "C" fn urMemBufferCreateWithNativeHandle(
+    native: ur_native_handle_t,
+    ctx: ur_context_handle_t,
+    props: *const ur_mem_native_properties_t,
+    out: *mut ur_mem_handle_t,
+) -> ur_result_t {
+    entry(|| {
+        let c = get::<Arc<Context>, _>(ctx)?;
+        if out.is_null() {
+            return Err(CapiError::NullPointer);
+        }
+        if crate::managed::manager(&c)?.is_some() {
+            return Err(CapiError::Unsupported);
+        }
+        // SAFETY: null or a live properties struct (module contract).
+        let owned = !props.is_null() && unsafe { (*props).isNativeHandleOwned };
+        // SAFETY: a live backend memory object (module contract).
+        let handle = unsafe { NativeHandle::new(native as u64) };
+        let rt = &state().rt;
+        let id = rt.create_buffer_from_native(c.id, handle, owned)?;
+        let info = rt.buffer_info(id)?;
+        let h = register(Object::Mem(Arc::new(Mem {
+            backing: Backing::Direct(id),
+            context: (ctx, c),
+            size: info.size,
+            flags: crate::memory::ur_access(info.flags),
+            host_ptr: 0,
+            parent: None,
+        })));
         // SAFETY: non-null and writable (module contract).
         unsafe { put_required(out, h) }
     })

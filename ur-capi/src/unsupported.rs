@@ -178,10 +178,6 @@ pub const REASONS: &[(&str, &str)] = &[
     ),
     ("urEnqueueEventsWaitWithBarrierExt", "barrier properties: not modelled"),
     (
-        "urMemBufferCreateWithNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
         "urAdapterGetNativeHandle",
         "native handles: the runtime hides its backends' objects by design",
     ),
@@ -199,14 +195,6 @@ pub const REASONS: &[(&str, &str)] = &[
     ),
     (
         "urQueueGetNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
-        "urEventGetNativeHandle",
-        "native handles: the runtime hides its backends' objects by design",
-    ),
-    (
-        "urMemGetNativeHandle",
         "native handles: the runtime hides its backends' objects by design",
     ),
     ("urDeviceSelectBinary", "device binaries: see `urProgram*`"),

@@ -1,6 +1,7 @@
-//! Platforms, devices, contexts and queues from their native handles
-//! (`urPlatformCreateWithNativeHandle`, `urDeviceCreateWithNativeHandle`,
-//! `urContextCreateWithNativeHandle`, `urQueueCreateWithNativeHandle`):
+//! Platforms, devices, contexts, buffers and queues from their native
+//! handles (`urPlatformCreateWithNativeHandle`,
+//! `urDeviceCreateWithNativeHandle`, `urContextCreateWithNativeHandle`,
+//! `urMemBufferCreateWithNativeHandle`, `urQueueCreateWithNativeHandle`):
 //! on every OpenCL platform, the `cl_platform_id` / `cl_device_id` our
 //! handles answer come back as the same handles (a backend object is never
 //! wrapped twice), a sub-device's with one more reference; unknown native
@@ -448,4 +449,136 @@ fn contexts_come_back_from_their_native_handles() {
         }
     }
     eprintln!("{adopted} contexts adopted");
+}
+
+/// `urMemGetNativeHandle` and `urMemBufferCreateWithNativeHandle`: on every
+/// OpenCL device, a buffer's `cl_mem` becomes a second buffer handle of the
+/// context with the same size and bytes; a buffer of a context of several
+/// devices (the memory manager's) has no one native object; the native
+/// device has no backend memory.
+#[test]
+fn buffers_come_back_from_their_native_handles() {
+    let t = capi::table();
+    let mut adopted = 0;
+    for p in capi::platforms_with_host() {
+        let d = p.devices[0];
+        // SAFETY: handles of this library and live out-pointers and host
+        // memory throughout.
+        unsafe {
+            let (c, q) = context_queue(t, d);
+            let mut b = null_mut();
+            ok(
+                t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, 256, null(), &mut b),
+                "urMemBufferCreate",
+            );
+            let data = [3u8; 256];
+            ok(
+                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, 256, data.as_ptr().cast(), 0, null(), null_mut()),
+                "write",
+            );
+            let mut native = 0;
+            let r = t.Mem.pfnGetNativeHandle.unwrap()(b, d, &mut native);
+            let mut out = null_mut();
+            if p.backend != UR_BACKEND_OPENCL {
+                assert_eq!(r, UR_RESULT_ERROR_UNSUPPORTED_FEATURE, "{}", p.name);
+                assert_eq!(
+                    t.Mem.pfnBufferCreateWithNativeHandle.unwrap()(0x10, c, null(), &mut out),
+                    UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
+                    "{}: no backend memory to adopt",
+                    p.name
+                );
+            } else {
+                ok(r, "urMemGetNativeHandle");
+                assert_eq!(
+                    t.Mem.pfnBufferCreateWithNativeHandle.unwrap()(native, c, null(), null_mut()),
+                    UR_RESULT_ERROR_INVALID_NULL_POINTER,
+                    "{}",
+                    p.name
+                );
+                ok(
+                    t.Mem.pfnBufferCreateWithNativeHandle.unwrap()(native, c, null(), &mut out),
+                    &format!("{}: urMemBufferCreateWithNativeHandle", p.name),
+                );
+                assert_ne!(out, b, "a buffer handle of its own");
+                let (mut size, mut ctx) = (0usize, null_mut::<ur_context_handle_t_>());
+                ok(
+                    t.Mem.pfnGetInfo.unwrap()(
+                        out,
+                        UR_MEM_INFO_SIZE,
+                        size_of::<usize>(),
+                        (&raw mut size).cast(),
+                        null_mut(),
+                    ),
+                    "urMemGetInfo(SIZE)",
+                );
+                ok(
+                    t.Mem.pfnGetInfo.unwrap()(
+                        out,
+                        UR_MEM_INFO_CONTEXT,
+                        size_of::<ur_context_handle_t>(),
+                        (&raw mut ctx).cast(),
+                        null_mut(),
+                    ),
+                    "urMemGetInfo(CONTEXT)",
+                );
+                assert_eq!((size, ctx), (256, c), "{}", p.name);
+                let mut back = 0;
+                ok(
+                    t.Mem.pfnGetNativeHandle.unwrap()(out, d, &mut back),
+                    "urMemGetNativeHandle(adopted)",
+                );
+                assert_eq!(back, native, "{}: the same cl_mem", p.name);
+                let mut got = [0u8; 256];
+                ok(
+                    t.Enqueue.pfnMemBufferRead.unwrap()(
+                        q,
+                        out,
+                        true,
+                        0,
+                        256,
+                        got.as_mut_ptr().cast(),
+                        0,
+                        null(),
+                        null_mut(),
+                    ),
+                    "read through the adopted buffer",
+                );
+                assert_eq!(got, data, "{}", p.name);
+                ok(t.Mem.pfnRelease.unwrap()(out), "release");
+                adopted += 1;
+                // A context of several devices: its buffers are the manager's.
+                if p.devices.len() > 1 {
+                    let mut c2 = null_mut();
+                    ok(
+                        t.Context.pfnCreate.unwrap()(2, p.devices.as_ptr(), null(), &mut c2),
+                        "urContextCreate(two devices)",
+                    );
+                    let mut b2 = null_mut();
+                    ok(
+                        t.Mem.pfnBufferCreate.unwrap()(c2, UR_MEM_FLAG_READ_WRITE, 256, null(), &mut b2),
+                        "urMemBufferCreate",
+                    );
+                    let mut n2 = 0;
+                    assert_eq!(
+                        t.Mem.pfnGetNativeHandle.unwrap()(b2, d, &mut n2),
+                        UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
+                        "{}: a managed buffer",
+                        p.name
+                    );
+                    assert_eq!(
+                        t.Mem.pfnBufferCreateWithNativeHandle.unwrap()(native, c2, null(), &mut out),
+                        UR_RESULT_ERROR_UNSUPPORTED_FEATURE,
+                        "{}: into a context of several devices",
+                        p.name
+                    );
+                    ok(t.Mem.pfnRelease.unwrap()(b2), "release");
+                    ok(t.Context.pfnRelease.unwrap()(c2), "release");
+                }
+            }
+            ok(t.Mem.pfnRelease.unwrap()(b), "release");
+            ok(t.Queue.pfnRelease.unwrap()(q), "release");
+            ok(t.Context.pfnRelease.unwrap()(c), "release");
+        }
+    }
+    eprintln!("{adopted} buffers adopted");
 }

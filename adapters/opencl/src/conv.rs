@@ -97,6 +97,18 @@ pub(crate) fn means_none(code: cl_int) -> bool {
 
 /// Buffer creation flags. `ALLOC_HOST_PTR` asks for host-accessible
 /// (pinned) backing, which is what OpenCL's flag of the same name does.
+/// The access flags of an OpenCL memory object's `CL_MEM_FLAGS` (read-write
+/// where neither read-only nor write-only is set, as OpenCL's default).
+pub fn mem_access(flags: cl_mem_flags) -> MemFlags {
+    if flags & CL_MEM_READ_ONLY != 0 {
+        MemFlags::READ_ONLY
+    } else if flags & CL_MEM_WRITE_ONLY != 0 {
+        MemFlags::WRITE_ONLY
+    } else {
+        MemFlags::READ_WRITE
+    }
+}
+
 pub fn mem_flags(flags: MemFlags) -> cl_mem_flags {
     let mut out = if flags.contains(MemFlags::READ_ONLY) {
         CL_MEM_READ_ONLY

@@ -83,6 +83,45 @@ impl ur_api::adapter::Memory for crate::OpenClAdapter {
         Ok(Buffer { cl })
     }
 
+    /// A `cl_mem` buffer of the context's `cl_context`, retained unless
+    /// `owned`, with its contents moved to `device` (as a created buffer is
+    /// placed there); its size and access flags are OpenCL's.
+    fn buffer_from_native(
+        &self,
+        ctx: &Context,
+        device: &Device,
+        handle: ur_api::NativeHandle,
+        owned: bool,
+    ) -> Result<(Buffer, usize, MemFlags)> {
+        let raw = handle.raw() as cl_mem;
+        if raw.is_null() {
+            return Err(Error::invalid("a null memory handle"));
+        }
+        let info = |param| check(cl3::memory::get_mem_object_info(raw, param));
+        if isize::from(info(cl3::memory::CL_MEM_CONTEXT)?) as usize != ctx.cl.get() as usize {
+            return Err(Error::WrongContext { what: "native buffer" });
+        }
+        if u32::from(info(cl3::memory::CL_MEM_TYPE)?) != cl3::memory::CL_MEM_OBJECT_BUFFER {
+            return Err(Error::invalid("a native memory object that is not a buffer"));
+        }
+        let size = usize::from(info(cl3::memory::CL_MEM_SIZE)?);
+        let flags = conv::mem_access(u64::from(info(cl3::memory::CL_MEM_FLAGS)?));
+        if !owned {
+            // SAFETY: a live memory object (the handle's contract).
+            check(unsafe { cl3::memory::retain_mem_object(raw) })?;
+        }
+        let buffer = Buffer { cl: ClBuffer::new(raw) };
+        let helper = ctx.helper_queue(device.id)?;
+        let mems: [cl_mem; 1] = [raw];
+        // SAFETY: one live memory object of the helper queue's context; its
+        // contents move with it (no migration flags).
+        let ev =
+            raw_event(unsafe { cq::enqueue_migrate_mem_object(helper.get(), 1, mems.as_ptr(), 0, 0, ptr::null()) })?;
+        check3(helper.flush())?;
+        check3(ev.wait())?;
+        Ok((buffer, size, flags))
+    }
+
     unsafe fn enqueue_read(
         &self,
         q: &Queue,

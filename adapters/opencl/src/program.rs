@@ -314,6 +314,7 @@ pub(crate) fn native_handle(obj: NativeObj<'_, OpenClAdapter>) -> Result<NativeH
         NativeObj::Device(d) => d.id.0 as u64,
         NativeObj::Context(c) => c.cl.get() as u64,
         NativeObj::Queue(q) => q.raw() as u64,
+        NativeObj::Buffer(b) => b.cl.get() as u64,
         NativeObj::Program(p) => p.raw.0 as u64,
         NativeObj::Kernel(k) => k.cl.lock().get() as u64,
         NativeObj::Event(e) => e.cl.get() as u64,

@@ -3,7 +3,7 @@
 
 use super::Api;
 use crate::error::{Error, Result};
-use crate::types::{BufferDesc, DeviceAddr, HostPtr, MapFlags, RectCopy};
+use crate::types::{BufferDesc, DeviceAddr, HostPtr, MapFlags, MemFlags, NativeHandle, RectCopy};
 
 /// Buffers: what every adapter implements, in its `memory.rs`. Rect copies
 /// have working defaults (one copy per row) that an adapter overrides when
@@ -25,6 +25,23 @@ pub trait Memory: Api {
         desc: &BufferDesc<&Self::Device>,
         init: Option<HostPtr>,
     ) -> Result<Self::Buffer>;
+
+    /// A buffer of `ctx` over a memory object the caller got from the
+    /// backend itself (`handle`, e.g. an OpenCL `cl_mem` buffer), placed for
+    /// `device`; its size in bytes and access flags come with it. The adapter
+    /// takes a reference of its own unless `owned`. A memory object of
+    /// another backend context is refused ([`Error::WrongContext`]), one that
+    /// is not a buffer is invalid. Default: backend memory cannot be adopted.
+    fn buffer_from_native(
+        &self,
+        ctx: &Self::Context,
+        device: &Self::Device,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<(Self::Buffer, usize, MemFlags)> {
+        let _ = (ctx, device, handle, owned);
+        Err(Error::unsupported("buffers from native handles"))
+    }
 
     /// Reads `dst.len()` bytes at `offset` of `buffer` into host memory.
     ///

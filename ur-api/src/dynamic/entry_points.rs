@@ -73,6 +73,11 @@ macro_rules! dyn_entry_points {
 
             /// Creates a buffer; `init` per [`Memory::create_buffer`](crate::adapter::Memory::create_buffer).
             [routed(context)] fn create_buffer(&self, context: ContextId, desc: &BufferDesc<DeviceId>, init: Option<HostPtr>) -> Result<BufferId>;
+            /// A buffer of `context` over a memory object got from the
+            /// backend itself ([`Memory::buffer_from_native`](crate::adapter::Memory::buffer_from_native)),
+            /// placed for the context's first device, as a buffer created
+            /// with no device hint is; a reference of its own is taken unless `owned`.
+            [routed(context)] fn create_buffer_from_native(&self, context: ContextId, handle: NativeHandle, owned: bool) -> Result<BufferId>;
             /// Creates a sub-buffer of a (non-sub) buffer.
             [routed(parent)] fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId>;
             /// Describes a buffer.

@@ -81,6 +81,31 @@ impl<A: Adapter> AdapterHost<A> {
         Ok(BufferId { host: self.id, key })
     }
 
+    pub(super) fn create_buffer_from_native(
+        &self,
+        context: ContextId,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<BufferId> {
+        let c = self.context(&self.tables.read(), context)?;
+        let device = self.placement(&c, None)?;
+        let (obj, size, flags) = self
+            .adapter
+            .buffer_from_native(&c.obj, &self.dev(device).obj, handle, owned)?;
+        let entry = BufferEntry {
+            obj,
+            ctx: context.key,
+            context: c,
+            size,
+            flags,
+            device,
+            parent: None,
+            maps: Mutex::new(Vec::new()),
+        };
+        let key = self.write_tables().buffers.insert(Arc::new(entry));
+        Ok(BufferId { host: self.id, key })
+    }
+
     pub(super) fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId> {
         let p = self.buffer(&self.tables.read(), parent)?;
         if p.parent.is_some() {

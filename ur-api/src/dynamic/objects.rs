@@ -382,6 +382,7 @@ impl<A: Adapter> AdapterHost<A> {
                 .adapter
                 .native_handle(NativeObj::Context(&self.context(&t, c)?.obj)),
             NativeOf::Queue(q) => self.adapter.native_handle(NativeObj::Queue(&self.queue(&t, q)?.obj)),
+            NativeOf::Buffer(b) => self.adapter.native_handle(NativeObj::Buffer(&self.buffer(&t, b)?.obj)),
             NativeOf::Program(p) => {
                 self.own(p)?;
                 let e = lookup(&t.programs, p.key, HandleKind::Program)?;
