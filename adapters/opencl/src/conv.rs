@@ -454,6 +454,14 @@ mod tests {
     }
 
     #[test]
+    fn mem_access_reads_the_access_flag_back() {
+        for f in [MemFlags::READ_WRITE, MemFlags::READ_ONLY, MemFlags::WRITE_ONLY] {
+            assert_eq!(mem_access(mem_flags(f) | CL_MEM_COPY_HOST_PTR), f);
+        }
+        assert_eq!(mem_access(CL_MEM_USE_HOST_PTR), MemFlags::READ_WRITE, "OpenCL's default");
+    }
+
+    #[test]
     fn mem_flags_map() {
         assert_eq!(mem_flags(MemFlags::empty()), CL_MEM_READ_WRITE);
         assert_eq!(mem_flags(MemFlags::READ_WRITE), CL_MEM_READ_WRITE);
