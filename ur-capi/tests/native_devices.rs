@@ -331,6 +331,35 @@ fn device_uuids_are_the_backends_own() {
     eprintln!("{with_uuid} devices with a UUID");
 }
 
+/// A blocking write of `data` at the start of buffer `b` on `q`.
+///
+/// # Safety
+///
+/// `q` and `b` are live handles of this library, `b` at least `data.len()` bytes.
+unsafe fn write_all(t: &ur_dditable_t, q: ur_queue_handle_t, b: ur_mem_handle_t, data: &[u8]) {
+    // SAFETY: live handles (function contract); `data` outlives the blocking call.
+    let r = unsafe {
+        t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, data.len(), data.as_ptr().cast(), 0, null(), null_mut())
+    };
+    ok(r, "urEnqueueMemBufferWrite");
+}
+
+/// A blocking read of the first `len` bytes of buffer `b` on `q`.
+///
+/// # Safety
+///
+/// As [`write_all`], for `len` bytes.
+unsafe fn read_all(t: &ur_dditable_t, q: ur_queue_handle_t, b: ur_mem_handle_t, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    // SAFETY: live handles (function contract); `out` holds `len` bytes and
+    // outlives the blocking call.
+    let r = unsafe {
+        t.Enqueue.pfnMemBufferRead.unwrap()(q, b, true, 0, len, out.as_mut_ptr().cast(), 0, null(), null_mut())
+    };
+    ok(r, "urEnqueueMemBufferRead");
+    out
+}
+
 /// `urContextCreateWithNativeHandle`: on every OpenCL device, our
 /// context's `cl_context` becomes a second context handle over the same
 /// backend context and the device given, which answers that device and
@@ -409,36 +438,8 @@ fn contexts_come_back_from_their_native_handles() {
                     "urMemBufferCreate",
                 );
                 let data = [9u8; 64];
-                let mut got = [0u8; 64];
-                ok(
-                    t.Enqueue.pfnMemBufferWrite.unwrap()(
-                        aq,
-                        b,
-                        true,
-                        0,
-                        64,
-                        data.as_ptr().cast(),
-                        0,
-                        null(),
-                        null_mut(),
-                    ),
-                    "write",
-                );
-                ok(
-                    t.Enqueue.pfnMemBufferRead.unwrap()(
-                        aq,
-                        b,
-                        true,
-                        0,
-                        64,
-                        got.as_mut_ptr().cast(),
-                        0,
-                        null(),
-                        null_mut(),
-                    ),
-                    "read",
-                );
-                assert_eq!(got, data, "{}", p.name);
+                write_all(t, aq, b, &data);
+                assert_eq!(read_all(t, aq, b, 64), data, "{}", p.name);
                 ok(t.Mem.pfnRelease.unwrap()(b), "release");
                 ok(t.Queue.pfnRelease.unwrap()(aq), "release");
                 ok(t.Context.pfnRelease.unwrap()(ac), "release");
@@ -472,10 +473,7 @@ fn buffers_come_back_from_their_native_handles() {
                 "urMemBufferCreate",
             );
             let data = [3u8; 256];
-            ok(
-                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, 256, data.as_ptr().cast(), 0, null(), null_mut()),
-                "write",
-            );
+            write_all(t, q, b, &data);
             let mut native = 0;
             let r = t.Mem.pfnGetNativeHandle.unwrap()(b, d, &mut native);
             let mut out = null_mut();
@@ -528,22 +526,12 @@ fn buffers_come_back_from_their_native_handles() {
                     "urMemGetNativeHandle(adopted)",
                 );
                 assert_eq!(back, native, "{}: the same cl_mem", p.name);
-                let mut got = [0u8; 256];
-                ok(
-                    t.Enqueue.pfnMemBufferRead.unwrap()(
-                        q,
-                        out,
-                        true,
-                        0,
-                        256,
-                        got.as_mut_ptr().cast(),
-                        0,
-                        null(),
-                        null_mut(),
-                    ),
-                    "read through the adopted buffer",
+                assert_eq!(
+                    read_all(t, q, out, 256),
+                    data,
+                    "{}: read through the adopted buffer",
+                    p.name
                 );
-                assert_eq!(got, data, "{}", p.name);
                 ok(t.Mem.pfnRelease.unwrap()(out), "release");
                 adopted += 1;
                 // A context of several devices: its buffers are the manager's.

@@ -458,7 +458,11 @@ mod tests {
         for f in [MemFlags::READ_WRITE, MemFlags::READ_ONLY, MemFlags::WRITE_ONLY] {
             assert_eq!(mem_access(mem_flags(f) | CL_MEM_COPY_HOST_PTR), f);
         }
-        assert_eq!(mem_access(CL_MEM_USE_HOST_PTR), MemFlags::READ_WRITE, "OpenCL's default");
+        assert_eq!(
+            mem_access(CL_MEM_USE_HOST_PTR),
+            MemFlags::READ_WRITE,
+            "OpenCL's default"
+        );
     }
 
     #[test]

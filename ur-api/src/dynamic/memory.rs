@@ -67,31 +67,18 @@ impl<A: Adapter> AdapterHost<A> {
         // for host memory, non-null and exactly `size` bytes, carrying the
         // HostPtr promise.
         let obj = unsafe { self.adapter.create_buffer(&c.obj, &placed, init)? };
-        let entry = BufferEntry {
-            obj,
-            ctx: context.key,
-            context: c,
-            size: desc.size,
-            flags: desc.flags,
-            device,
-            parent: None,
-            maps: Mutex::new(Vec::new()),
-        };
-        let key = self.write_tables().buffers.insert(Arc::new(entry));
-        Ok(BufferId { host: self.id, key })
+        Ok(self.insert_buffer(context, c, (obj, desc.size, desc.flags), device))
     }
 
-    pub(super) fn create_buffer_from_native(
+    /// Puts a new root buffer (the adapter's, its size and flags) of
+    /// `context` placed for `device` in the tables.
+    fn insert_buffer(
         &self,
         context: ContextId,
-        handle: NativeHandle,
-        owned: bool,
-    ) -> Result<BufferId> {
-        let c = self.context(&self.tables.read(), context)?;
-        let device = self.placement(&c, None)?;
-        let (obj, size, flags) = self
-            .adapter
-            .buffer_from_native(&c.obj, &self.dev(device).obj, handle, owned)?;
+        c: Arc<ContextEntry<A>>,
+        (obj, size, flags): (A::Buffer, usize, MemFlags),
+        device: DeviceKey,
+    ) -> BufferId {
         let entry = BufferEntry {
             obj,
             ctx: context.key,
@@ -103,7 +90,21 @@ impl<A: Adapter> AdapterHost<A> {
             maps: Mutex::new(Vec::new()),
         };
         let key = self.write_tables().buffers.insert(Arc::new(entry));
-        Ok(BufferId { host: self.id, key })
+        BufferId { host: self.id, key }
+    }
+
+    pub(super) fn create_buffer_from_native(
+        &self,
+        context: ContextId,
+        handle: NativeHandle,
+        owned: bool,
+    ) -> Result<BufferId> {
+        let c = self.context(&self.tables.read(), context)?;
+        let device = self.placement(&c, None)?;
+        let adopted = self
+            .adapter
+            .buffer_from_native(&c.obj, &self.dev(device).obj, handle, owned)?;
+        Ok(self.insert_buffer(context, c, adopted, device))
     }
 
     pub(super) fn create_sub_buffer(&self, parent: BufferId, offset: usize, size: usize) -> Result<BufferId> {
