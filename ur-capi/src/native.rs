@@ -388,7 +388,7 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
 
 /// `urMemGetNativeHandle`: the backend's memory object of a buffer or
 /// sub-buffer of a one-device context (OpenCL: its `cl_mem`), whichever
-/// device is named. A buffer of a context of several devices lives in the
+/// device is named (the device handle is optional, checked when given). A buffer of a context of several devices lives in the
 /// memory manager, one allocation per device and none of them the buffer:
 /// `UNSUPPORTED_FEATURE`.
 ///
@@ -397,13 +397,19 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
 /// See the module docs.
 pub unsafe extern "C" fn urMemGetNativeHandle(
     m: ur_mem_handle_t,
-    _dev: ur_device_handle_t,
+    dev: ur_device_handle_t,
     out: *mut ur_native_handle_t,
 ) -> ur_result_t {
-    entry(|| match get::<Arc<Mem>, _>(m)?.backing {
-        // SAFETY: module contract.
-        Backing::Direct(id) => unsafe { answer(NativeOf::Buffer(id), out) },
-        Backing::Managed { .. } => Err(CapiError::Unsupported),
+    entry(|| {
+        let mem = get::<Arc<Mem>, _>(m)?;
+        if !dev.is_null() {
+            get::<DeviceId, _>(dev)?;
+        }
+        match mem.backing {
+            // SAFETY: module contract.
+            Backing::Direct(id) => unsafe { answer(NativeOf::Buffer(id), out) },
+            Backing::Managed { .. } => Err(CapiError::Unsupported),
+        }
     })
 }
 
