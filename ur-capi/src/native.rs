@@ -342,10 +342,10 @@ pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
 /// (`UR_EVENT_INFO_COMMAND_QUEUE`) is a new queue handle over the backend
 /// queue the backend reports for it (OpenCL: `CL_EVENT_COMMAND_QUEUE`),
 /// held by the event and released with it; null for an event of no queue
-/// (a user event) or of a queue that cannot be adopted (out of order). `pProperties->isNativeHandleOwned`
-/// passes the caller's reference to it (released with the event's last
-/// release); without properties, or not owned, the runtime takes a
-/// reference of its own. An event of another backend context is
+/// (a user event) or of a queue that cannot be adopted (out of order).
+/// `pProperties->isNativeHandleOwned` passes the caller's reference to it
+/// (released with the event's last release); without properties, or not
+/// owned, the runtime takes a reference of its own. An event of another backend context is
 /// `INVALID_CONTEXT`; adapters that cannot adopt events (native, sim)
 /// answer `UNSUPPORTED_FEATURE`.
 ///
@@ -388,9 +388,9 @@ pub unsafe extern "C" fn urEventCreateWithNativeHandle(
 
 /// `urMemGetNativeHandle`: the backend's memory object of a buffer or
 /// sub-buffer of a one-device context (OpenCL: its `cl_mem`), whichever
-/// device is named (the device handle is optional, checked when given). A buffer of a context of several devices lives in the
-/// memory manager, one allocation per device and none of them the buffer:
-/// `UNSUPPORTED_FEATURE`.
+/// device is named (the device handle is optional, checked when given). A
+/// buffer of a context of several devices lives in the memory manager, one
+/// allocation per device and none of them the buffer: `UNSUPPORTED_FEATURE`.
 ///
 /// # Safety
 ///
