@@ -229,10 +229,15 @@ impl Runtime {
 
     /// Creates a context over devices of one platform.
     pub fn create_context(&self, devices: &[DeviceId]) -> Result<ContextId> {
+        self.adapter_of_context_devices(devices)?.create_context(devices)
+    }
+
+    /// The adapter a context over `devices` is made by: its first device's.
+    fn adapter_of_context_devices(&self, devices: &[DeviceId]) -> Result<&Arc<dyn DynAdapter>> {
         let first = devices
             .first()
             .ok_or_else(|| Error::invalid("a context needs at least one device"))?;
-        self.adapter_of(*first)?.create_context(devices)
+        self.adapter_of(*first)
     }
 
     /// A context over a context got from the backend itself (an OpenCL
@@ -244,10 +249,7 @@ impl Runtime {
         handle: NativeHandle,
         owned: bool,
     ) -> Result<ContextId> {
-        let first = devices
-            .first()
-            .ok_or_else(|| Error::invalid("a context needs at least one device"))?;
-        self.adapter_of(*first)?
+        self.adapter_of_context_devices(devices)?
             .create_context_from_native(devices, handle, owned)
     }
 

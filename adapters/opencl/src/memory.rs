@@ -10,11 +10,11 @@ use opencl3::memory::{
     self as clmem, Buffer as ClBuffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY,
     CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
 };
-use opencl3::types::{cl_event, cl_mem, cl_mem_migration_flags, cl_uint, CL_FALSE};
+use opencl3::types::{cl_device_id, cl_event, cl_mem, cl_mem_migration_flags, cl_uint, CL_FALSE};
 use ur_api::{BufferDesc, Error, HostPtr, MapFlags, MemFlags, RectCopy, Result};
 
 use crate::conv::{self, check, check3};
-use crate::device::{Context, Device};
+use crate::device::{Context, Device, Handle};
 use crate::queue::{raw_event, submit, Event, Queue};
 
 /// A buffer or sub-buffer.
@@ -27,6 +27,19 @@ impl Buffer {
     fn raw(&self) -> cl_mem {
         self.cl.get()
     }
+}
+
+/// Places memory object `mem` of `ctx` for device `target`: migrated there
+/// (`flags`: OpenCL's migration flags) on the context's internal queue of
+/// that device, and waited for.
+fn place(ctx: &Context, target: Handle<cl_device_id>, mem: cl_mem, flags: cl_mem_migration_flags) -> Result<()> {
+    let helper = ctx.helper_queue(target)?;
+    let mems: [cl_mem; 1] = [mem];
+    // SAFETY: one live memory object of the helper queue's context.
+    let ev =
+        raw_event(unsafe { cq::enqueue_migrate_mem_object(helper.get(), 1, mems.as_ptr(), flags, 0, ptr::null()) })?;
+    check3(helper.flush())?;
+    check3(ev.wait())
 }
 
 /// Runs one rect command per box OpenCL accepts ([`conv::rects_for_opencl`]):
@@ -66,20 +79,13 @@ impl ur_api::adapter::Memory for crate::OpenClAdapter {
         let cl = check3(unsafe { ClBuffer::<u8>::create(&ctx.cl, conv::mem_flags(desc.flags), desc.size, host) })?;
         // The dyn layer always sets the hint; a context has at least one device.
         let target = desc.device_hint.map_or(ctx.devices[0], |d| d.id);
-        let helper = ctx.helper_queue(target)?;
         let has_content = desc.flags.intersects(MemFlags::COPY_HOST_PTR | MemFlags::USE_HOST_PTR);
         let flags: cl_mem_migration_flags = if has_content {
             0
         } else {
             CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED
         };
-        let mems: [cl_mem; 1] = [cl.get()];
-        // SAFETY: one live memory object of the helper queue's context.
-        let ev = raw_event(unsafe {
-            cq::enqueue_migrate_mem_object(helper.get(), 1, mems.as_ptr(), flags, 0, ptr::null())
-        })?;
-        check3(helper.flush())?;
-        check3(ev.wait())?;
+        place(ctx, target, cl.get(), flags)?;
         Ok(Buffer { cl })
     }
 
@@ -111,14 +117,8 @@ impl ur_api::adapter::Memory for crate::OpenClAdapter {
             check(unsafe { cl3::memory::retain_mem_object(raw) })?;
         }
         let buffer = Buffer { cl: ClBuffer::new(raw) };
-        let helper = ctx.helper_queue(device.id)?;
-        let mems: [cl_mem; 1] = [raw];
-        // SAFETY: one live memory object of the helper queue's context; its
-        // contents move with it (no migration flags).
-        let ev =
-            raw_event(unsafe { cq::enqueue_migrate_mem_object(helper.get(), 1, mems.as_ptr(), 0, 0, ptr::null()) })?;
-        check3(helper.flush())?;
-        check3(ev.wait())?;
+        // Its contents move with it (no migration flags).
+        place(ctx, device.id, raw, 0)?;
         Ok((buffer, size, flags))
     }
 

@@ -116,6 +116,12 @@ impl QueueShared {
         Ok(())
     }
 
+    /// A marker: complete once every command before it is (in order).
+    fn marker(&self) -> Result<ClEvent> {
+        // SAFETY: a marker with no wait list on a live queue.
+        raw_event(unsafe { cq::enqueue_marker_with_wait_list(self.cl.get(), 0, ptr::null()) })
+    }
+
     /// Whether every command of the queue has ended: at once where the
     /// adapter made the queue and knows them all complete, else whether a
     /// marker enqueued now (and flushed) is already complete, as UR's own
@@ -125,8 +131,7 @@ impl QueueShared {
         if self.own && self.progress.completed(upto) {
             return Ok(true);
         }
-        // SAFETY: a marker with no wait list on a live queue.
-        let marker = raw_event(unsafe { cq::enqueue_marker_with_wait_list(self.cl.get(), 0, ptr::null()) })?;
+        let marker = self.marker()?;
         self.flush()?;
         let status = check3(marker.command_execution_status())?.0;
         if status == cl3::event::CL_COMPLETE {
@@ -150,8 +155,7 @@ impl QueueShared {
         // (tests/finish.rs); the queue is in order, so the marker ends
         // after every command before it. Where no marker can be made,
         // `clFinish`.
-        // SAFETY: a marker with no wait list on a live queue.
-        match raw_event(unsafe { cq::enqueue_marker_with_wait_list(self.cl.get(), 0, ptr::null()) }) {
+        match self.marker() {
             Ok(marker) => check3(marker.wait())?,
             Err(_) => check3(self.cl.finish())?,
         }
