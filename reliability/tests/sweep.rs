@@ -503,7 +503,7 @@ const ROUTING_ONLY: [&str; 2] = ["adapter_of", "backend_of"];
 const LOCATION: [HandleKind; 2] = [HandleKind::Context, HandleKind::Device];
 
 /// Entry points that take no handle, with the reason they are not swept.
-const NO_HANDLES: [(&str, &str); 15] = [
+const NO_HANDLES: [(&str, &str); 16] = [
     ("new", "constructor"),
     ("pointer_info", "looks a raw address up; takes no handle"),
     ("pointer_map", "returns the pointer map"),
@@ -516,6 +516,10 @@ const NO_HANDLES: [(&str, &str); 15] = [
     ("platforms", "lists every platform, takes no handle"),
     ("all_devices", "lists every device, takes no handle"),
     ("selected", "private helper of `platforms`/`devices`"),
+    (
+        "adapter_of_context_devices",
+        "private helper of `create_context`/`create_context_from_native`, swept through them",
+    ),
     (
         "complete_on",
         "private helper of `read`/`write`/..., after their enqueue checked the handles",
