@@ -349,13 +349,26 @@ fn one_context_child(prog: &Path, lib: &Path, icd: &Path, ours: Option<&Path>) -
         .ok_or_else(|| format!("one_context: no result ({}): {text}", out.status))
 }
 
-/// Best of `ROUNDS` alternating runs of each side: (ours, UR's).
+/// Best of `ROUNDS` alternating runs of each side: (ours, UR's). Also
+/// prints the spread of the per-pair ratios (ours over UR's, each pair run
+/// back to back), so a reader of the row sees how far this machine's noise
+/// moves it: a row near its target may read either side of it.
 fn compare(kind: &str, exe: &Path, lib: &Path, icd: &Path, so: &Path) -> Result<(f64, f64), String> {
     let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
+    let mut ratios = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
-        ours = ours.min(child(kind, exe, lib, icd, Some(so))?);
-        theirs = theirs.min(child(kind, exe, lib, icd, None)?);
+        let (o, t) = (child(kind, exe, lib, icd, Some(so))?, child(kind, exe, lib, icd, None)?);
+        (ours, theirs) = (ours.min(o), theirs.min(t));
+        ratios.push(o / t);
     }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "urabi {kind}: per-pair ratios of ns per operation, ours over UR's: median {:.3}, range {:.3}-{:.3} ({} pairs)",
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
+        ratios.len()
+    );
     Ok((ours, theirs))
 }
 

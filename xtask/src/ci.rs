@@ -139,11 +139,13 @@ fn steps() -> Result<Vec<(String, Command)>> {
         ("doc", doc),
         // Reliability (issue #16), on nightly: the host-side crates' tests
         // under AddressSanitizer, again with LeakSanitizer where no OpenCL
-        // runtime is loaded, the pure parts under Miri, then every fuzz
+        // runtime is loaded, the pure parts under Miri, the crates with
+        // hand-written concurrency under ThreadSanitizer, then every fuzz
         // target for a bounded time after replaying its committed inputs.
         ("asan", reliability::asan_step()),
         ("lsan", reliability::lsan_step()),
         ("miri", reliability::miri_step()),
+        ("tsan", reliability::tsan_step()),
         ("fuzz-build", reliability::fuzz_build_step()),
     ]
     .into_iter()
@@ -156,7 +158,7 @@ fn steps() -> Result<Vec<(String, Command)>> {
 /// Whether a reliability step's tools are there. Missing, it is a skip with
 /// the reason outside CI and a failure in CI (where setup ran first).
 fn reliability_tools(step: &str) -> Result<bool> {
-    let nightly = ["asan", "lsan", "miri"].contains(&step) || step.starts_with("fuzz");
+    let nightly = ["asan", "lsan", "miri", "tsan"].contains(&step) || step.starts_with("fuzz");
     let Some(why) = nightly.then(|| reliability::missing_tool(step)).flatten() else {
         return Ok(true);
     };
@@ -271,6 +273,7 @@ const FREED_AFTER: &[(&str, &[&str])] = &[
     ),
     ("lsan", &["target/asan"]),
     ("miri", &["target/miri"]),
+    ("tsan", &["target/tsan"]),
 ];
 
 /// Removes the folders [`FREED_AFTER`] lists for `step`, saying how much
@@ -391,6 +394,7 @@ mod tests {
                 "asan",
                 "lsan",
                 "miri",
+                "tsan",
                 "fuzz-build",
                 "fuzz-device_selector",
                 "fuzz-sim_topology",
@@ -427,8 +431,9 @@ mod tests {
         );
         assert!(display(&steps[13].1).contains("detect_leaks=1"));
         assert!(display(&steps[14].1).contains("cargo +nightly miri test"));
-        assert!(display(&steps[15].1).ends_with("fuzz build --fuzz-dir fuzz"));
-        assert!(display(&steps[16].1).contains("-max_total_time="));
+        assert!(display(&steps[15].1).contains("RUSTFLAGS=-Zsanitizer=thread"));
+        assert!(display(&steps[16].1).ends_with("fuzz build --fuzz-dir fuzz"));
+        assert!(display(&steps[17].1).contains("-max_total_time="));
     }
 
     #[test]
@@ -447,6 +452,7 @@ mod tests {
             assert!(at(user) <= at("doc"), "{user} runs after target/debug is freed");
         }
         assert!(at("asan") < at("lsan") && at("lsan") < at("miri") && at("miri") < at("fuzz-build"));
+        assert!(at("tsan") < at("fuzz-build"));
     }
 
     #[test]

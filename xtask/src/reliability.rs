@@ -1,12 +1,13 @@
 //! Reliability steps of `cargo xtask ci` (issue #16): the host-side crates'
-//! tests under AddressSanitizer (and LeakSanitizer), the pure parts under
-//! Miri, the bounded fuzz runs, and the `setup` helper that installs what
-//! they need (the nightly toolchain with Miri and rust-src, cargo-fuzz).
+//! tests under AddressSanitizer (and LeakSanitizer), the concurrent ones
+//! under ThreadSanitizer, the pure parts under Miri, the bounded fuzz runs,
+//! and the `setup` helper that installs what they need (the nightly
+//! toolchain with Miri and rust-src, cargo-fuzz).
 //!
 //! All need the nightly toolchain (`-Zsanitizer`, Miri, libFuzzer); they
 //! run it through the rustup proxy (`cargo +nightly`), in their own target
-//! folders (`target/asan`, `target/miri`, `fuzz/target`) so the stable
-//! build is not invalidated.
+//! folders (`target/asan`, `target/tsan`, `target/miri`, `fuzz/target`) so
+//! the stable build is not invalidated.
 //!
 //! A fuzz crash fails its step and leaves the input in
 //! `fuzz/artifacts/<target>/`; once the cause is fixed, the input goes into
@@ -74,7 +75,8 @@ pub const DEFAULT_FUZZ_SECS: u64 = 20;
 pub const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
 /// The nightly components the steps need: Miri and the standard library's
-/// source (Miri builds its own sysroot from it).
+/// source (Miri builds its own sysroot from it, the ThreadSanitizer step an
+/// instrumented `std`).
 pub const NIGHTLY_COMPONENTS: [&str; 2] = ["miri", "rust-src"];
 
 /// `cargo +nightly ...` through the rustup proxy, in the workspace root,
@@ -128,6 +130,63 @@ pub const LSAN_NO_OPENCL_VENDORS: &str = "target/asan/no-opencl-vendors";
 pub fn lsan_step() -> Command {
     let mut cmd = asan_test(&LSAN_CRATES, LSAN_OPTIONS, "target/asan");
     cmd.env("OCL_ICD_VENDORS", crate::workspace_root().join(LSAN_NO_OPENCL_VENDORS));
+    cmd
+}
+
+/// The crates whose tests run under ThreadSanitizer ([`tsan_step`]): the
+/// ones with hand-written concurrency (the dyn layer's lanes, grace
+/// periods, event slab and spin lock; the C ABI's handle arenas and
+/// per-thread quarantine; the native adapter's worker and lock-free
+/// timeline; the memory manager's pinned registry and asynchronous
+/// accesses; the many-thread device stress test).
+pub const TSAN_CRATES: [&str; 5] = ["ur-api", "ur-native", "ur-capi", "ur-memory-manager", "ur-reliability"];
+
+/// The integration tests of [`TSAN_CRATES`] that [`tsan_step`] runs beside
+/// their unit tests: those that drive several threads at once.
+pub const TSAN_TESTS: [&str; 4] = ["threads", "stress", "async_access", "stress_devices"];
+
+/// Where [`tsan_step`] points the OpenCL ICD loader: a folder that does not
+/// exist, so no OpenCL runtime is loaded. The runtimes are not built with
+/// ThreadSanitizer, which then sees their libc calls (`free`, mutex
+/// destruction) but not how they synchronise them, and reports races
+/// between those calls and ours (539 such reports in a run with PoCL,
+/// rusticl and Intel's runtime loaded, none with both sides in this
+/// project's code; none at all without them).
+pub const TSAN_NO_OPENCL_VENDORS: &str = "target/tsan/no-opencl-vendors";
+
+/// `TSAN_OPTIONS` of the step: every report printed (the test binary then
+/// exits 66, which fails the step), with the second stack of a lock-order
+/// report.
+pub const TSAN_OPTIONS: &str = "halt_on_error=0:second_deadlock_stack=1";
+
+/// Seconds the device stress test runs under [`tsan_step`] (its default, 20,
+/// is for an uninstrumented build; ThreadSanitizer slows it 5-15 times).
+pub const TSAN_STRESS_SECS: &str = "5";
+
+/// [`TSAN_CRATES`]' unit tests and [`TSAN_TESTS`] under ThreadSanitizer, in
+/// `target/tsan`, with the standard library built instrumented
+/// (`-Zbuild-std`: an uninstrumented `std` hides the synchronisation of its
+/// own `Arc`, `Mutex` and channels, and TSan reports false races through
+/// them), on the native and sim devices (no OpenCL runtime, see
+/// [`TSAN_NO_OPENCL_VENDORS`]). Any report fails the step.
+pub fn tsan_step() -> Command {
+    let mut cmd = nightly_cargo();
+    cmd.args(["test", "-Zbuild-std", "--target", "x86_64-unknown-linux-gnu"]);
+    for c in TSAN_CRATES {
+        cmd.args(["-p", c]);
+    }
+    cmd.arg("--lib");
+    for t in TSAN_TESTS {
+        cmd.args(["--test", t]);
+    }
+    cmd.arg("--no-fail-fast")
+        .env("RUSTFLAGS", "-Zsanitizer=thread")
+        .env("RUSTDOCFLAGS", "-Zsanitizer=thread")
+        .env("TSAN_OPTIONS", TSAN_OPTIONS)
+        .env("CARGO_TARGET_DIR", "target/tsan")
+        .env("UR_STRESS_SECS", TSAN_STRESS_SECS);
+    with_backend_env(&mut cmd);
+    cmd.env("OCL_ICD_VENDORS", crate::workspace_root().join(TSAN_NO_OPENCL_VENDORS));
     cmd
 }
 
@@ -275,7 +334,7 @@ pub fn missing_tool(step: &str) -> Option<String> {
     if !nightly_installed() {
         return Some("no nightly toolchain (`cargo xtask setup` installs it)".to_owned());
     }
-    if step == "miri" && !missing_components().is_empty() {
+    if (step == "miri" || step == "tsan") && !missing_components().is_empty() {
         return Some(format!(
             "nightly lacks {} (`cargo xtask setup` adds them)",
             missing_components().join(", ")
@@ -349,6 +408,23 @@ fn fuzz_dir() -> std::path::PathBuf {
 mod tests {
     use super::*;
     use crate::cmd::display;
+
+    #[test]
+    fn tsan_step_runs_the_concurrent_crates_with_an_instrumented_std_and_no_opencl() {
+        let s = display(&tsan_step());
+        assert!(
+            s.contains("cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu"),
+            "{s}"
+        );
+        assert!(s.contains("RUSTFLAGS=-Zsanitizer=thread"), "{s}");
+        assert!(s.contains(TSAN_NO_OPENCL_VENDORS), "{s}");
+        for c in TSAN_CRATES {
+            assert!(s.contains(&format!("-p {c} ")), "{c} missing: {s}");
+        }
+        for t in TSAN_TESTS {
+            assert!(s.contains(&format!("--test {t} ")), "{t} missing: {s}");
+        }
+    }
 
     #[test]
     fn asan_step_runs_the_host_crates_on_nightly_with_the_sanitizer() {
