@@ -138,12 +138,23 @@ pub fn lsan_step() -> Command {
 /// periods, event slab and spin lock; the C ABI's handle arenas and
 /// per-thread quarantine; the native adapter's worker and lock-free
 /// timeline; the memory manager's pinned registry and asynchronous
-/// accesses; the many-thread device stress test).
-pub const TSAN_CRATES: [&str; 5] = ["ur-api", "ur-native", "ur-capi", "ur-memory-manager", "ur-reliability"];
+/// accesses; the sim adapter's queues and link model; data reorganisation's
+/// executor threads; file I/O's engine, pool and bounce buffers; the
+/// many-thread device stress test).
+pub const TSAN_CRATES: [&str; 8] = [
+    "ur-api",
+    "ur-native",
+    "ur-capi",
+    "ur-memory-manager",
+    "ur-sim",
+    "ur-reorg",
+    "ur-file-io",
+    "ur-reliability",
+];
 
 /// The integration tests of [`TSAN_CRATES`] that [`tsan_step`] runs beside
 /// their unit tests: those that drive several threads at once.
-pub const TSAN_TESTS: [&str; 4] = ["threads", "stress", "async_access", "stress_devices"];
+pub const TSAN_TESTS: [&str; 5] = ["threads", "stress", "async_access", "behaviour", "stress_devices"];
 
 /// Where [`tsan_step`] points the OpenCL ICD loader: a folder that does not
 /// exist, so no OpenCL runtime is loaded. The runtimes are not built with
