@@ -186,6 +186,26 @@ pub struct DeviceLimits {
     /// (OpenCL's `CL_DEVICE_UUID_KHR`, `cl_khr_device_uuid`): the same
     /// device through another API reports the same bytes.
     pub uuid: Option<[u8; 16]>,
+    /// Intel's IP version and execution-unit topology where the backend
+    /// reports them (OpenCL's `cl_intel_device_attribute_query`).
+    pub intel_attributes: Option<IntelDeviceAttributes>,
+}
+
+/// The figures of Intel's device attribute query
+/// (`cl_intel_device_attribute_query`), as the runtime reports them (on
+/// Intel's CPU runtime a CPU's cores appear as execution units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct IntelDeviceAttributes {
+    /// The device's IP version (`CL_DEVICE_IP_VERSION_INTEL`).
+    pub ip_version: u32,
+    /// Slices (`CL_DEVICE_NUM_SLICES_INTEL`).
+    pub slices: u32,
+    /// Sub-slices in each slice (`CL_DEVICE_NUM_SUB_SLICES_PER_SLICE_INTEL`).
+    pub sub_slices_per_slice: u32,
+    /// Execution units in each sub-slice (`CL_DEVICE_NUM_EUS_PER_SUB_SLICE_INTEL`).
+    pub eus_per_sub_slice: u32,
+    /// Hardware threads of each execution unit (`CL_DEVICE_NUM_THREADS_PER_EU_INTEL`).
+    pub threads_per_eu: u32,
 }
 
 impl DeviceLimits {

@@ -8,8 +8,9 @@
 //! handles, a null adapter or a null out-pointer are refused; the native
 //! device has no native handle to give. A backend context becomes a context
 //! of ours over the devices given, a backend queue a queue of ours; both run
-//! commands (a queue in its own context only). A device's UUID is the
-//! one its OpenCL runtime reports, where it reports one.
+//! commands (a queue in its own context only). A device's UUID, IP
+//! version and execution-unit topology are the ones its OpenCL runtime
+//! reports, where it reports them.
 
 #![allow(missing_docs)]
 
@@ -259,10 +260,9 @@ fn queues_come_back_from_their_native_handles() {
     eprintln!("{adopted} backend queues adopted");
 }
 
-/// `clGetDeviceInfo` through the OpenCL ICD loader the adapter uses, if it
-/// opens here.
-fn cl_device_uuid(native: ur_native_handle_t) -> Option<[u8; 16]> {
-    const CL_DEVICE_UUID_KHR: u32 = 0x106A;
+/// `clGetDeviceInfo(native, param)` into `N` bytes, through the OpenCL ICD
+/// loader the adapter uses, if it opens here.
+fn cl_device_info<const N: usize>(native: ur_native_handle_t, param: u32) -> Option<[u8; N]> {
     type GetDeviceInfo =
         unsafe extern "C" fn(*mut std::ffi::c_void, u32, usize, *mut std::ffi::c_void, *mut usize) -> i32;
     for name in ["libOpenCL.so.1", "libOpenCL.so"] {
@@ -273,21 +273,20 @@ fn cl_device_uuid(native: ur_native_handle_t) -> Option<[u8; 16]> {
         };
         // SAFETY: the OpenCL 1.0 signature of `clGetDeviceInfo`.
         let get: libloading::Symbol<'_, GetDeviceInfo> = unsafe { lib.get(b"clGetDeviceInfo\0") }.ok()?;
-        let mut uuid = [0u8; 16];
-        // SAFETY: a live device; a 16-byte output for `CL_DEVICE_UUID_KHR`.
-        let r = unsafe {
-            get(
-                native as *mut _,
-                CL_DEVICE_UUID_KHR,
-                16,
-                uuid.as_mut_ptr().cast(),
-                null_mut(),
-            )
-        };
-        assert_eq!(r, 0, "clGetDeviceInfo(CL_DEVICE_UUID_KHR)");
-        return Some(uuid);
+        let mut value = [0u8; N];
+        // SAFETY: a live device; an `N`-byte output, the size of `param`'s value.
+        let r = unsafe { get(native as *mut _, param, N, value.as_mut_ptr().cast(), null_mut()) };
+        assert_eq!(r, 0, "clGetDeviceInfo({param:#x})");
+        return Some(value);
     }
     None
+}
+
+/// Does device `d` list OpenCL extension `name`?
+fn lists_extension(t: &ur_dditable_t, d: ur_device_handle_t, name: &str) -> bool {
+    // SAFETY: a device of this library; the property is a string.
+    let ext = unsafe { capi::device_array::<u8>(t, d, UR_DEVICE_INFO_EXTENSIONS) };
+    String::from_utf8_lossy(&ext).split([' ', '\0']).any(|e| e == name)
 }
 
 /// `UR_DEVICE_INFO_UUID`: a device whose OpenCL runtime has
@@ -300,10 +299,7 @@ fn device_uuids_are_the_backends_own() {
     let mut with_uuid = 0;
     for p in capi::platforms_with_host() {
         for &d in &p.devices {
-            // SAFETY: a device of this library; the property is a string.
-            let ext = unsafe { capi::device_array::<u8>(t, d, UR_DEVICE_INFO_EXTENSIONS) };
-            let ext = String::from_utf8_lossy(&ext);
-            let listed = ext.split([' ', '\0']).any(|e| e == "cl_khr_device_uuid");
+            let listed = lists_extension(t, d, "cl_khr_device_uuid");
             let mut uuid = [0u8; 16];
             let mut size = 0usize;
             // SAFETY: a live device; a 16-byte output and a size out-pointer.
@@ -322,13 +318,56 @@ fn device_uuids_are_the_backends_own() {
             assert_eq!(size, 16, "{}", p.name);
             // SAFETY: a device of this library.
             let native = unsafe { native_of_device(t, d) }.expect("an OpenCL device has a native handle");
-            if let Some(theirs) = cl_device_uuid(native) {
+            const CL_DEVICE_UUID_KHR: u32 = 0x106A;
+            if let Some(theirs) = cl_device_info::<16>(native, CL_DEVICE_UUID_KHR) {
                 assert_eq!(uuid, theirs, "{}: the UUID OpenCL reports", p.name);
             }
             with_uuid += 1;
         }
     }
     eprintln!("{with_uuid} devices with a UUID");
+}
+
+/// The IP version and execution-unit topology queries: a device whose
+/// OpenCL runtime has `cl_intel_device_attribute_query` (Intel's) answers
+/// each with the `uint32_t` OpenCL reports for it; one without (PoCL,
+/// rusticl, the native device) answers them as unsupported (optional
+/// queries), never made-up figures.
+#[test]
+fn intel_device_attributes_are_the_backends_own() {
+    // Each UR query and the OpenCL parameter it answers from.
+    const QUERIES: [(ur_device_info_t, u32); 5] = [
+        (UR_DEVICE_INFO_IP_VERSION, 0x4250),
+        (UR_DEVICE_INFO_GPU_EU_SLICES, 0x4252),
+        (UR_DEVICE_INFO_GPU_SUBSLICES_PER_SLICE, 0x4253),
+        (UR_DEVICE_INFO_GPU_EU_COUNT_PER_SUBSLICE, 0x4254),
+        (UR_DEVICE_INFO_GPU_HW_THREADS_PER_EU, 0x4255),
+    ];
+    let t = capi::table();
+    let mut with = 0;
+    for p in capi::platforms_with_host() {
+        for &d in &p.devices {
+            let listed = lists_extension(t, d, "cl_intel_device_attribute_query");
+            for (query, param) in QUERIES {
+                let (mut value, mut size) = (0u32, 0usize);
+                // SAFETY: a live device; a 4-byte output and a size out-pointer.
+                let r = unsafe { t.Device.pfnGetInfo.unwrap()(d, query, 4, (&raw mut value).cast(), &mut size) };
+                if !listed {
+                    assert_eq!(r, UR_RESULT_ERROR_UNSUPPORTED_ENUMERATION, "{}: query {query}", p.name);
+                    continue;
+                }
+                ok(r, &format!("{}: urDeviceGetInfo({query})", p.name));
+                assert_eq!(size, 4, "{}: query {query}", p.name);
+                // SAFETY: a device of this library.
+                let native = unsafe { native_of_device(t, d) }.expect("an OpenCL device has a native handle");
+                if let Some(theirs) = cl_device_info::<4>(native, param) {
+                    assert_eq!(value, u32::from_ne_bytes(theirs), "{}: query {query}", p.name);
+                }
+            }
+            with += usize::from(listed);
+        }
+    }
+    eprintln!("{with} devices with Intel's device attributes");
 }
 
 /// A blocking write of `data` at the start of buffer `b` on `q`.

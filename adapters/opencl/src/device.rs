@@ -324,6 +324,9 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
         FpCaps::empty()
     };
     let uuid = has("cl_khr_device_uuid").then(|| d.uuid_khr().ok()).flatten();
+    let intel_attributes = has("cl_intel_device_attribute_query")
+        .then(|| intel_attributes(d))
+        .flatten();
     let v3 = version >= (3, 0);
     let (atomic_orders, atomic_scopes) = conv::atomic_caps(v3.then(|| d.atomic_memory_capabilities().ok()).flatten());
     let (fence_orders, fence_scopes) = conv::atomic_caps(v3.then(|| d.atomic_fence_capabilities().ok()).flatten());
@@ -415,7 +418,20 @@ fn limits(d: &ClDevice, version: (u32, u32), intel: bool, svm: u64, il_version: 
         },
         partition: partition_caps(d, version),
         uuid,
+        intel_attributes,
     }
+}
+
+/// Intel's device attribute query, all five figures or none (a runtime
+/// that lists the extension but refuses one of them reports none).
+fn intel_attributes(d: &ClDevice) -> Option<ur_api::IntelDeviceAttributes> {
+    Some(ur_api::IntelDeviceAttributes {
+        ip_version: d.device_ip_version_intel().ok()?,
+        slices: d.device_num_slices_intel().ok()?,
+        sub_slices_per_slice: d.device_num_sub_slices_per_slice_intel().ok()?,
+        eus_per_sub_slice: d.device_num_eus_per_sub_slice_intel().ok()?,
+        threads_per_eu: d.device_num_threads_per_eu_intel().ok()?,
+    })
 }
 
 /// How the device can be partitioned (OpenCL 1.2's sub-devices).

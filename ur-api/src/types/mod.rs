@@ -10,8 +10,8 @@ use bitflags::bitflags;
 use serde::Serialize;
 
 pub use crate::limits::{
-    AtomicOrders, AtomicScopes, DeviceLimits, FpCaps, KernelGroupInfo, NativeHandle, NativeObj, NativeOf, UsmAccess,
-    VectorWidths,
+    AtomicOrders, AtomicScopes, DeviceLimits, FpCaps, IntelDeviceAttributes, KernelGroupInfo, NativeHandle, NativeObj,
+    NativeOf, UsmAccess, VectorWidths,
 };
 pub use crate::partition::{AffinityDomains, Partition, PartitionCaps, PartitionKinds};
 
