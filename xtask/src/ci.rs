@@ -143,6 +143,7 @@ fn steps() -> Result<Vec<(String, Command)>> {
         // hand-written concurrency under ThreadSanitizer, then every fuzz
         // target for a bounded time after replaying its committed inputs.
         ("asan", reliability::asan_step()),
+        ("asan-capi", reliability::asan_capi_step()),
         ("lsan", reliability::lsan_step()),
         ("miri", reliability::miri_step()),
         ("tsan", reliability::tsan_step()),
@@ -158,7 +159,7 @@ fn steps() -> Result<Vec<(String, Command)>> {
 /// Whether a reliability step's tools are there. Missing, it is a skip with
 /// the reason outside CI and a failure in CI (where setup ran first).
 fn reliability_tools(step: &str) -> Result<bool> {
-    let nightly = ["asan", "lsan", "miri", "tsan"].contains(&step) || step.starts_with("fuzz");
+    let nightly = ["asan", "asan-capi", "lsan", "miri", "tsan"].contains(&step) || step.starts_with("fuzz");
     let Some(why) = nightly.then(|| reliability::missing_tool(step)).flatten() else {
         return Ok(true);
     };
@@ -392,6 +393,7 @@ mod tests {
                 "clients",
                 "doc",
                 "asan",
+                "asan-capi",
                 "lsan",
                 "miri",
                 "tsan",
@@ -429,11 +431,12 @@ mod tests {
             asan.contains("RUSTFLAGS=-Zsanitizer=address") && asan.contains("CARGO_TARGET_DIR=target/asan"),
             "{asan}"
         );
-        assert!(display(&steps[13].1).contains("detect_leaks=1"));
-        assert!(display(&steps[14].1).contains("cargo +nightly miri test"));
-        assert!(display(&steps[15].1).contains("RUSTFLAGS=-Zsanitizer=thread"));
-        assert!(display(&steps[16].1).ends_with("fuzz build --fuzz-dir fuzz"));
-        assert!(display(&steps[17].1).contains("-max_total_time="));
+        assert!(display(&steps[13].1).contains("-p ur-capi --lib"));
+        assert!(display(&steps[14].1).contains("detect_leaks=1"));
+        assert!(display(&steps[15].1).contains("cargo +nightly miri test"));
+        assert!(display(&steps[16].1).contains("RUSTFLAGS=-Zsanitizer=thread"));
+        assert!(display(&steps[17].1).ends_with("fuzz build --fuzz-dir fuzz"));
+        assert!(display(&steps[18].1).contains("-max_total_time="));
     }
 
     #[test]
@@ -452,7 +455,7 @@ mod tests {
             assert!(at(user) <= at("doc"), "{user} runs after target/debug is freed");
         }
         assert!(at("asan") < at("lsan") && at("lsan") < at("miri") && at("miri") < at("fuzz-build"));
-        assert!(at("tsan") < at("fuzz-build"));
+        assert!(at("tsan") < at("fuzz-build") && at("asan-capi") < at("lsan"));
     }
 
     #[test]

@@ -117,6 +117,56 @@ pub fn asan_step() -> Command {
     asan_test(&ASAN_CRATES, ASAN_OPTIONS, "target/asan")
 }
 
+/// The C ABI's (`ur-capi`) integration tests that [`asan_capi_step`] runs
+/// beside its unit tests: every one in `ur-capi/tests/` but the two the
+/// tests' `ASAN_CAPI_LEFT_OUT` names with the reason (a unit test checks
+/// that each file there is in one list or the other).
+pub const ASAN_CAPI_TESTS: [&str; 10] = [
+    "cts",
+    "deleters",
+    "handle_sweep",
+    "kernels",
+    "managed",
+    "native_devices",
+    "native_events",
+    "one_platform",
+    "partition",
+    "threads",
+];
+
+/// The C ABI's integration tests left out of [`asan_capi_step`], and why.
+#[cfg(test)]
+const ASAN_CAPI_LEFT_OUT: [(&str, &str); 2] = [
+    (
+        "loader",
+        "builds the adapter library with a nested `cargo build`, which inherits the sanitizer flags \
+         without the sanitizer's target and fails to build",
+    ),
+    (
+        "sycl",
+        "loads the adapter library into SYCL programs and UR's loader, which are not built with the sanitizer",
+    ),
+];
+
+/// The C ABI's unit tests and [`ASAN_CAPI_TESTS`] under AddressSanitizer
+/// (`target/asan`, shared with [`asan_step`]), with the OpenCL runtimes
+/// loaded: its handle arenas, out-pointers and info queries over every
+/// device. Any report fails the step.
+pub fn asan_capi_step() -> Command {
+    let mut cmd = nightly_cargo();
+    cmd.args(["test", "--target", "x86_64-unknown-linux-gnu", "-p", "ur-capi", "--lib"]);
+    for t in ASAN_CAPI_TESTS {
+        cmd.args(["--test", t]);
+    }
+    cmd.arg("--no-fail-fast")
+        .env("RUSTFLAGS", "-Zsanitizer=address")
+        .env("RUSTDOCFLAGS", "-Zsanitizer=address")
+        .env("ASAN_OPTIONS", ASAN_OPTIONS)
+        .env("CARGO_TARGET_DIR", "target/asan");
+    with_backend_env(&mut cmd);
+    cmd
+}
+
 /// Where [`lsan_step`] points the OpenCL ICD loader: a folder that does not
 /// exist, so no OpenCL runtime is loaded (their process-lifetime
 /// allocations, in modules unloaded by the time LeakSanitizer looks, would
@@ -419,6 +469,37 @@ fn fuzz_dir() -> std::path::PathBuf {
 mod tests {
     use super::*;
     use crate::cmd::display;
+
+    #[test]
+    fn every_c_abi_test_runs_under_asan_or_says_why_not() {
+        let dir = crate::workspace_root().join("ur-capi/tests");
+        let mut found: Vec<String> = std::fs::read_dir(&dir)
+            .expect("ur-capi/tests")
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".rs").map(str::to_owned)
+            })
+            .collect();
+        found.sort();
+        let mut listed: Vec<String> = ASAN_CAPI_TESTS
+            .iter()
+            .chain(ASAN_CAPI_LEFT_OUT.iter().map(|(t, _)| t))
+            .map(|t| (*t).to_owned())
+            .collect();
+        listed.sort();
+        assert_eq!(
+            found, listed,
+            "a test in ur-capi/tests is in neither ASAN_CAPI_TESTS nor ASAN_CAPI_LEFT_OUT"
+        );
+        let s = display(&asan_capi_step());
+        assert!(
+            s.contains("RUSTFLAGS=-Zsanitizer=address") && s.contains("-p ur-capi --lib"),
+            "{s}"
+        );
+        for t in ASAN_CAPI_TESTS {
+            assert!(s.contains(&format!("--test {t} ")), "{t} missing: {s}");
+        }
+    }
 
     #[test]
     fn tsan_step_runs_the_concurrent_crates_with_an_instrumented_std_and_no_opencl() {
