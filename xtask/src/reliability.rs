@@ -92,7 +92,9 @@ fn nightly_cargo() -> Command {
     cmd
 }
 
-fn asan_test(crates: &[&str], options: &str, target_dir: &str) -> Command {
+/// `crates`' unit tests and their integration tests (all of them, or only
+/// `tests` where given) under AddressSanitizer with `options`.
+fn asan_test(crates: &[&str], tests: Option<&[&str]>, options: &str, target_dir: &str) -> Command {
     let mut cmd = nightly_cargo();
     cmd.args(["test", "--target", "x86_64-unknown-linux-gnu"]);
     for c in crates {
@@ -100,7 +102,18 @@ fn asan_test(crates: &[&str], options: &str, target_dir: &str) -> Command {
     }
     // Unit and integration tests; doctests would need RUSTDOCFLAGS too and
     // add nothing the sanitizer sees.
-    cmd.args(["--lib", "--tests", "--no-fail-fast"])
+    cmd.arg("--lib");
+    match tests {
+        None => {
+            cmd.arg("--tests");
+        }
+        Some(tests) => {
+            for t in tests {
+                cmd.args(["--test", t]);
+            }
+        }
+    }
+    cmd.arg("--no-fail-fast")
         .env("RUSTFLAGS", "-Zsanitizer=address")
         .env("RUSTDOCFLAGS", "-Zsanitizer=address")
         .env("ASAN_OPTIONS", options)
@@ -114,7 +127,7 @@ fn asan_test(crates: &[&str], options: &str, target_dir: &str) -> Command {
 /// [`ASAN_CRATES`]' unit and integration tests under AddressSanitizer
 /// (nightly, `target/asan`). Any report fails the step.
 pub fn asan_step() -> Command {
-    asan_test(&ASAN_CRATES, ASAN_OPTIONS, "target/asan")
+    asan_test(&ASAN_CRATES, None, ASAN_OPTIONS, "target/asan")
 }
 
 /// The C ABI's (`ur-capi`) integration tests that [`asan_capi_step`] runs
@@ -153,18 +166,7 @@ const ASAN_CAPI_LEFT_OUT: [(&str, &str); 2] = [
 /// loaded: its handle arenas, out-pointers and info queries over every
 /// device. Any report fails the step.
 pub fn asan_capi_step() -> Command {
-    let mut cmd = nightly_cargo();
-    cmd.args(["test", "--target", "x86_64-unknown-linux-gnu", "-p", "ur-capi", "--lib"]);
-    for t in ASAN_CAPI_TESTS {
-        cmd.args(["--test", t]);
-    }
-    cmd.arg("--no-fail-fast")
-        .env("RUSTFLAGS", "-Zsanitizer=address")
-        .env("RUSTDOCFLAGS", "-Zsanitizer=address")
-        .env("ASAN_OPTIONS", ASAN_OPTIONS)
-        .env("CARGO_TARGET_DIR", "target/asan");
-    with_backend_env(&mut cmd);
-    cmd
+    asan_test(&["ur-capi"], Some(&ASAN_CAPI_TESTS), ASAN_OPTIONS, "target/asan")
 }
 
 /// Where [`lsan_step`] points the OpenCL ICD loader: a folder that does not
@@ -178,7 +180,7 @@ pub const LSAN_NO_OPENCL_VENDORS: &str = "target/asan/no-opencl-vendors";
 /// sharing `target/asan`, with no OpenCL runtime loaded. Together with
 /// [`asan_step`] it covers every host-side crate under the sanitizer.
 pub fn lsan_step() -> Command {
-    let mut cmd = asan_test(&LSAN_CRATES, LSAN_OPTIONS, "target/asan");
+    let mut cmd = asan_test(&LSAN_CRATES, None, LSAN_OPTIONS, "target/asan");
     cmd.env("OCL_ICD_VENDORS", crate::workspace_root().join(LSAN_NO_OPENCL_VENDORS));
     cmd
 }
