@@ -92,11 +92,48 @@ fn nightly_cargo() -> Command {
     cmd
 }
 
+/// The sanitizers the test steps build with.
+#[derive(Debug, Clone, Copy)]
+enum Sanitizer {
+    Address,
+    Thread,
+}
+
+impl Sanitizer {
+    /// Its `-Zsanitizer=` name.
+    fn name(self) -> &'static str {
+        match self {
+            Sanitizer::Address => "address",
+            Sanitizer::Thread => "thread",
+        }
+    }
+
+    /// The environment variable its runtime reads its options from.
+    fn options_env(self) -> &'static str {
+        match self {
+            Sanitizer::Address => "ASAN_OPTIONS",
+            Sanitizer::Thread => "TSAN_OPTIONS",
+        }
+    }
+
+    /// Whether `std` must be built instrumented too: ThreadSanitizer sees
+    /// the synchronisation of `std`'s own `Arc`, `Mutex` and channels only
+    /// then, and reports false races through them otherwise.
+    fn builds_std(self) -> bool {
+        matches!(self, Sanitizer::Thread)
+    }
+}
+
 /// `crates`' unit tests and their integration tests (all of them, or only
-/// `tests` where given) under AddressSanitizer with `options`.
-fn asan_test(crates: &[&str], tests: Option<&[&str]>, options: &str, target_dir: &str) -> Command {
+/// `tests` where given) under sanitizer `san` with `options`, in
+/// `target_dir`.
+fn sanitized_test(san: Sanitizer, crates: &[&str], tests: Option<&[&str]>, options: &str, target_dir: &str) -> Command {
     let mut cmd = nightly_cargo();
-    cmd.args(["test", "--target", "x86_64-unknown-linux-gnu"]);
+    cmd.arg("test");
+    if san.builds_std() {
+        cmd.arg("-Zbuild-std");
+    }
+    cmd.args(["--target", "x86_64-unknown-linux-gnu"]);
     for c in crates {
         cmd.args(["-p", c]);
     }
@@ -113,10 +150,11 @@ fn asan_test(crates: &[&str], tests: Option<&[&str]>, options: &str, target_dir:
             }
         }
     }
+    let flag = format!("-Zsanitizer={}", san.name());
     cmd.arg("--no-fail-fast")
-        .env("RUSTFLAGS", "-Zsanitizer=address")
-        .env("RUSTDOCFLAGS", "-Zsanitizer=address")
-        .env("ASAN_OPTIONS", options)
+        .env("RUSTFLAGS", &flag)
+        .env("RUSTDOCFLAGS", &flag)
+        .env(san.options_env(), options)
         .env("CARGO_TARGET_DIR", target_dir)
         // The bad-input census checks the committed table, never rewrites it.
         .env("UR_CENSUS_CHECK", "1");
@@ -127,7 +165,7 @@ fn asan_test(crates: &[&str], tests: Option<&[&str]>, options: &str, target_dir:
 /// [`ASAN_CRATES`]' unit and integration tests under AddressSanitizer
 /// (nightly, `target/asan`). Any report fails the step.
 pub fn asan_step() -> Command {
-    asan_test(&ASAN_CRATES, None, ASAN_OPTIONS, "target/asan")
+    sanitized_test(Sanitizer::Address, &ASAN_CRATES, None, ASAN_OPTIONS, "target/asan")
 }
 
 /// The C ABI's (`ur-capi`) integration tests that [`asan_capi_step`] runs
@@ -166,7 +204,13 @@ const ASAN_CAPI_LEFT_OUT: [(&str, &str); 2] = [
 /// loaded: its handle arenas, out-pointers and info queries over every
 /// device. Any report fails the step.
 pub fn asan_capi_step() -> Command {
-    asan_test(&["ur-capi"], Some(&ASAN_CAPI_TESTS), ASAN_OPTIONS, "target/asan")
+    sanitized_test(
+        Sanitizer::Address,
+        &["ur-capi"],
+        Some(&ASAN_CAPI_TESTS),
+        ASAN_OPTIONS,
+        "target/asan",
+    )
 }
 
 /// Where [`lsan_step`] points the OpenCL ICD loader: a folder that does not
@@ -180,7 +224,7 @@ pub const LSAN_NO_OPENCL_VENDORS: &str = "target/asan/no-opencl-vendors";
 /// sharing `target/asan`, with no OpenCL runtime loaded. Together with
 /// [`asan_step`] it covers every host-side crate under the sanitizer.
 pub fn lsan_step() -> Command {
-    let mut cmd = asan_test(&LSAN_CRATES, None, LSAN_OPTIONS, "target/asan");
+    let mut cmd = sanitized_test(Sanitizer::Address, &LSAN_CRATES, None, LSAN_OPTIONS, "target/asan");
     cmd.env("OCL_ICD_VENDORS", crate::workspace_root().join(LSAN_NO_OPENCL_VENDORS));
     cmd
 }
@@ -233,23 +277,15 @@ pub const TSAN_STRESS_SECS: &str = "5";
 /// them), on the native and sim devices (no OpenCL runtime, see
 /// [`TSAN_NO_OPENCL_VENDORS`]). Any report fails the step.
 pub fn tsan_step() -> Command {
-    let mut cmd = nightly_cargo();
-    cmd.args(["test", "-Zbuild-std", "--target", "x86_64-unknown-linux-gnu"]);
-    for c in TSAN_CRATES {
-        cmd.args(["-p", c]);
-    }
-    cmd.arg("--lib");
-    for t in TSAN_TESTS {
-        cmd.args(["--test", t]);
-    }
-    cmd.arg("--no-fail-fast")
-        .env("RUSTFLAGS", "-Zsanitizer=thread")
-        .env("RUSTDOCFLAGS", "-Zsanitizer=thread")
-        .env("TSAN_OPTIONS", TSAN_OPTIONS)
-        .env("CARGO_TARGET_DIR", "target/tsan")
-        .env("UR_STRESS_SECS", TSAN_STRESS_SECS);
-    with_backend_env(&mut cmd);
-    cmd.env("OCL_ICD_VENDORS", crate::workspace_root().join(TSAN_NO_OPENCL_VENDORS));
+    let mut cmd = sanitized_test(
+        Sanitizer::Thread,
+        &TSAN_CRATES,
+        Some(&TSAN_TESTS),
+        TSAN_OPTIONS,
+        "target/tsan",
+    );
+    cmd.env("UR_STRESS_SECS", TSAN_STRESS_SECS)
+        .env("OCL_ICD_VENDORS", crate::workspace_root().join(TSAN_NO_OPENCL_VENDORS));
     cmd
 }
 
