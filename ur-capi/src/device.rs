@@ -132,6 +132,7 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
     let l = &info.limits;
     let pv = &l.preferred_vector_width;
     let nv = &l.native_vector_width;
+    let intel = || l.intel_attributes.ok_or(CapiError::UnsupportedEnumeration);
     match prop {
         UR_DEVICE_INFO_TYPE => out.value(device_type(info.device_type)),
         UR_DEVICE_INFO_VENDOR_ID => out.value(l.vendor_id),
@@ -234,20 +235,11 @@ fn device_info(d: ur_device_handle_t, id: DeviceId, prop: ur_device_info_t, out:
         },
         // Optional queries: answered where the backend has Intel's device
         // attribute query (as UR's OpenCL adapter answers them).
-        UR_DEVICE_INFO_IP_VERSION
-        | UR_DEVICE_INFO_GPU_EU_SLICES
-        | UR_DEVICE_INFO_GPU_SUBSLICES_PER_SLICE
-        | UR_DEVICE_INFO_GPU_EU_COUNT_PER_SUBSLICE
-        | UR_DEVICE_INFO_GPU_HW_THREADS_PER_EU => match &l.intel_attributes {
-            Some(a) => out.value(match prop {
-                UR_DEVICE_INFO_IP_VERSION => a.ip_version,
-                UR_DEVICE_INFO_GPU_EU_SLICES => a.slices,
-                UR_DEVICE_INFO_GPU_SUBSLICES_PER_SLICE => a.sub_slices_per_slice,
-                UR_DEVICE_INFO_GPU_EU_COUNT_PER_SUBSLICE => a.eus_per_sub_slice,
-                _ => a.threads_per_eu,
-            }),
-            None => Err(CapiError::UnsupportedEnumeration),
-        },
+        UR_DEVICE_INFO_IP_VERSION => out.value(intel()?.ip_version),
+        UR_DEVICE_INFO_GPU_EU_SLICES => out.value(intel()?.slices),
+        UR_DEVICE_INFO_GPU_SUBSLICES_PER_SLICE => out.value(intel()?.sub_slices_per_slice),
+        UR_DEVICE_INFO_GPU_EU_COUNT_PER_SUBSLICE => out.value(intel()?.eus_per_sub_slice),
+        UR_DEVICE_INFO_GPU_HW_THREADS_PER_EU => out.value(intel()?.threads_per_eu),
         UR_DEVICE_INFO_SUPPORTED_PARTITIONS => out.array(&partition::supported(l.partition.kinds)),
         UR_DEVICE_INFO_PARTITION_TYPE => match &dev.parent {
             Some((_, how)) => out.array(&partition::properties(how)),
