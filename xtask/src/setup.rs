@@ -30,8 +30,9 @@ pub const GROUPS: [Group; 8] = [
         packages: &["pocl-opencl-icd", "mesa-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
     },
     Group {
-        purpose: "SPIR-V -> SPIR translator matching PoCL's LLVM 15: PoCL builds SPIR, not SPIR-V (adapters/opencl/src/spirv.rs)",
-        packages: &["llvm-spirv-15"],
+        purpose: "SPIR-V -> SPIR translator matching PoCL's LLVM 15 (PoCL builds SPIR, not SPIR-V), and the clang, \
+                  llvm-link and opt that build and link the group builtins PoCL lacks (adapters/opencl/src/spirv/)",
+        packages: &["llvm-spirv-15", "clang-15", "llvm-15"],
     },
     Group {
         purpose: "Level Zero loader and headers",

@@ -317,9 +317,11 @@ pub fn intel_alloc_flags(kind: UsmKind, has_device: bool, advice: UsmAdvice) -> 
     }
 }
 
-/// `(major, minor)` of a version string such as `"OpenCL 3.0 PoCL ..."`.
+/// `(major, minor)` of a version string such as `"OpenCL 3.0 PoCL ..."`,
+/// or, for the OpenCL C version, `"OpenCL C 1.2 PoCL"`.
 pub fn cl_version(s: &str) -> Option<(u32, u32)> {
     let rest = s.strip_prefix("OpenCL ")?;
+    let rest = rest.strip_prefix("C ").unwrap_or(rest);
     let num = rest.split_whitespace().next()?;
     let (major, minor) = num.split_once('.')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
@@ -585,6 +587,8 @@ mod tests {
         assert_eq!(cl_version("OpenCL 1.2 "), Some((1, 2)));
         assert_eq!(cl_version("OpenCL 2.1"), Some((2, 1)));
         assert_eq!(cl_version("CUDA 12"), None);
+        assert_eq!(cl_version("OpenCL C 1.2 PoCL"), Some((1, 2)));
+        assert_eq!(cl_version("OpenCL C 3.0 "), Some((3, 0)));
     }
 
     #[test]

@@ -50,8 +50,12 @@ pub struct Device {
     /// the device has the extension (USM then goes through it, not SVM).
     pub(crate) intel: Option<IntelUsm>,
     /// The SPIR-V translator, where the device takes SPIR-V only as SPIR
-    /// bitcode (`spirv.rs`).
+    /// bitcode (`spirv/mod.rs`).
     pub(crate) translator: Option<Arc<Translator>>,
+    /// Its SPIR-V programs get the translator's group builtins: sub-groups
+    /// of one work-item and work-group collectives, which the device's
+    /// kernel library lacks (`spirv/builtins.rs`).
+    pub(crate) group_builtins: bool,
 }
 
 /// An OpenCL context. Its state is shared (`ContextInner`) with the USM
@@ -95,6 +99,9 @@ pub struct ContextInner {
     /// The SPIR-V translator, where every device of the context takes
     /// SPIR-V only through it.
     pub(crate) translator: Option<Arc<Translator>>,
+    /// Where every device of the context gets the group builtins: the
+    /// largest work-group size among them, which sizes their scratch array.
+    pub(crate) group_builtins: Option<usize>,
     /// Programs whose build failed in this context, answered again without
     /// the runtime.
     pub(crate) failed_builds: crate::program::FailedBuilds,
@@ -195,7 +202,7 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>, translator: Option<&Arc<T
         formats |= ProgramFormats::OPENCL_C;
     }
     // Without IL, SPIR-V goes in as SPIR bitcode where the device builds
-    // SPIR and the translator is installed (`spirv.rs`).
+    // SPIR and the translator is installed (`spirv/mod.rs`).
     let translator = if il.contains("SPIR-V") {
         formats |= ProgramFormats::SPIRV;
         None
@@ -248,7 +255,7 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>, translator: Option<&Arc<T
     } else {
         conv::usm_caps_from_svm(svm)
     };
-    let info = DeviceInfo::new(check3(d.name())?, conv::device_type(check3(d.dev_type())?))
+    let mut info = DeviceInfo::new(check3(d.name())?, conv::device_type(check3(d.dev_type())?))
         .vendor(check3(d.vendor())?)
         .memory(check3(d.global_mem_size())?, check3(d.max_mem_alloc_size())?)
         .host_unified_memory(d.host_unified_memory().unwrap_or(false))
@@ -261,13 +268,29 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>, translator: Option<&Arc<T
         .local_mem(check3(d.local_mem_size())?)
         .versions(check3(d.driver_version())?, version_text)
         .limits(limits(&d, version, intel.is_some(), svm, il));
+    let group_builtins = translator.as_ref().is_some_and(|t| t.has_builtins()) && lacks_groups(&d, &info);
+    if group_builtins {
+        // What the builtins give its SPIR-V kernels: sub-groups of one
+        // work-item, so as many sub-groups as work-items.
+        info.limits.sub_group_sizes = vec![1];
+        info.limits.max_num_sub_groups = u32::try_from(info.max_work_group_size).unwrap_or(u32::MAX);
+    }
     Ok(Device {
         id: Handle(id),
         info,
         version,
         intel,
         translator,
+        group_builtins,
     })
+}
+
+/// Does the device lack both sub-groups (none reported) and work-group
+/// collectives (OpenCL C below 2.0), so that the translator's group
+/// builtins define them without clashing with its own?
+fn lacks_groups(d: &ClDevice, info: &DeviceInfo) -> bool {
+    let c = d.opencl_c_version().ok().and_then(|v| conv::cl_version(&v));
+    info.limits.max_num_sub_groups == 0 && info.limits.sub_group_sizes.is_empty() && c.is_some_and(|c| c < (2, 0))
 }
 
 /// `value` where the device answered it; a CPU device that answers 0
@@ -507,6 +530,11 @@ fn context_over(cl: opencl3::context::Context, devices: &[&Device]) -> Context {
             .iter()
             .map(|d| d.translator.clone())
             .reduce(|a, b| a.and(b))
+            .flatten(),
+        group_builtins: devices
+            .iter()
+            .all(|d| d.group_builtins)
+            .then(|| devices.iter().map(|d| d.info.max_work_group_size).max())
             .flatten(),
         failed_builds: crate::program::FailedBuilds::default(),
         host_memory: devices

@@ -107,10 +107,10 @@ fn build(ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program
         ProgramSource::OpenClC(src) => check(cl3::program::create_program_with_source(ctx.cl.get(), &[src]))?,
         ProgramSource::SpirV(il) => match &ctx.translator {
             None => check(cl3::program::create_program_with_il(ctx.cl.get(), il))?,
-            // SPIR bitcode, one copy per device, built as SPIR (`spirv.rs`).
+            // SPIR bitcode, one copy per device, built as SPIR (`spirv/mod.rs`).
             Some(t) => {
                 options.insert_str(0, "-x spir ");
-                from_binary(ctx, &t.bitcode(il)?)?
+                from_binary(ctx, &t.bitcode(il, ctx.group_builtins)?)?
             }
         },
         other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
@@ -450,7 +450,8 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
 
     /// The kernel's work-group figures on `device` (`clGetKernelWorkGroupInfo`)
     /// and, on OpenCL 2.1 devices, its sub-group figures
-    /// (`clGetKernelSubGroupInfo`); a figure the device does not answer is 0.
+    /// (`clGetKernelSubGroupInfo`; sub-groups of one work-item on devices
+    /// with the group builtins); a figure the device does not answer is 0.
     fn kernel_group_info(&self, k: &Kernel, device: &crate::Device) -> Result<KernelGroupInfo> {
         let kernel = k.cl.lock();
         let d = device.id.0;
@@ -461,6 +462,7 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
         {
             *c = v;
         }
+        let wg = check3(kernel.get_work_group_size(d))?;
         let sub = |param, input: usize| -> u32 {
             if device.version < (2, 1) {
                 return 0;
@@ -476,15 +478,23 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
                 _ => 0,
             }
         };
-        let wg = check3(kernel.get_work_group_size(d))?;
+        let (max_sub_group_size, max_num_sub_groups) = if device.group_builtins {
+            // Sub-groups of one work-item (`spirv/builtins.rs`).
+            (1, u32::try_from(wg).unwrap_or(u32::MAX))
+        } else {
+            (
+                sub(clk::CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, wg),
+                sub(clk::CL_KERNEL_MAX_NUM_SUB_GROUPS, 0),
+            )
+        };
         Ok(KernelGroupInfo {
             work_group_size: wg,
             compile_work_group_size: compile,
             local_mem_size: kernel.get_local_mem_size(d).unwrap_or(0),
             preferred_work_group_size_multiple: kernel.get_work_group_size_multiple(d).unwrap_or(0),
             private_mem_size: kernel.get_private_mem_size(d).unwrap_or(0),
-            max_sub_group_size: sub(clk::CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, wg),
-            max_num_sub_groups: sub(clk::CL_KERNEL_MAX_NUM_SUB_GROUPS, 0),
+            max_sub_group_size,
+            max_num_sub_groups,
             compile_num_sub_groups: sub(clk::CL_KERNEL_COMPILE_NUM_SUB_GROUPS, 0),
             compile_sub_group_size: sub(CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL, 0),
         })

@@ -5,54 +5,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use common::{runtime, skip};
+use common::{rebuild_module, runtime, skip};
 use ur_api::{ArgValue, BufferDesc, NdRange, ProgramFormats, ProgramSource, QueueProps, UsmDesc, UsmKind};
 
 /// The committed module.
 const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/kernels.spv");
 
-fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/kernels")
-}
-
-/// Rebuilds the module with the README's commands; `None` (with the
-/// reason) where clang-15 or llvm-spirv-15 is not installed.
-fn rebuild() -> Result<Vec<u8>, String> {
-    let tmp = std::env::temp_dir().join(format!("ur-opencl-spirv-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
-    let (bc, spv) = (tmp.join("kernels.bc"), tmp.join("kernels.spv"));
-    let run = |cmd: &mut Command| -> Result<(), String> {
-        let out = cmd.output().map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr)))
-        }
-    };
-    run(Command::new("clang-15")
-        .args([
-            "-cc1",
-            "-triple",
-            "spir64-unknown-unknown",
-            "-cl-std=CL1.2",
-            "-finclude-default-header",
-        ])
-        .args(["-O2", "-emit-llvm-bc"])
-        .arg(dir().join("kernels.cl"))
-        .arg("-o")
-        .arg(&bc))?;
-    run(Command::new("llvm-spirv-15").arg(&bc).arg("-o").arg(&spv))?;
-    let bytes = std::fs::read(&spv).map_err(|e| e.to_string());
-    let _ = std::fs::remove_dir_all(&tmp);
-    bytes
-}
-
 #[test]
 fn the_committed_module_is_what_the_tools_make() {
-    match rebuild() {
+    match rebuild_module("kernels", "CL1.2") {
         Ok(fresh) => assert!(
             fresh == MODULE,
             "conformance/kernels/kernels.spv is stale: rebuild it (README)"

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // reason: each test binary uses a different part of this module.
 
+use std::path::Path;
+use std::process::Command;
 use std::sync::Once;
 
 use ur_api::{DeviceId, DynAdapter, Runtime};
@@ -71,4 +73,31 @@ pub fn platform_name(rt: &Runtime, dev: DeviceId) -> String {
 /// Bytes that differ per position, so a misplaced byte is caught.
 pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+/// Rebuilds `conformance/kernels/<name>.spv` from `<name>.cl` for OpenCL C
+/// `cl_std` (`CL1.2`, `CL2.0`) with the commands of that folder's README;
+/// `Err` with the reason where clang-15 or llvm-spirv-15 is not installed
+/// or refuses.
+pub fn rebuild_module(name: &str, cl_std: &str) -> Result<Vec<u8>, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/kernels");
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (bc, spv) = (tmp.path().join("module.bc"), tmp.path().join("module.spv"));
+    let run = |cmd: &mut Command| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr)))
+        }
+    };
+    run(Command::new("clang-15")
+        .args(["-cc1", "-triple", "spir64-unknown-unknown"])
+        .arg(format!("-cl-std={cl_std}"))
+        .args(["-finclude-default-header", "-O2", "-emit-llvm-bc"])
+        .arg(dir.join(format!("{name}.cl")))
+        .arg("-o")
+        .arg(&bc))?;
+    run(Command::new("llvm-spirv-15").arg(&bc).arg("-o").arg(&spv))?;
+    std::fs::read(&spv).map_err(|e| e.to_string())
 }

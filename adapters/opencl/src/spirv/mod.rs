@@ -17,6 +17,9 @@
 //! Translations are kept per translator for the process's life, keyed by
 //! the module's bytes: SYCL runtimes build the same module again for every
 //! context and option string.
+//!
+//! Where the runtime's kernel library lacks sub-groups and work-group
+//! collectives, the translated module gets them linked in ([`builtins`]).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -27,6 +30,11 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use ur_api::{Error, Result};
 
+pub mod builtins;
+pub mod rewrite;
+
+use builtins::Builtins;
+
 /// The environment variable that names the translator, or `0` for none.
 pub const TRANSLATOR_ENV: &str = "UR_LLVM_SPIRV";
 
@@ -34,35 +42,66 @@ pub const TRANSLATOR_ENV: &str = "UR_LLVM_SPIRV";
 #[derive(Debug)]
 pub struct Translator {
     path: PathBuf,
-    /// Translated modules: SPIR-V bytes -> bitcode.
-    done: Mutex<HashMap<Arc<[u8]>, Arc<[u8]>>>,
+    /// The group builtins of the same LLVM, where its tools are installed.
+    builtins: Option<Builtins>,
+    /// Translated modules: SPIR-V bytes -> bitcode, per the builtins'
+    /// scratch size (`None`: without the builtins).
+    done: Mutex<HashMap<Arc<[u8]>, HashMap<Option<usize>, Arc<[u8]>>>>,
 }
 
 impl Translator {
     /// The translator for a platform whose version string is
     /// `platform_version`, if one is installed (see the module docs).
     pub fn find(platform_version: &str) -> Option<Arc<Translator>> {
+        let major = llvm_major(platform_version);
         let path = match std::env::var_os(TRANSLATOR_ENV) {
             Some(v) if v == "0" || v.is_empty() => return None,
             Some(v) => Some(PathBuf::from(v)),
-            None => llvm_major(platform_version).and_then(|major| versioned(major, std::env::var_os("PATH"))),
+            None => major.and_then(|major| versioned("llvm-spirv", major, std::env::var_os("PATH"))),
         }?;
         tracing::debug!(path = %path.display(), "SPIR-V translator");
         Some(Arc::new(Translator {
             path,
+            builtins: major.and_then(Builtins::find),
             done: Mutex::new(HashMap::new()),
         }))
     }
 
-    /// SPIR bitcode for the SPIR-V module `il`, translated once per module.
-    /// A module the translator refuses is a build failure with its message
-    /// as the log.
-    pub fn bitcode(&self, il: &[u8]) -> Result<Arc<[u8]>> {
-        if let Some(bc) = self.done.lock().get(il) {
+    /// Can modules get the group builtins linked in ([`builtins`])?
+    pub fn has_builtins(&self) -> bool {
+        self.builtins.is_some()
+    }
+
+    /// SPIR bitcode for the SPIR-V module `il`, translated once per module
+    /// and `builtins_for`. With `builtins_for: Some(wg_max)` (devices that
+    /// get the group builtins, in work-groups of at most `wg_max` items)
+    /// sub-group barriers become memory barriers first
+    /// ([`rewrite::sub_group_barriers_to_fences`]) and a module calling a
+    /// builtin gets them linked in. A module the translator refuses, or the
+    /// builtins failing to compile or link, is a build failure with the
+    /// tool's message as the log.
+    pub fn bitcode(&self, il: &[u8], builtins_for: Option<usize>) -> Result<Arc<[u8]>> {
+        let builtins_for = builtins_for.filter(|_| self.builtins.is_some());
+        if let Some(bc) = self.done.lock().get(il).and_then(|m| m.get(&builtins_for)) {
             return Ok(bc.clone());
         }
-        let bc: Arc<[u8]> = self.translate(il)?.into();
-        self.done.lock().insert(il.into(), bc.clone());
+        let bc: Arc<[u8]> = match (builtins_for, &self.builtins) {
+            (Some(wg_max), Some(b)) => {
+                let rewritten = rewrite::sub_group_barriers_to_fences(il);
+                let bc = self.translate(rewritten.as_deref().unwrap_or(il))?;
+                if Builtins::wanted_by(&bc) {
+                    b.link(&bc, wg_max)?.into()
+                } else {
+                    bc.into()
+                }
+            }
+            _ => self.translate(il)?.into(),
+        };
+        self.done
+            .lock()
+            .entry(il.into())
+            .or_default()
+            .insert(builtins_for, bc.clone());
         Ok(bc)
     }
 
@@ -102,17 +141,17 @@ pub fn llvm_major(version: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// `llvm-spirv-<major>` on `path` (a `PATH` value), else the LLVM
-/// installation's own copy.
-fn versioned(major: u32, path: Option<OsString>) -> Option<PathBuf> {
-    let name = format!("llvm-spirv-{major}");
+/// The LLVM tool `tool` of version `major`: `<tool>-<major>` on `path` (a
+/// `PATH` value), else the LLVM installation's own copy.
+fn versioned(tool: &str, major: u32, path: Option<OsString>) -> Option<PathBuf> {
+    let name = format!("{tool}-{major}");
     let on_path = path
         .iter()
         .flat_map(std::env::split_paths)
         .map(|dir| dir.join(&name))
         .find(|p| is_executable(p));
     on_path.or_else(|| {
-        let p = PathBuf::from(format!("/usr/lib/llvm-{major}/bin/llvm-spirv"));
+        let p = PathBuf::from(format!("/usr/lib/llvm-{major}/bin/{tool}"));
         is_executable(&p).then_some(p)
     })
 }
@@ -142,11 +181,11 @@ mod tests {
         std::fs::write(&exe, "#!/bin/sh\n").unwrap();
         let path = Some(dir.path().as_os_str().to_owned());
         // Not executable yet: not a translator.
-        assert_eq!(versioned(99, path.clone()), None);
+        assert_eq!(versioned("llvm-spirv", 99, path.clone()), None);
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(versioned(99, path.clone()), Some(exe));
-        assert_eq!(versioned(98, path), None);
+        assert_eq!(versioned("llvm-spirv", 99, path.clone()), Some(exe));
+        assert_eq!(versioned("llvm-spirv", 98, path), None);
     }
 
     #[test]
@@ -158,9 +197,10 @@ mod tests {
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         let t = Translator {
             path: exe,
+            builtins: None,
             done: Mutex::new(HashMap::new()),
         };
-        match t.bitcode(b"not spir-v") {
+        match t.bitcode(b"not spir-v", None) {
             Err(Error::ProgramBuild { log }) => assert!(log.contains("bad magic"), "{log}"),
             other => panic!("expected a build failure, got {other:?}"),
         }
@@ -181,11 +221,12 @@ mod tests {
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         let t = Translator {
             path: exe,
+            builtins: None,
             done: Mutex::new(HashMap::new()),
         };
-        assert_eq!(&*t.bitcode(b"one").unwrap(), b"one");
-        assert_eq!(&*t.bitcode(b"one").unwrap(), b"one");
-        assert_eq!(&*t.bitcode(b"two").unwrap(), b"two");
+        assert_eq!(&*t.bitcode(b"one", None).unwrap(), b"one");
+        assert_eq!(&*t.bitcode(b"one", Some(16)).unwrap(), b"one");
+        assert_eq!(&*t.bitcode(b"two", None).unwrap(), b"two");
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
     }
 }

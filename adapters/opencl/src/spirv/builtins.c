@@ -1,0 +1,306 @@
+/*
+ * OpenCL C 2.0 work-group collectives and sub-group functions for OpenCL
+ * devices whose kernel library has neither (PoCL 3.1: OpenCL C 1.2, no
+ * cl_khr_subgroups), linked into the SPIR bitcode the SPIR-V translator
+ * makes for them (see builtins.rs).
+ *
+ * Written in C, not OpenCL C, for one reason: the work-group functions
+ * share a scratch array in local memory, and OpenCL C allows local
+ * variables only inside kernels. C for the `spir64` target gives the same
+ * code (functions with the `spir_func` calling convention, Itanium-mangled
+ * overloads through `overloadable`), and a program-scope array in address
+ * space 3, which the runtime turns into kernel-local memory once these
+ * functions are inlined into a kernel.
+ *
+ * Semantics:
+ * - Sub-groups have one work-item each: a sub-group function returns its
+ *   own operand (reductions, inclusive scans, broadcasts, shuffles), the
+ *   identity of its operation (exclusive scans), and the sub-group id is
+ *   the work-item's local linear id. The device then reports sub-group
+ *   size 1.
+ * - Work-group collectives: every work-item writes its operand into its
+ *   slot of the scratch array, work-item 0 combines the slots in local-id
+ *   order, and every work-item reads its result; barriers separate the
+ *   steps, and a last barrier lets the next collective reuse the array.
+ *   As the OpenCL C specification requires, every work-item of the group
+ *   must reach the call. The runtime runs a group's work-items on one
+ *   thread, so one work-item combining serially costs what the runtime
+ *   would.
+ *
+ * UR_WG_MAX (given at compile time) is the largest work-group size of the
+ * devices the bitcode is linked for.
+ */
+
+#ifndef UR_WG_MAX
+#error "UR_WG_MAX must be defined: the largest work-group size"
+#endif
+
+#define OL __attribute__((overloadable))
+/* The builtins: convergent, because they hold barriers and the optimiser
+ * must not make their calls depend on more control flow than they do
+ * (OpenCL C makes every function convergent; C does not); always inlined,
+ * because PoCL 3.1 gives a kernel its own copy of a local array only where
+ * the kernel itself uses it (see builtins.rs). */
+#define CV __attribute__((overloadable, convergent, always_inline))
+#define LOCAL __attribute__((address_space(3)))
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+typedef unsigned long size_t;
+
+/* The runtime's own builtins, by their OpenCL C names. */
+size_t OL get_local_id(uint);
+size_t OL get_local_size(uint);
+size_t OL get_enqueued_local_size(uint);
+void CV barrier(uint);
+float OL fmin(float, float);
+float OL fmax(float, float);
+double OL fmin(double, double);
+double OL fmax(double, double);
+
+/* OpenCL's memory_scope enum, for the sub-group barrier that takes one. */
+typedef enum memory_scope {
+  memory_scope_work_item = 0,
+  memory_scope_sub_group = 4,
+  memory_scope_work_group = 1,
+  memory_scope_device = 2,
+  memory_scope_all_svm_devices = 3,
+} memory_scope;
+
+#define CLK_LOCAL_MEM_FENCE 1u
+
+/* Scratch arrays in local memory, one per type: a slot per work-item and
+ * one for a result (at index "number of work-items"). Without an
+ * initializer: local memory has none.
+ *
+ * Every index into them is a run-time value: PoCL 3.1's kernel compiler
+ * crashes (in LLVM's inliner) on a constant-expression address into a
+ * program-scope local array used outside a kernel, which a constant index
+ * (scratch[0]) compiles to. adapters/opencl/src/spirv/builtins.rs checks
+ * the compiled library has none. */
+#define SCRATCH(T, S) static LOCAL __attribute__((loader_uninitialized)) T scratch_##S[UR_WG_MAX + 1];
+SCRATCH(int, i)
+SCRATCH(uint, j)
+SCRATCH(long, l)
+SCRATCH(ulong, m)
+SCRATCH(float, f)
+SCRATCH(double, d)
+
+static size_t local_linear_id(void) {
+  return (get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) + get_local_id(0);
+}
+
+static size_t group_items(void) {
+  return get_local_size(0) * get_local_size(1) * get_local_size(2);
+}
+
+/* ---- sub-groups of one work-item ---------------------------------------- */
+
+uint OL get_sub_group_size(void) { return 1; }
+uint OL get_max_sub_group_size(void) { return 1; }
+uint OL get_num_sub_groups(void) { return (uint)group_items(); }
+uint OL get_enqueued_num_sub_groups(void) {
+  return (uint)(get_enqueued_local_size(0) * get_enqueued_local_size(1) * get_enqueued_local_size(2));
+}
+uint OL get_sub_group_id(void) { return (uint)local_linear_id(); }
+uint OL get_sub_group_local_id(void) { return 0; }
+
+/* OpenCL C 1.2's memory fences, which the translator makes of SPIR-V
+ * memory barriers (among them the sub-group barriers rewrite.rs turns into
+ * memory barriers) and PoCL 3.1's kernel library lacks: every fence orders
+ * all of the work-item's memory operations. */
+void OL mem_fence(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void OL read_mem_fence(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void OL write_mem_fence(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+/* A barrier over one work-item orders its memory operations only. */
+void CV sub_group_barrier(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void CV sub_group_barrier(uint flags, memory_scope scope) {
+  (void)flags;
+  (void)scope;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+int CV sub_group_all(int p) { return p; }
+int CV sub_group_any(int p) { return p; }
+int CV sub_group_elect(void) { return 1; }
+int CV sub_group_non_uniform_all(int p) { return p; }
+int CV sub_group_non_uniform_any(int p) { return p; }
+
+/* Identities of the operations, per type. */
+#define ID_add(T, MIN, MAX) ((T)0)
+#define ID_mul(T, MIN, MAX) ((T)1)
+#define ID_min(T, MIN, MAX) (MAX)
+#define ID_max(T, MIN, MAX) (MIN)
+#define ID_and(T, MIN, MAX) ((T)~(T)0)
+#define ID_or(T, MIN, MAX) ((T)0)
+#define ID_xor(T, MIN, MAX) ((T)0)
+#define ID_logical_and(T, MIN, MAX) ((T)1)
+#define ID_logical_or(T, MIN, MAX) ((T)0)
+#define ID_logical_xor(T, MIN, MAX) ((T)0)
+
+/* Combining two operands. */
+#define OP_add(a, b) ((a) + (b))
+#define OP_mul(a, b) ((a) * (b))
+#define OP_min(a, b) ((b) < (a) ? (b) : (a))
+#define OP_max(a, b) ((a) < (b) ? (b) : (a))
+#define OP_fmin(a, b) fmin((a), (b))
+#define OP_fmax(a, b) fmax((a), (b))
+#define OP_and(a, b) ((a) & (b))
+#define OP_or(a, b) ((a) | (b))
+#define OP_xor(a, b) ((a) ^ (b))
+#define OP_logical_and(a, b) ((a) && (b))
+#define OP_logical_or(a, b) ((a) || (b))
+#define OP_logical_xor(a, b) (!(a) != !(b))
+
+/* Sub-group operations on one operand, for one type and operation. */
+#define SUB_GROUP_OP(T, NAME, MIN, MAX)                                            \
+  T CV sub_group_reduce_##NAME(T x) { return x; }                                  \
+  T CV sub_group_scan_inclusive_##NAME(T x) { return x; }                          \
+  T CV sub_group_scan_exclusive_##NAME(T x) { (void)x; return ID_##NAME(T, MIN, MAX); } \
+  T CV sub_group_non_uniform_reduce_##NAME(T x) { return x; }                      \
+  T CV sub_group_non_uniform_scan_inclusive_##NAME(T x) { return x; }              \
+  T CV sub_group_non_uniform_scan_exclusive_##NAME(T x) { (void)x; return ID_##NAME(T, MIN, MAX); } \
+  T CV sub_group_clustered_reduce_##NAME(T x, uint cluster) { (void)cluster; return x; }
+
+/* Sub-group data movement for one type. */
+#define SUB_GROUP_MOVES(T)                                                         \
+  T CV sub_group_broadcast(T x, uint id) { (void)id; return x; }                   \
+  T CV sub_group_non_uniform_broadcast(T x, uint id) { (void)id; return x; }       \
+  T CV sub_group_broadcast_first(T x) { return x; }                                \
+  int CV sub_group_non_uniform_all_equal(T x) { (void)x; return 1; }               \
+  T CV sub_group_shuffle(T x, uint id) { (void)id; return x; }                     \
+  T CV sub_group_shuffle_xor(T x, uint mask) { (void)mask; return x; }             \
+  T CV sub_group_shuffle_up(T x, uint delta) { (void)delta; return x; }            \
+  T CV sub_group_shuffle_down(T x, uint delta) { (void)delta; return x; }          \
+  T CV intel_sub_group_shuffle(T x, uint id) { (void)id; return x; }               \
+  T CV intel_sub_group_shuffle_xor(T x, uint mask) { (void)mask; return x; }       \
+  T CV intel_sub_group_shuffle_down(T cur, T next, uint delta) { return delta == 0 ? cur : next; } \
+  T CV intel_sub_group_shuffle_up(T prev, T cur, uint delta) { return delta == 0 ? cur : prev; }
+
+/* ---- work-group collectives ---------------------------------------------- */
+
+/* Reduction and scans of one type (scratch member S) and operation. */
+#define WORK_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                               \
+  T CV work_group_reduce_##NAME(T x) {                                             \
+    size_t id = local_linear_id(), n = group_items();                              \
+    scratch_##S[id] = x;                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    if (id == 0) {                                                                 \
+      T r = ID_##NAME(T, MIN, MAX);                                                \
+      for (size_t i = 0; i < n; ++i) r = COMBINE(r, scratch_##S[i]);                 \
+      scratch_##S[n] = r;                                                    \
+    }                                                                              \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    T r = scratch_##S[n];                                                    \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    return r;                                                                      \
+  }                                                                                \
+  T CV work_group_scan_inclusive_##NAME(T x) {                                     \
+    size_t id = local_linear_id(), n = group_items();                              \
+    scratch_##S[id] = x;                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    if (id == 0) {                                                                 \
+      T acc = ID_##NAME(T, MIN, MAX);                                              \
+      for (size_t i = 0; i < n; ++i) {                                             \
+        acc = COMBINE(acc, scratch_##S[i]);                                        \
+        scratch_##S[i] = acc;                                                      \
+      }                                                                            \
+    }                                                                              \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    T r = scratch_##S[id];                                                           \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    return r;                                                                      \
+  }                                                                                \
+  T CV work_group_scan_exclusive_##NAME(T x) {                                     \
+    size_t id = local_linear_id(), n = group_items();                              \
+    scratch_##S[id] = x;                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    if (id == 0) {                                                                 \
+      T acc = ID_##NAME(T, MIN, MAX);                                              \
+      for (size_t i = 0; i < n; ++i) {                                             \
+        T v = scratch_##S[i];                                                        \
+        scratch_##S[i] = acc;                                                        \
+        acc = COMBINE(acc, v);                                                     \
+      }                                                                            \
+    }                                                                              \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    T r = scratch_##S[id];                                                           \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    return r;                                                                      \
+  }
+
+/* Broadcasts from the work-item with the given local id, 1 to 3 dimensions. */
+#define WORK_GROUP_BROADCAST(T, S)                                                 \
+  static __attribute__((convergent, always_inline)) T broadcast_##S(T a, size_t from) {                                     \
+    size_t n = group_items();                                                      \
+    if (local_linear_id() == from) scratch_##S[n] = a;                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    T r = scratch_##S[n];                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    return r;                                                                      \
+  }                                                                                \
+  T CV work_group_broadcast(T a, size_t x) { return broadcast_##S(a, x); }         \
+  T CV work_group_broadcast(T a, size_t x, size_t y) {                             \
+    return broadcast_##S(a, y * get_local_size(0) + x);                            \
+  }                                                                                \
+  T CV work_group_broadcast(T a, size_t x, size_t y, size_t z) {                   \
+    return broadcast_##S(a, (z * get_local_size(1) + y) * get_local_size(0) + x);  \
+  }
+
+/* Everything for an integer type. */
+#define INTEGER(T, S, MIN, MAX)                                                    \
+  WORK_GROUP_OP(T, S, add, OP_add, MIN, MAX)                                       \
+  WORK_GROUP_OP(T, S, mul, OP_mul, MIN, MAX)                                       \
+  WORK_GROUP_OP(T, S, min, OP_min, MIN, MAX)                                       \
+  WORK_GROUP_OP(T, S, max, OP_max, MIN, MAX)                                       \
+  WORK_GROUP_OP(T, S, and, OP_and, MIN, MAX)                                       \
+  WORK_GROUP_OP(T, S, or, OP_or, MIN, MAX)                                         \
+  WORK_GROUP_OP(T, S, xor, OP_xor, MIN, MAX)                                       \
+  WORK_GROUP_BROADCAST(T, S)                                                       \
+  SUB_GROUP_OP(T, add, MIN, MAX)                                                   \
+  SUB_GROUP_OP(T, mul, MIN, MAX)                                                   \
+  SUB_GROUP_OP(T, min, MIN, MAX)                                                   \
+  SUB_GROUP_OP(T, max, MIN, MAX)                                                   \
+  SUB_GROUP_OP(T, and, MIN, MAX)                                                   \
+  SUB_GROUP_OP(T, or, MIN, MAX)                                                    \
+  SUB_GROUP_OP(T, xor, MIN, MAX)                                                   \
+  SUB_GROUP_MOVES(T)
+
+/* Everything for a floating-point type (min and max as fmin and fmax). */
+#define FLOATING(T, S, INF)                                                        \
+  WORK_GROUP_OP(T, S, add, OP_add, -INF, INF)                                      \
+  WORK_GROUP_OP(T, S, mul, OP_mul, -INF, INF)                                      \
+  WORK_GROUP_OP(T, S, min, OP_fmin, -INF, INF)                                     \
+  WORK_GROUP_OP(T, S, max, OP_fmax, -INF, INF)                                     \
+  WORK_GROUP_BROADCAST(T, S)                                                       \
+  SUB_GROUP_OP(T, add, -INF, INF)                                                  \
+  SUB_GROUP_OP(T, mul, -INF, INF)                                                  \
+  SUB_GROUP_OP(T, min, -INF, INF)                                                  \
+  SUB_GROUP_OP(T, max, -INF, INF)                                                  \
+  SUB_GROUP_MOVES(T)
+
+INTEGER(int, i, (-2147483647 - 1), 2147483647)
+INTEGER(uint, j, 0u, 4294967295u)
+INTEGER(long, l, (-9223372036854775807L - 1), 9223372036854775807L)
+INTEGER(ulong, m, 0ul, 18446744073709551615ul)
+FLOATING(float, f, __builtin_inff())
+FLOATING(double, d, __builtin_inf())
+
+/* Logical operations on predicates, and all / any. */
+WORK_GROUP_OP(int, i, logical_and, OP_logical_and, 0, 0)
+WORK_GROUP_OP(int, i, logical_or, OP_logical_or, 0, 0)
+WORK_GROUP_OP(int, i, logical_xor, OP_logical_xor, 0, 0)
+SUB_GROUP_OP(int, logical_and, 0, 0)
+SUB_GROUP_OP(int, logical_or, 0, 0)
+SUB_GROUP_OP(int, logical_xor, 0, 0)
+int CV work_group_all(int p) { return work_group_reduce_logical_and(p != 0); }
+int CV work_group_any(int p) { return work_group_reduce_logical_or(p != 0); }
+
+/* Sub-group data movement of the narrower integer types. */
+SUB_GROUP_MOVES(char)
+SUB_GROUP_MOVES(uchar)
+SUB_GROUP_MOVES(short)
+SUB_GROUP_MOVES(ushort)

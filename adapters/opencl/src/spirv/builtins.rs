@@ -1,0 +1,261 @@
+//! Builtins a SPIR runtime's kernel library lacks, linked into translated
+//! modules.
+//!
+//! SYCL kernels use sub-groups and work-group collectives (`reduce_over_group`,
+//! `group_broadcast`, `any_of_group`, ...), which the Khronos translator
+//! turns into calls of OpenCL C's `get_sub_group_size`,
+//! `work_group_reduce_add` and their kin. PoCL 3.1 builds OpenCL C 1.2 and
+//! has neither, so a program calling one does not link ("Cannot find symbol
+//! _Z18get_sub_group_sizev in kernel library") and dpnp's reductions fail
+//! on it. `builtins.c` defines them: sub-groups of one work-item, and
+//! work-group collectives over a local scratch array (the file says how).
+//! It is compiled once per process with the `clang` of the runtime's LLVM
+//! (`clang-15` for PoCL 3.1) and linked with `llvm-link --only-needed
+//! --internalize` into each translated module that calls a group function,
+//! so a kernel gets only what it calls.
+//!
+//! **Inlined before the runtime sees them.** The work-group functions keep
+//! their operands in a local-memory array at program scope. PoCL 3.1 gives
+//! each work-group its own copy of such an array only where a kernel uses
+//! it in its own body (its automatic-locals pass runs before it inlines
+//! calls); used from a called function, the array is one block of memory
+//! shared by every work-group running at the same time, and concurrent
+//! groups corrupt each other's results (checked: 8,960 of 65,536 sums wrong
+//! in groups of 256 on two threads). So the linked module goes through
+//! `opt -passes=cgscc(inline)` with an unbounded threshold, which inlines
+//! every call into the kernels, as PoCL's own kernel compiler would later.
+//!
+//! A device gets them where it takes SPIR-V through the translator, has no
+//! sub-groups of its own (`CL_DEVICE_MAX_NUM_SUB_GROUPS` 0, no Intel
+//! sub-group sizes) and builds OpenCL C below 2.0 (no work-group
+//! collectives); it then reports sub-group size 1 (`device.rs`). Only
+//! SPIR-V programs get them: OpenCL C source is compiled by the runtime
+//! itself. `UR_SPIR_BUILTINS=0` turns them off.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use ur_api::{Error, Result};
+
+/// The C source of the builtins.
+const SOURCE: &str = include_str!("builtins.c");
+
+/// The environment variable that turns the builtins off (`0`).
+pub const BUILTINS_ENV: &str = "UR_SPIR_BUILTINS";
+
+/// Texts one of which every builtin's mangled name contains
+/// (`_Z18get_sub_group_sizev`, `_Z18get_num_sub_groupsv`,
+/// `_Z21work_group_reduce_addd`, `_Z9mem_fencej`, ...). A bitcode module keeps its symbol
+/// names verbatim in its string table, so a module without them calls
+/// none of the builtins and is left as it is. (The runtime's own
+/// `async_work_group_copy` matches too: such a module is linked for
+/// nothing.)
+const GROUP_MARKS: [&[u8]; 3] = [b"work_group_", b"sub_group", b"mem_fence"];
+
+/// The compiler, linker and optimiser of one LLVM version, and the
+/// builtins compiled with them.
+#[derive(Debug)]
+pub struct Builtins {
+    clang: PathBuf,
+    llvm_link: PathBuf,
+    opt: PathBuf,
+    /// The compiled library per scratch size (the largest work-group size
+    /// of the devices it is linked for); a failed compilation is kept as
+    /// its message, so it is not retried for every module.
+    compiled: Mutex<HashMap<usize, std::result::Result<Arc<[u8]>, String>>>,
+}
+
+impl Builtins {
+    /// The tools of LLVM `major` (`clang-<major>`, `llvm-link-<major>`,
+    /// `opt-<major>`), on `PATH` or in the LLVM installation, unless
+    /// [`BUILTINS_ENV`] is `0` or a tool is missing.
+    pub fn find(major: u32) -> Option<Builtins> {
+        if std::env::var_os(BUILTINS_ENV).is_some_and(|v| v == "0") {
+            return None;
+        }
+        let path = std::env::var_os("PATH");
+        let clang = super::versioned("clang", major, path.clone())?;
+        let llvm_link = super::versioned("llvm-link", major, path.clone())?;
+        let opt = super::versioned("opt", major, path)?;
+        tracing::debug!(clang = %clang.display(), llvm_link = %llvm_link.display(), opt = %opt.display(), "SPIR builtins");
+        Some(Builtins {
+            clang,
+            llvm_link,
+            opt,
+            compiled: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// May the bitcode `module` call a builtin (see [`GROUP_MARKS`])?
+    pub fn wanted_by(module: &[u8]) -> bool {
+        GROUP_MARKS
+            .iter()
+            .any(|mark| module.windows(mark.len()).any(|w| w == *mark))
+    }
+
+    /// `module` with the builtins it calls linked in, for devices whose
+    /// work-groups hold at most `wg_max` work-items. A failure (the tools
+    /// refusing) is a build failure with their message as the log.
+    pub fn link(&self, module: &[u8], wg_max: usize) -> Result<Vec<u8>> {
+        let library = self.library(wg_max)?;
+        let dir = scratch_dir()?;
+        let input = dir.path().join("module.bc");
+        let lib = dir.path().join("builtins.bc");
+        let linked = dir.path().join("linked.bc");
+        let output = dir.path().join("inlined.bc");
+        write(&input, module)?;
+        write(&lib, &library)?;
+        let mut cmd = Command::new(&self.llvm_link);
+        cmd.args(["--only-needed", "--internalize"])
+            .arg(&input)
+            .arg(&lib)
+            .arg("-o")
+            .arg(&linked);
+        run(cmd, &self.llvm_link, "linking the SPIR builtins")?;
+        // Every call inlined into the kernels (see the module docs), the
+        // builtins' own definitions then dropped.
+        let mut cmd = Command::new(&self.opt);
+        cmd.args(["-passes=cgscc(inline),globaldce", "-inline-threshold=1000000"])
+            .arg(&linked)
+            .arg("-o")
+            .arg(&output);
+        run(cmd, &self.opt, "inlining the SPIR builtins")?;
+        std::fs::read(&output).map_err(|e| io("reading the linked module", e))
+    }
+
+    /// The compiled library for `wg_max`, compiled at the first call.
+    fn library(&self, wg_max: usize) -> Result<Arc<[u8]>> {
+        if let Some(done) = self.compiled.lock().get(&wg_max) {
+            return done.clone().map_err(|log| Error::ProgramBuild { log });
+        }
+        let result = self.compile(wg_max).map_err(|e| match e {
+            Error::ProgramBuild { log } => log,
+            other => other.to_string(),
+        });
+        self.compiled.lock().insert(wg_max, result.clone());
+        result.map_err(|log| Error::ProgramBuild { log })
+    }
+
+    fn compile(&self, wg_max: usize) -> Result<Arc<[u8]>> {
+        let dir = scratch_dir()?;
+        let source = dir.path().join("builtins.c");
+        let output = dir.path().join("builtins.bc");
+        write(&source, SOURCE.as_bytes())?;
+        let mut cmd = Command::new(&self.clang);
+        cmd.args(["-x", "c", "-std=c11", "-target", "spir64", "-emit-llvm", "-c", "-O2"])
+            .args(["-ffreestanding", "-fno-builtin", "-Werror"])
+            .arg(format!("-DUR_WG_MAX={wg_max}"))
+            .arg(&source)
+            .arg("-o")
+            .arg(&output);
+        run(cmd, &self.clang, "compiling the SPIR builtins")?;
+        let bc = std::fs::read(&output).map_err(|e| io("reading the compiled builtins", e))?;
+        tracing::debug!(wg_max, bytes = bc.len(), "SPIR builtins compiled");
+        Ok(bc.into())
+    }
+}
+
+fn io(what: &str, e: std::io::Error) -> Error {
+    Error::unsupported(format!("SPIR builtins: {what}: {e}"))
+}
+
+fn scratch_dir() -> Result<tempfile::TempDir> {
+    tempfile::tempdir().map_err(|e| io("temporary directory", e))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| io(&format!("writing {}", path.display()), e))
+}
+
+/// Runs a tool; its refusal is a build failure whose log is its message.
+fn run(mut cmd: Command, tool: &Path, what: &str) -> Result<()> {
+    let out = cmd
+        .output()
+        .map_err(|e| io(&format!("running {}", tool.display()), e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(Error::ProgramBuild {
+        log: format!(
+            "{what}: {} failed ({}): {}",
+            tool.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_modules_naming_a_group_function_are_linked() {
+        assert!(Builtins::wanted_by(b"..._Z18get_sub_group_sizev..."));
+        assert!(Builtins::wanted_by(b"_Z21work_group_reduce_addd"));
+        assert!(Builtins::wanted_by(b"_Z18get_num_sub_groupsv"));
+        assert!(!Builtins::wanted_by(b"_Z13get_global_idj _Z12get_group_idj"));
+    }
+
+    #[test]
+    fn a_compiler_failure_is_a_build_failure_kept_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let clang = dir.path().join("clang-99");
+        let count = dir.path().join("count");
+        std::fs::write(
+            &clang,
+            format!(
+                "#!/bin/sh\necho x >> {}\necho 'builtins.c:1: error: no' >&2\nexit 1\n",
+                count.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&clang, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let b = Builtins {
+            clang,
+            llvm_link: PathBuf::from("/nonexistent/llvm-link"),
+            opt: PathBuf::from("/nonexistent/opt"),
+            compiled: Mutex::new(HashMap::new()),
+        };
+        for _ in 0..2 {
+            match b.link(b"module", 16) {
+                Err(Error::ProgramBuild { log }) => assert!(log.contains("error: no"), "{log}"),
+                other => panic!("expected a build failure, got {other:?}"),
+            }
+        }
+        assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 1);
+    }
+
+    /// The library as LLVM 15 compiles it (where installed) indexes its
+    /// local arrays only with run-time values: a constant-expression
+    /// address into one crashes PoCL 3.1's kernel compiler (`builtins.c`).
+    #[test]
+    fn the_library_compiles_without_constant_addresses_into_its_arrays() {
+        let path = std::env::var_os("PATH");
+        let (Some(b), Some(dis)) = (Builtins::find(15), super::super::versioned("llvm-dis", 15, path)) else {
+            eprintln!("SKIP: clang-15, llvm-link-15, opt-15 or llvm-dis-15 not installed");
+            return;
+        };
+        let bc = b.library(4096).expect("the builtins compile");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("builtins.bc");
+        std::fs::write(&file, &*bc).unwrap();
+        let out = Command::new(dis).arg(&file).arg("-o").arg("-").output().unwrap();
+        assert!(out.status.success());
+        let ir = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            ir.contains("_Z21work_group_reduce_addd"),
+            "the library defines the collectives"
+        );
+        assert!(
+            ir.contains("addrspace(3) global [4097 x double] undef"),
+            "one slot per item, no initializer"
+        );
+        let constant = ir.lines().filter(|l| l.contains("getelementptr inbounds ([")).count();
+        assert_eq!(constant, 0, "constant-expression addresses into the local arrays");
+    }
+}
