@@ -14,7 +14,7 @@ pub const STEP_TIMEOUT_ENV: &str = "XTASK_STEP_TIMEOUT_SECS";
 const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
 /// Whether CI runs the `clients` step: dpctl's suite and dpnp's
-/// `test_sum.py` on Intel's CPU OpenCL device and dpctl's suite on PoCL and rusticl,
+/// `test_sum.py` on Intel's CPU OpenCL device and on PoCL, dpctl's suite on rusticl,
 /// through our adapter library only (`cargo xtask clients --ci`), failing on a crash or time-out, on a failed test not in
 /// `clients::KNOWN_FAILING`, and on a known failure that passes. THE
 /// switch (`XTASK_CI_CLIENTS=1` / `=0` overrides it for one run).
@@ -28,7 +28,8 @@ pub const CLIENTS_STEP_ENV: &str = "XTASK_CI_CLIENTS";
 /// --release -p ur-capi` after a merge (7 s when only ur-capi changed,
 /// about 5 minutes from nothing), dpctl 24-35 s and test_sum.py 56-80 s
 /// (through UR's own adapter 31-48 s and 66-80 s); dpctl on PoCL added
-/// 26 s (2m14s in all with no build); each suite run is killed
+/// 26 s (2m14s in all with no build), test_sum.py on PoCL 1m28s
+/// (2026-11-28, its reductions built with the group builtins); each suite run is killed
 /// after `clients::known::CI_RUN_LIMIT` (15 minutes).
 fn clients_step() -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));

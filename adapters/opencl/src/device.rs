@@ -274,6 +274,9 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>, translator: Option<&Arc<T
         // work-item, so as many sub-groups as work-items.
         info.limits.sub_group_sizes = vec![1];
         info.limits.max_num_sub_groups = u32::try_from(info.max_work_group_size).unwrap_or(u32::MAX);
+        // Their scratch arrays are local memory the kernel's own cannot use.
+        let scratch = crate::spirv::builtins::scratch_bytes(info.max_work_group_size);
+        info.local_mem_size = info.local_mem_size.saturating_sub(scratch);
     }
     Ok(Device {
         id: Handle(id),

@@ -150,9 +150,10 @@ pub(crate) const FAILED_BUILDS_MAX_BYTES: usize = 64 << 20;
 ///
 /// SYCL runtimes keep the programs that built, not the failures: a kernel
 /// whose program does not build is created and built again at every use.
-/// On PoCL 3.1, where every SYCL kernel calling sub-group functions fails
-/// to build, that is ~0.3 s a time, and dpnp's test files call such kernels
-/// thousands of times. A build depends only on the devices, the program's
+/// On PoCL 3.1, where every SYCL kernel calling a builtin its kernel
+/// library lacks failed to build (before the group builtins of
+/// `spirv/builtins.rs`; what they do not cover still fails), that is ~0.3 s
+/// a time, and dpnp's test files call such kernels thousands of times. A build depends only on the devices, the program's
 /// bytes and the options, and the devices are the context's, so a failure
 /// is kept per context (it goes with the context) and keyed by:
 ///

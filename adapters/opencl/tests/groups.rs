@@ -73,7 +73,7 @@ fn check_int(input: &[i32], out: &[i32], local: usize, device: &str) {
         let sum: i32 = group.iter().sum();
         let min = *group.iter().min().unwrap();
         let max = *group.iter().max().unwrap();
-        let any = group.iter().any(|&x| x == 5);
+        let any = group.contains(&5);
         let all = group.iter().all(|&x| x >= 0);
         let (mut incl, mut running_max, mut excl_min) = (0, i32::MIN, i32::MAX);
         for (li, &x) in group.iter().enumerate() {

@@ -118,78 +118,14 @@ pub const KNOWN_ABORTING: &[Known] = &[
     rusticl_aborts("test_sycl_timer", "test_sycl_timer_order_manager", DPCTL_CAPI_ABORT),
     rusticl_aborts("test_utils", "test_intel_device_info", DPCTL_CAPI_ABORT),
     rusticl_aborts("test_utils", "test_order_manager", DPCTL_CAPI_ABORT),
-    // PoCL 3.1: a kernel calling a builtin PoCL lacks (see DEVICE_LACKS)
-    // fails to build; where its enqueue was deferred (behind a host task),
-    // the failure surfaces inside queue.wait(), and dpctl's DPCTLQueue_Wait
-    // does not catch the exception: std::terminate. Whether a failing build
-    // surfaces at submission (a Python exception: the test fails) or in the
-    // wait (the abort) depends on whether the host task finished first, so
-    // which tests abort varies between runs: these are the ones seen.
-    // The stack at the abort (gdb, TestLuFactor): DPCTLQueue_Wait ->
-    // queue_impl::wait -> Scheduler::waitForEvent -> enqueueCommand ->
-    // enqueueImpKernel -> getOrCreateKernel -> getBuiltURProgram, which
-    // throws for the failed urProgramBuild; the wait is dpnp's
-    // usm_ndarray.__bool__ (`assert dpnp.allclose(...)`) and the host tasks
-    // are dpnp's keep-arguments-alive tasks. libsycl makes the build call
-    // only when it enqueues the kernel, so no UR entry point can report the
-    // failure earlier than the wait: the fix belongs in dpctl (catch in
-    // DPCTLQueue_Wait). Listing them saves restarts: a test not listed here
-    // that aborts is run alone, and skipped with the device lack it fails
-    // with there (run_suite, aborted_for).
-    pocl_aborts("sycl_queue", "TestLinAlgebra", "test_matrix_rank"),
-    pocl_aborts("sycl_queue", "TestLinAlgebra", "test_cond"),
-    pocl_aborts("linalg", "TestCholesky", "test_cholesky_upper"),
-    pocl_aborts("linalg", "test_linalg", "test_usm_ndarray_linalg_batch"),
-    pocl_aborts("linalg", "TestCond", "test_basic"),
-    pocl_aborts("linalg", "TestCond", "test_bool"),
-    pocl_aborts("linalg", "TestCond", "test_nan_to_inf"),
-    pocl_aborts("linalg", "TestCond", "test_strided"),
-    pocl_aborts("linalg", "TestEigenvalue", "test_eigenvalues"),
-    pocl_aborts("linalg", "TestLuFactor", "test_overwrite_inplace"),
-    pocl_aborts("linalg", "TestLuFactor", "test_overwrite_copy"),
-    pocl_aborts("linalg", "TestLuFactor", "test_strided"),
-    // Found by rerunning test_linalg.py after each abort with the aborting
-    // test added here, until it finished (2026-11-27: 21 runs found the
-    // first 18, test_strided above was the first of all), then the last one
-    // in 3 more runs (2 finished); the 4 runs after that all finished.
-    pocl_aborts("linalg", "TestLuSolveBatched", "test_diff_type"),
-    pocl_aborts("linalg", "TestMatrixRank", "test_basic"),
-    pocl_aborts("linalg", "TestNorm", "test_2D"),
-    pocl_aborts("linalg", "TestLuSolve", "test_overwrite_inplace"),
-    pocl_aborts("linalg", "TestMatrixRank", "test_tolerance"),
-    pocl_aborts("linalg", "TestMatrixRank", "test_hermitian"),
-    pocl_aborts("linalg", "TestNorm", "test_ND"),
-    pocl_aborts("linalg", "TestNorm", "test_usm_ndarray"),
-    pocl_aborts("linalg", "TestNorm", "test_strided_1D"),
-    pocl_aborts("linalg", "TestNorm", "test_strided_2D"),
-    pocl_aborts("linalg", "TestQr", "test_qr"),
-    pocl_aborts("linalg", "TestNorm", "test_matrix_norm"),
-    pocl_aborts("linalg", "TestQr", "test_qr_large"),
-    pocl_aborts("linalg", "TestSvd", "test_svd"),
-    pocl_aborts("linalg", "TestPinv", "test_pinv_errors"),
-    pocl_aborts("linalg", "TestPinv", "test_pinv"),
-    pocl_aborts("linalg", "TestPinv", "test_pinv_strides"),
-    pocl_aborts("linalg", "TestPinv", "test_pinv_hermitian"),
-    pocl_aborts("linalg", "TestSvd", "test_svd_hermitian"),
-    pocl_aborts("linalg", "TestLuFactorBatched", "test_lu_factor_batched"),
-    pocl_aborts("linalg", "TestLuSolve", "test_lu_solve"),
-    pocl_aborts("linalg", "TestLuSolveBatched", "test_lu_solve_batched"),
-    // Diagnosed by the runner (alone: PoCL cannot build a kernel it needs),
-    // 2026-11-27, three parameters in one run: listed to save the restarts.
-    pocl_aborts("linalg", "TestLuSolve", "test_diff_type"),
+    // PoCL 3.1: none since the OpenCL adapter's group builtins
+    // (adapters/opencl/src/spirv/, 2026-11-28). Before them, 21 dpnp tests
+    // aborted there: a kernel calling a builtin PoCL lacked failed to build
+    // inside queue.wait() (a deferred enqueue), where dpctl's
+    // DPCTLQueue_Wait does not catch the exception (std::terminate). A
+    // build failure PoCL still has can do the same; the runner then runs
+    // the test alone and skips it with the device lack (run_suite).
 ];
-
-/// A test of a dpnp file that aborts on PoCL.
-const fn pocl_aborts(suite: &'static str, module: &'static str, test: &'static str) -> Known {
-    Known {
-        device: Some("pocl"),
-        suite,
-        module,
-        test,
-        why: "PoCL 3.1 lacks builtins dpnp's kernels call, and the build failure surfaces inside queue.wait() \
-              (a deferred enqueue), where dpctl's DPCTLQueue_Wait does not catch it: std::terminate",
-    }
-}
 
 /// A test of dpctl's suite that aborts on rusticl.
 const fn rusticl_aborts(module: &'static str, test: &'static str, why: &'static str) -> Known {
@@ -234,16 +170,16 @@ pub const DEVICE_LACKS: &[Lacking] = &[
         why: "no USM on rusticl 22.3 (no cl_intel_unified_shared_memory, no SVM): every USM allocation fails",
     },
     // The build log PoCL gives when it links a kernel calling a builtin its
-    // kernel library lacks, e.g. `Cannot find symbol _Z14work_group_anyi in
-    // kernel library`. Seen in dpnp's kernels: sub-group queries
-    // (get_sub_group_size, get_sub_group_local_id, ...; PoCL 3.1 has neither
-    // cl_khr_subgroups nor cl_intel_subgroups), intel_sub_group_shuffle*,
-    // work-group collectives (work_group_any, work_group_broadcast).
+    // kernel library lacks, e.g. `Cannot find symbol _Z8atom_minPU3AS4Vll in
+    // kernel library`. The OpenCL adapter's builtins (sub-groups, work-group
+    // collectives, generic-address-space atomics and math,
+    // adapters/opencl/src/spirv/builtins.c) cover what dpnp's test files
+    // reached on 2026-11-28; this is what they do not.
     Lacking {
         device: "pocl",
         pattern: r"Cannot find symbol \S+ in kernel library",
-        why: "PoCL 3.1's kernel library lacks builtins dpnp's kernels call (sub-groups: no cl_khr_subgroups or \
-              cl_intel_subgroups; OpenCL C 2.0 work-group collectives), so their programs do not link",
+        why: "PoCL 3.1's kernel library lacks a builtin the kernel calls that the OpenCL adapter's builtins do not \
+              cover, so its program does not link",
     },
     // libsycl refuses a launch whose global size is not a multiple of the
     // work-group size where the device says it cannot (PoCL 3.1: OpenCL C
@@ -328,10 +264,13 @@ pub fn crashed(log: &std::path::Path) -> String {
 }
 
 /// The runs CI makes: (device, suite).
-pub const CI_RUNS: [(&str, &str); 4] = [
+pub const CI_RUNS: [(&str, &str); 5] = [
     ("intel", "dpctl"),
     ("intel", "sum"),
     ("pocl", "dpctl"),
+    // dpnp's reductions on PoCL need the OpenCL adapter's group builtins
+    // (sub-groups and work-group collectives, adapters/opencl/src/spirv/).
+    ("pocl", "sum"),
     ("rusticl", "dpctl"),
 ];
 
@@ -527,7 +466,7 @@ mod tests {
         let skip = v["skip"].as_array().unwrap();
         let on_rusticl = KNOWN_ABORTING.iter().filter(|k| k.device == Some("rusticl")).count();
         let lacking = KNOWN_LACKING.iter().filter(|k| k.device == Some("rusticl")).count();
-        assert!(on_rusticl > 0 && on_rusticl < KNOWN_ABORTING.len() && lacking > 0);
+        assert!(on_rusticl > 0 && lacking > 0);
         assert_eq!(skip.len(), on_rusticl + lacking);
         assert!(skip
             .iter()
@@ -549,13 +488,9 @@ mod tests {
         }
         let v: serde_json::Value = serde_json::from_str(&skip_json("intel", "dpctl", &[])).unwrap();
         assert!(v["lacks"].as_array().unwrap().is_empty());
-        // PoCL: aborting tests per dpnp file, the class as the module.
+        // PoCL: no dpnp test is known to abort any more (the group builtins).
         let v: serde_json::Value = serde_json::from_str(&skip_json("pocl", "linalg", &[])).unwrap();
-        let skip = v["skip"].as_array().unwrap();
-        assert!(skip.iter().any(|k| k[0] == "TestCond" && k[1] == "test_basic"));
-        assert!(skip
-            .iter()
-            .all(|k| k[2].as_str().is_some_and(|w| w.contains("DPCTLQueue_Wait"))));
+        assert!(v["skip"].as_array().unwrap().is_empty());
         assert_eq!(v["lacks"].as_array().unwrap().len(), 2);
     }
 

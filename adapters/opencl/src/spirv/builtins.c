@@ -304,3 +304,59 @@ SUB_GROUP_MOVES(char)
 SUB_GROUP_MOVES(uchar)
 SUB_GROUP_MOVES(short)
 SUB_GROUP_MOVES(ushort)
+
+/* ---- generic address space ----------------------------------------------- */
+
+/* OpenCL C 2.0's generic-address-space overloads of OpenCL C 1.2's atomics
+ * and pointer-taking math functions, which the translator emits for SYCL's
+ * generic pointers (`_Z10atomic_addPU3AS4Vii`) and PoCL 3.1's kernel
+ * library lacks. On a CPU device every address space is the same memory,
+ * so each forwards to the runtime's own global-address-space overload. */
+#define GENERIC __attribute__((address_space(4)))
+#define GLOBAL __attribute__((address_space(1)))
+
+#define ATOMIC_1(T, NAME)                                                          \
+  T OL NAME(volatile GLOBAL T *);                                                  \
+  T OL NAME(volatile GENERIC T *p) { return NAME((volatile GLOBAL T *)p); }
+#define ATOMIC_2(T, NAME)                                                          \
+  T OL NAME(volatile GLOBAL T *, T);                                               \
+  T OL NAME(volatile GENERIC T *p, T v) { return NAME((volatile GLOBAL T *)p, v); }
+#define ATOMIC_3(T, NAME)                                                          \
+  T OL NAME(volatile GLOBAL T *, T, T);                                            \
+  T OL NAME(volatile GENERIC T *p, T a, T b) { return NAME((volatile GLOBAL T *)p, a, b); }
+#define ATOMIC_INTEGER(T)                                                          \
+  ATOMIC_2(T, atomic_add) ATOMIC_2(T, atomic_sub) ATOMIC_2(T, atomic_xchg)         \
+  ATOMIC_2(T, atomic_min) ATOMIC_2(T, atomic_max) ATOMIC_2(T, atomic_and)          \
+  ATOMIC_2(T, atomic_or) ATOMIC_2(T, atomic_xor) ATOMIC_1(T, atomic_inc)           \
+  ATOMIC_1(T, atomic_dec) ATOMIC_3(T, atomic_cmpxchg)
+ATOMIC_INTEGER(int)
+ATOMIC_INTEGER(uint)
+ATOMIC_INTEGER(long)
+ATOMIC_INTEGER(ulong)
+/* cl_khr_int64_base_atomics / _extended_atomics name theirs atom_*. */
+#define ATOM_64(T)                                                                 \
+  ATOMIC_2(T, atom_add) ATOMIC_2(T, atom_sub) ATOMIC_2(T, atom_xchg)               \
+  ATOMIC_2(T, atom_min) ATOMIC_2(T, atom_max) ATOMIC_2(T, atom_and)                \
+  ATOMIC_2(T, atom_or) ATOMIC_2(T, atom_xor) ATOMIC_1(T, atom_inc)                 \
+  ATOMIC_1(T, atom_dec) ATOMIC_3(T, atom_cmpxchg)
+ATOM_64(long)
+ATOM_64(ulong)
+ATOMIC_2(float, atomic_add)
+ATOMIC_2(float, atomic_xchg)
+ATOMIC_2(double, atomic_add)
+
+#define MATH_PTR(T)                                                                \
+  T OL frexp(T, GLOBAL int *);                                                     \
+  T OL frexp(T x, GENERIC int *e) { return frexp(x, (GLOBAL int *)e); }            \
+  T OL lgamma_r(T, GLOBAL int *);                                                  \
+  T OL lgamma_r(T x, GENERIC int *s) { return lgamma_r(x, (GLOBAL int *)s); }      \
+  T OL modf(T, GLOBAL T *);                                                        \
+  T OL modf(T x, GENERIC T *i) { return modf(x, (GLOBAL T *)i); }                  \
+  T OL fract(T, GLOBAL T *);                                                       \
+  T OL fract(T x, GENERIC T *i) { return fract(x, (GLOBAL T *)i); }                \
+  T OL sincos(T, GLOBAL T *);                                                      \
+  T OL sincos(T x, GENERIC T *c) { return sincos(x, (GLOBAL T *)c); }              \
+  T OL remquo(T, T, GLOBAL int *);                                                 \
+  T OL remquo(T x, T y, GENERIC int *q) { return remquo(x, y, (GLOBAL int *)q); }
+MATH_PTR(float)
+MATH_PTR(double)

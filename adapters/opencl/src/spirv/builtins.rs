@@ -8,7 +8,10 @@
 //! has neither, so a program calling one does not link ("Cannot find symbol
 //! _Z18get_sub_group_sizev in kernel library") and dpnp's reductions fail
 //! on it. `builtins.c` defines them: sub-groups of one work-item, and
-//! work-group collectives over a local scratch array (the file says how).
+//! work-group collectives over a local scratch array (the file says how),
+//! plus the memory fences and the generic-address-space overloads of the
+//! atomics and pointer-taking math functions that SYCL kernels also reach
+//! and PoCL 3.1 lacks.
 //! It is compiled once per process with the `clang` of the runtime's LLVM
 //! (`clang-15` for PoCL 3.1) and linked with `llvm-link --only-needed
 //! --internalize` into each translated module that calls a group function,
@@ -48,12 +51,23 @@ pub const BUILTINS_ENV: &str = "UR_SPIR_BUILTINS";
 
 /// Texts one of which every builtin's mangled name contains
 /// (`_Z18get_sub_group_sizev`, `_Z18get_num_sub_groupsv`,
-/// `_Z21work_group_reduce_addd`, `_Z9mem_fencej`, ...). A bitcode module keeps its symbol
+/// `_Z21work_group_reduce_addd`, `_Z9mem_fencej`, generic-address-space
+/// overloads such as `_Z10atomic_addPU3AS4Vii`, ...). A bitcode module keeps its symbol
 /// names verbatim in its string table, so a module without them calls
 /// none of the builtins and is left as it is. (The runtime's own
 /// `async_work_group_copy` matches too: such a module is linked for
 /// nothing.)
-const GROUP_MARKS: [&[u8]; 3] = [b"work_group_", b"sub_group", b"mem_fence"];
+const GROUP_MARKS: [&[u8]; 4] = [b"work_group_", b"sub_group", b"mem_fence", b"U3AS4"];
+
+/// The most local memory the builtins' scratch arrays take in one kernel,
+/// for work-groups of at most `wg_max` items: one array per type
+/// (`int`, `uint`, `float`: 4 bytes; `long`, `ulong`, `double`: 8), a slot
+/// per work-item and one more (`builtins.c`). A device that gets the
+/// builtins reports this much less local memory, so that a kernel sizing
+/// its own local arrays by the device's figure still fits.
+pub fn scratch_bytes(wg_max: usize) -> u64 {
+    (3 * 4 + 3 * 8) * (wg_max as u64 + 1)
+}
 
 /// The compiler, linker and optimiser of one LLVM version, and the
 /// builtins compiled with them.
@@ -197,6 +211,7 @@ mod tests {
         assert!(Builtins::wanted_by(b"..._Z18get_sub_group_sizev..."));
         assert!(Builtins::wanted_by(b"_Z21work_group_reduce_addd"));
         assert!(Builtins::wanted_by(b"_Z18get_num_sub_groupsv"));
+        assert!(Builtins::wanted_by(b"_Z10atomic_addPU3AS4Vii"));
         assert!(!Builtins::wanted_by(b"_Z13get_global_idj _Z12get_group_idj"));
     }
 
