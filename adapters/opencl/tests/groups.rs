@@ -7,10 +7,8 @@
 
 mod common;
 
-use common::{rebuild_module, runtime, skip};
-use ur_api::{
-    ArgValue, BufferDesc, BufferId, DeviceId, NdRange, ProgramFormats, ProgramSource, QueueId, QueueProps, Runtime,
-};
+use common::{rebuild_module, runtime, spirv_devices};
+use ur_api::{ArgValue, BufferDesc, BufferId, NdRange, ProgramSource, QueueId, QueueProps, Runtime};
 
 /// The committed module.
 const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/groups.spv");
@@ -24,27 +22,6 @@ fn the_committed_module_is_what_the_tools_make() {
         ),
         Err(why) => eprintln!("SKIP groups rebuild: {why}"),
     }
-}
-
-/// The devices that take SPIR-V, or none (with the test skipped).
-fn spirv_devices(rt: &Runtime) -> Vec<DeviceId> {
-    let il: Vec<_> = rt
-        .all_devices()
-        .into_iter()
-        .filter(|&d| {
-            rt.device_info(d)
-                .unwrap()
-                .program_formats
-                .contains(ProgramFormats::SPIRV)
-        })
-        .collect();
-    if il.is_empty() {
-        skip(
-            "groups",
-            "no OpenCL device takes SPIR-V (no llvm-spirv-15, no Intel CPU runtime)",
-        );
-    }
-    il
 }
 
 fn buffer_of<T: Copy>(rt: &Runtime, q: QueueId, ctx: ur_api::ContextId, data: &[T]) -> BufferId {
@@ -182,7 +159,7 @@ fn check_sub_groups(input: &[i32], out: &[u32], local: usize, device: &str, buil
 #[test]
 fn group_functions_give_the_answers_of_their_definitions() {
     let Some(rt) = runtime("groups") else { return };
-    for d in spirv_devices(&rt) {
+    for d in spirv_devices(&rt, "groups") {
         let info = rt.device_info(d).unwrap();
         let name = info.name.clone();
         let builtins = info.limits.sub_group_sizes == [1];

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{rebuild_module, runtime, skip};
+use common::{rebuild_module, runtime, skip, spirv_devices};
 use ur_api::{ArgValue, BufferDesc, NdRange, ProgramFormats, ProgramSource, QueueProps, UsmDesc, UsmKind};
 
 /// The committed module.
@@ -25,21 +25,8 @@ fn the_committed_module_is_what_the_tools_make() {
 #[test]
 fn spirv_kernels_run_with_buffers_scalars_and_usm() {
     let Some(rt) = runtime("spirv") else { return };
-    let il: Vec<_> = rt
-        .all_devices()
-        .into_iter()
-        .filter(|&d| {
-            rt.device_info(d)
-                .unwrap()
-                .program_formats
-                .contains(ProgramFormats::SPIRV)
-        })
-        .collect();
+    let il = spirv_devices(&rt, "spirv");
     if il.is_empty() {
-        skip(
-            "spirv",
-            "no OpenCL device takes SPIR-V (Intel's CPU runtime is not registered)",
-        );
         return;
     }
     let n = 1024usize;

@@ -182,59 +182,52 @@ int CV sub_group_non_uniform_any(int p) { return p; }
 
 /* ---- work-group collectives ---------------------------------------------- */
 
-/* Reduction and scans of one type (scratch member S) and operation. */
+/* The frame of every collective over the scratch array of type S: each
+ * work-item writes its operand x into its slot, work-item 0 runs STEP over
+ * the n slots, and each work-item answers the slot RESULT. */
+#define COLLECTIVE(T, S, x, STEP, RESULT)                                          \
+  size_t id = local_linear_id(), n = group_items();                                \
+  scratch_##S[id] = (x);                                                           \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+  if (id == 0) STEP                                                                \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+  T r = scratch_##S[RESULT];                                                       \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+  return r;
+
+/* Reduction and scans of one type (scratch array S) and operation. */
 #define WORK_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                               \
   T CV work_group_reduce_##NAME(T x) {                                             \
-    size_t id = local_linear_id(), n = group_items();                              \
-    scratch_##S[id] = x;                                                             \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    if (id == 0) {                                                                 \
-      T r = ID_##NAME(T, MIN, MAX);                                                \
-      for (size_t i = 0; i < n; ++i) r = COMBINE(r, scratch_##S[i]);                 \
-      scratch_##S[n] = r;                                                    \
-    }                                                                              \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    T r = scratch_##S[n];                                                    \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    return r;                                                                      \
+    COLLECTIVE(T, S, x, {                                                          \
+      T acc = ID_##NAME(T, MIN, MAX);                                              \
+      for (size_t i = 0; i < n; ++i) acc = COMBINE(acc, scratch_##S[i]);           \
+      scratch_##S[n] = acc;                                                        \
+    }, n)                                                                          \
   }                                                                                \
   T CV work_group_scan_inclusive_##NAME(T x) {                                     \
-    size_t id = local_linear_id(), n = group_items();                              \
-    scratch_##S[id] = x;                                                             \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    if (id == 0) {                                                                 \
+    COLLECTIVE(T, S, x, {                                                          \
       T acc = ID_##NAME(T, MIN, MAX);                                              \
       for (size_t i = 0; i < n; ++i) {                                             \
         acc = COMBINE(acc, scratch_##S[i]);                                        \
         scratch_##S[i] = acc;                                                      \
       }                                                                            \
-    }                                                                              \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    T r = scratch_##S[id];                                                           \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    return r;                                                                      \
+    }, id)                                                                         \
   }                                                                                \
   T CV work_group_scan_exclusive_##NAME(T x) {                                     \
-    size_t id = local_linear_id(), n = group_items();                              \
-    scratch_##S[id] = x;                                                             \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    if (id == 0) {                                                                 \
+    COLLECTIVE(T, S, x, {                                                          \
       T acc = ID_##NAME(T, MIN, MAX);                                              \
       for (size_t i = 0; i < n; ++i) {                                             \
-        T v = scratch_##S[i];                                                        \
-        scratch_##S[i] = acc;                                                        \
+        T v = scratch_##S[i];                                                      \
+        scratch_##S[i] = acc;                                                      \
         acc = COMBINE(acc, v);                                                     \
       }                                                                            \
-    }                                                                              \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    T r = scratch_##S[id];                                                           \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
-    return r;                                                                      \
+    }, id)                                                                         \
   }
 
 /* Broadcasts from the work-item with the given local id, 1 to 3 dimensions. */
 #define WORK_GROUP_BROADCAST(T, S)                                                 \
-  static __attribute__((convergent, always_inline)) T broadcast_##S(T a, size_t from) {                                     \
+  static __attribute__((convergent, always_inline))                                \
+  T broadcast_##S(T a, size_t from) {                                              \
     size_t n = group_items();                                                      \
     if (local_linear_id() == from) scratch_##S[n] = a;                             \
     barrier(CLK_LOCAL_MEM_FENCE);                                                  \

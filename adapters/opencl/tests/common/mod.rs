@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Once;
 
-use ur_api::{DeviceId, DynAdapter, Runtime};
+use ur_api::{DeviceId, DynAdapter, ProgramFormats, Runtime};
 
 /// Asks PoCL for two pthread devices and rusticl for its llvmpipe device,
 /// and the ICD loader for the vendors folder where `cargo xtask setup`
@@ -100,4 +100,26 @@ pub fn rebuild_module(name: &str, cl_std: &str) -> Result<Vec<u8>, String> {
         .arg(&bc))?;
     run(Command::new("llvm-spirv-15").arg(&bc).arg("-o").arg(&spv))?;
     std::fs::read(&spv).map_err(|e| e.to_string())
+}
+
+/// The devices that take SPIR-V (natively, or through the translator), or
+/// none with `test` skipped.
+pub fn spirv_devices(rt: &Runtime, test: &str) -> Vec<DeviceId> {
+    let il: Vec<_> = rt
+        .all_devices()
+        .into_iter()
+        .filter(|&d| {
+            rt.device_info(d)
+                .unwrap()
+                .program_formats
+                .contains(ProgramFormats::SPIRV)
+        })
+        .collect();
+    if il.is_empty() {
+        skip(
+            test,
+            "no OpenCL device takes SPIR-V (Intel's CPU runtime is not registered, llvm-spirv-15 is not installed)",
+        );
+    }
+    il
 }
