@@ -38,12 +38,14 @@
 //! itself. `UR_SPIR_BUILTINS=0` turns them off.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use ur_api::{Error, Result};
+
+use super::{io, run, scratch_dir, write};
 
 /// The C source of the builtins.
 const SOURCE: &str = include_str!("builtins.c");
@@ -171,36 +173,6 @@ impl Builtins {
         tracing::debug!(wg_max, bytes = bc.len(), "SPIR builtins compiled");
         Ok(bc.into())
     }
-}
-
-fn io(what: &str, e: std::io::Error) -> Error {
-    Error::unsupported(format!("SPIR builtins: {what}: {e}"))
-}
-
-fn scratch_dir() -> Result<tempfile::TempDir> {
-    tempfile::tempdir().map_err(|e| io("temporary directory", e))
-}
-
-fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|e| io(&format!("writing {}", path.display()), e))
-}
-
-/// Runs a tool; its refusal is a build failure whose log is its message.
-fn run(mut cmd: Command, tool: &Path, what: &str) -> Result<()> {
-    let out = cmd
-        .output()
-        .map_err(|e| io(&format!("running {}", tool.display()), e))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(Error::ProgramBuild {
-        log: format!(
-            "{what}: {} failed ({}): {}",
-            tool.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-    })
 }
 
 #[cfg(test)]

@@ -106,31 +106,50 @@ impl Translator {
     }
 
     fn translate(&self, il: &[u8]) -> Result<Vec<u8>> {
-        let io = |what: &str, e: std::io::Error| Error::unsupported(format!("SPIR-V translation: {what}: {e}"));
-        let dir = tempfile::tempdir().map_err(|e| io("temporary directory", e))?;
+        let dir = scratch_dir()?;
         let input = dir.path().join("module.spv");
         let output = dir.path().join("module.bc");
-        std::fs::write(&input, il).map_err(|e| io("writing the module", e))?;
-        let out = Command::new(&self.path)
-            .arg("-r")
-            .arg(&input)
-            .arg("-o")
-            .arg(&output)
-            .output()
-            .map_err(|e| io(&format!("running {}", self.path.display()), e))?;
-        if !out.status.success() {
-            let msg = String::from_utf8_lossy(&out.stderr);
-            return Err(Error::ProgramBuild {
-                log: format!(
-                    "{} -r refused the SPIR-V module ({}): {}",
-                    self.path.display(),
-                    out.status,
-                    msg.trim()
-                ),
-            });
-        }
-        std::fs::read(&output).map_err(|e| io("reading the bitcode", e))
+        write(&input, il)?;
+        let mut cmd = Command::new(&self.path);
+        cmd.arg("-r").arg(&input).arg("-o").arg(&output);
+        run(cmd, &self.path, "translating the SPIR-V module")?;
+        std::fs::read(&output).map_err(|e| io("reading the translated bitcode", e))
     }
+}
+
+/// A failure around the LLVM tools (files, starting a tool): unsupported,
+/// with what was being done.
+fn io(what: &str, e: std::io::Error) -> Error {
+    Error::unsupported(format!("SPIR-V tools: {what}: {e}"))
+}
+
+/// A temporary folder for a tool's input and output files (the tools read
+/// and write no pipes).
+fn scratch_dir() -> Result<tempfile::TempDir> {
+    tempfile::tempdir().map_err(|e| io("temporary directory", e))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| io(&format!("writing {}", path.display()), e))
+}
+
+/// Runs an LLVM tool; its refusal is a build failure whose log is its
+/// message, prefixed with `what` was being done.
+fn run(mut cmd: Command, tool: &Path, what: &str) -> Result<()> {
+    let out = cmd
+        .output()
+        .map_err(|e| io(&format!("running {}", tool.display()), e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(Error::ProgramBuild {
+        log: format!(
+            "{what}: {} failed ({}): {}",
+            tool.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    })
 }
 
 /// The LLVM major version in a platform version string (`"... LLVM 15.0.6,
