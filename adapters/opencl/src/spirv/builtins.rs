@@ -192,16 +192,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let clang = dir.path().join("clang-99");
         let count = dir.path().join("count");
-        std::fs::write(
+        super::super::tests::fake_tool(
             &clang,
-            format!(
+            &format!(
                 "#!/bin/sh\necho x >> {}\necho 'builtins.c:1: error: no' >&2\nexit 1\n",
                 count.display()
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&clang, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let b = Builtins {
             clang,
             llvm_link: PathBuf::from("/nonexistent/llvm-link"),

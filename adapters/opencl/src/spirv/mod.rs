@@ -185,6 +185,13 @@ fn is_executable(p: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// Writes an executable shell script at `path`, standing in for a tool.
+    pub(super) fn fake_tool(path: &Path, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, script).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     #[test]
     fn llvm_major_from_pocl_version() {
         let v = "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6, SLEEF, DISTRO";
@@ -211,9 +218,7 @@ mod tests {
     fn refused_module_is_a_build_failure_with_the_message() {
         let dir = tempfile::tempdir().unwrap();
         let exe = dir.path().join("fake-llvm-spirv");
-        std::fs::write(&exe, "#!/bin/sh\necho 'InvalidModule: bad magic' >&2\nexit 3\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fake_tool(&exe, "#!/bin/sh\necho 'InvalidModule: bad magic' >&2\nexit 3\n");
         let t = Translator {
             path: exe,
             builtins: None,
@@ -231,13 +236,10 @@ mod tests {
         let exe = dir.path().join("fake-llvm-spirv");
         let count = dir.path().join("count");
         // Copies the input to the output and counts its runs.
-        std::fs::write(
+        fake_tool(
             &exe,
-            format!("#!/bin/sh\necho x >> {}\ncp \"$2\" \"$4\"\n", count.display()),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            &format!("#!/bin/sh\necho x >> {}\ncp \"$2\" \"$4\"\n", count.display()),
+        );
         let t = Translator {
             path: exe,
             builtins: None,
