@@ -82,8 +82,6 @@ pub enum CapiError {
     BuildFailed,
     /// A launch's dimension count is not 1, 2 or 3.
     WorkDimension,
-    /// A launch's global size is zero in some dimension.
-    WorkGroupSize,
     /// A kernel argument index past the kernel's arguments.
     ArgIndex,
     /// A by-value kernel argument without bytes.
@@ -165,7 +163,6 @@ impl CapiError {
             CapiError::InvalidBinary => UR_RESULT_ERROR_INVALID_BINARY,
             CapiError::BuildFailed => UR_RESULT_ERROR_PROGRAM_BUILD_FAILURE,
             CapiError::WorkDimension => UR_RESULT_ERROR_INVALID_WORK_DIMENSION,
-            CapiError::WorkGroupSize => UR_RESULT_ERROR_INVALID_WORK_GROUP_SIZE,
             CapiError::ArgIndex => UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX,
             CapiError::ArgSize => UR_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE,
             CapiError::Api(e) => api_result(e),

@@ -259,13 +259,13 @@ unsafe fn nd_range(
         }
         v
     };
-    let global = read(global, 1);
-    if global.contains(&0) {
-        return Err(CapiError::WorkGroupSize);
-    }
+    // A global size of 0 is an empty launch, which succeeds and runs
+    // nothing (see `ur_api::NdRange::is_empty`): UR's OpenCL adapter passes
+    // it to OpenCL 2.1+, which has that rule, and dpnp launches such ranges
+    // for empty arrays.
     Ok(NdRange {
         dims,
-        global,
+        global: read(global, 1),
         local: (!local.is_null()).then(|| read(local, 1)),
         offset: if offset.is_null() { [0; 3] } else { read(offset, 0) },
     })

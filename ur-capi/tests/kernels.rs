@@ -216,6 +216,28 @@ unsafe fn run_on(t: &ur_dditable_t, d: ur_device_handle_t) {
         );
         ok(t.Event.pfnWait.unwrap()(1, &ev), "wait");
         ok(t.Event.pfnRelease.unwrap()(ev), "event release");
+        // An empty range (dpnp's reductions over empty arrays, local size
+        // 1): success, an event that completes, and no work-item runs.
+        let (empty, one) = (0usize, 1usize);
+        ok(
+            launch(
+                q,
+                k,
+                1,
+                null(),
+                &empty,
+                &one,
+                2,
+                args.as_ptr(),
+                null(),
+                0,
+                null(),
+                &mut ev,
+            ),
+            "launch add_scalar over an empty range",
+        );
+        ok(t.Event.pfnWait.unwrap()(1, &ev), "wait for the empty launch");
+        ok(t.Event.pfnRelease.unwrap()(ev), "event release");
         let mut back = vec![0u32; N];
         ok(
             t.Enqueue.pfnUSMMemcpy.unwrap()(q, true, back.as_mut_ptr().cast(), ptr, N * 4, 0, null(), null_mut()),

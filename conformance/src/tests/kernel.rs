@@ -6,7 +6,7 @@ use crate::{check_bytes, skip, DeviceEnv, TestResult};
 
 cases!(
     "kernel",
-    positive: [fill_index, add_one, vec_add, add_scalar_argument, chained_launches_across_queues, launch_with_work_group_size, usm_arguments, kernel_reused_with_new_args],
+    positive: [fill_index, add_one, vec_add, add_scalar_argument, chained_launches_across_queues, launch_with_work_group_size, usm_arguments, kernel_reused_with_new_args, empty_launch_runs_nothing],
     negative: []
 );
 
@@ -179,4 +179,40 @@ fn kernel_reused_with_new_args(env: &DeviceEnv<'_>) -> TestResult {
         )?;
     }
     Ok(())
+}
+
+/// A launch over an empty range (a global size of 0, as SYCL programs make
+/// for empty arrays) succeeds, runs no work-item and still orders by its
+/// wait list: `fill_index` on one queue, an empty `add_one` on a second
+/// queue waiting for it, then a full `add_one` there sees the fill.
+fn empty_launch_runs_nothing(env: &DeviceEnv<'_>) -> TestResult {
+    let ctx = env.context()?;
+    let (q1, q2) = (env.queue(ctx)?, env.queue(ctx)?);
+    let fill = env.kernel(ctx, "fill_index")?;
+    let inc = env.kernel(ctx, "add_one")?;
+    let b = env.buffer(ctx, N * 4)?;
+    let filled = env.track(
+        env.rt
+            .enqueue_launch(q1, fill, &NdRange::d1(N), &[ArgValue::Buffer(b)], &[])?,
+    );
+    let mut last = filled;
+    for empty in [
+        NdRange::d1(0),
+        NdRange::d2(N, 0),
+        NdRange::d3(4, 0, 2).with_local([1, 1, 1]),
+    ] {
+        last = env.track(
+            env.rt
+                .enqueue_launch(q2, inc, &empty, &[ArgValue::Buffer(b)], &[last])?,
+        );
+    }
+    env.rt.complete(
+        env.rt
+            .enqueue_launch(q2, inc, &NdRange::d1(N), &[ArgValue::Buffer(b)], &[])?,
+    )?;
+    check_bytes(
+        "fill, three empty +1 launches, one +1",
+        &env.read_all(q2, b, N * 4)?,
+        &words((0..N as u32).map(|i| i + 1)),
+    )
 }

@@ -65,7 +65,8 @@ pub trait Kernels: Api {
     ///
     /// The command contract for every buffer and USM argument; the kernel
     /// belongs to the queue's context; the range is well formed (1..=3
-    /// dimensions, non-zero sizes, work-group sizes dividing the global
+    /// dimensions, non-zero sizes (the dyn layer turns a launch over an
+    /// empty range into a barrier), work-group sizes dividing the global
     /// sizes within the device limit, no overflow of `offset + global` or
     /// of the total item count); the argument count (and sizes, where
     /// [`Kernels::kernel_info`] gave them) match; a non-zero offset only

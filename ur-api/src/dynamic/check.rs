@@ -214,19 +214,18 @@ pub(crate) fn rect(rect: &RectCopy, src_size: usize, dst_size: usize) -> Result<
 }
 
 /// A launch range is well formed for a device with this work-group limit:
-/// 1..=3 dimensions, non-zero sizes, work groups dividing the global sizes,
+/// 1..=3 dimensions, non-zero work-group sizes dividing the global sizes,
 /// and no overflow anywhere (`offset + global` per dimension, the total
 /// item count, the work-group size). A non-zero offset needs `offsets`.
+///
+/// A global size of 0 in a used dimension is allowed: the launch is empty
+/// ([`NdRange::total`] is 0) and runs no work-item, as OpenCL 2.1 and
+/// SYCL's empty ranges have it (dpnp launches such ranges for empty
+/// arrays and expects success).
 pub(crate) fn nd_range(range: &NdRange, max_work_group: usize, offsets: bool) -> Result<()> {
     let d = range.dims as usize;
     if !(1..=3).contains(&d) {
         return Err(Error::invalid(format!("launch dimensions must be 1..=3, got {d}")));
-    }
-    if range.global[..d].contains(&0) {
-        return Err(Error::InvalidSize {
-            what: "global launch size",
-            size: 0,
-        });
     }
     if range.global[d..].iter().any(|&g| g != 1) || range.offset[d..].iter().any(|&o| o != 0) {
         return Err(Error::invalid("unused launch dimensions must have size 1 and offset 0"));
@@ -287,7 +286,8 @@ pub(crate) fn launch_limits(range: &NdRange, limits: &DeviceLimits) -> Result<()
                 max,
             });
         }
-        // `nd_range` made the size non-zero; a zero would count no groups.
+        // `nd_range` made the work-group size non-zero; an empty global
+        // size counts no groups.
         let (groups, max) = (global.checked_div(size).unwrap_or(0), limits.max_work_groups[dim]);
         if max != 0 && groups > max {
             return Err(Error::LaunchLimit {
@@ -419,7 +419,18 @@ mod tests {
             true
         )
         .is_err());
-        assert!(nd_range(&NdRange::d2(8, 0), 64, true).is_err());
+        // Empty: no work-item, with or without work-groups.
+        assert!(nd_range(&NdRange::d2(8, 0), 64, true).is_ok());
+        assert!(nd_range(&NdRange::d1(0).with_local([1, 1, 1]), 64, true).is_ok());
+        assert!(nd_range(&NdRange::d3(1 << 32, 1 << 32, 0), 64, true).is_ok());
+        // Still refused when empty: a zero work-group size, unused
+        // dimensions not 1.
+        assert!(nd_range(&NdRange::d1(0).with_local([0, 1, 1]), 64, true).is_err());
+        let unused = NdRange {
+            global: [0, 0, 1],
+            ..NdRange::d1(0)
+        };
+        assert!(nd_range(&unused, 64, true).is_err());
     }
 
     /// Regressions: these panicked or wrapped to small numbers before.

@@ -469,6 +469,13 @@ impl<A: Adapter> AdapterHost<A> {
             Ok((k, resolved))
         };
         self.command(queue, wait, resolve, |q, (k, resolved), w| {
+            if range.is_empty() {
+                // Checked like any launch, but no work-item runs: the
+                // command ends once its wait list has (queues are in order,
+                // so a barrier is that), and adapters never see an empty
+                // range (OpenCL before 2.1 and CUDA refuse one).
+                return self.adapter.enqueue_barrier(q, w);
+            }
             let adapter_args: Vec<KernelArg<'_, A>> = args
                 .iter()
                 .zip(resolved)

@@ -155,7 +155,24 @@ impl NdRange {
 
     /// Total work items, or `None` when the count overflows `usize`.
     pub fn total(&self) -> Option<usize> {
+        if self.is_empty() {
+            return Some(0);
+        }
         self.global.iter().try_fold(1usize, |acc, &g| acc.checked_mul(g))
+    }
+
+    /// Whether the range holds no work-item: a global size of 0 in one of
+    /// its `dims` dimensions. Such a launch is valid and runs nothing (OpenCL
+    /// 2.1's rule; SYCL's empty ranges):
+    ///
+    /// ```
+    /// use ur_api::NdRange;
+    /// assert!(NdRange::d2(8, 0).is_empty());
+    /// assert_eq!(NdRange::d2(8, 0).total(), Some(0));
+    /// assert!(!NdRange::d1(1).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.global[..(self.dims as usize).min(3)].contains(&0)
     }
 }
 
