@@ -254,7 +254,7 @@ pub unsafe extern "C" fn urProgramCreateWithNativeHandle(
         let pid = state().rt.create_program_from_native(id, handle, owned)?;
         let p = Program {
             context: (ctx, c),
-            il: Arc::from(&[][..]),
+            modules: [Arc::from(&[][..])].into(),
             build: Mutex::new(Build {
                 id: Some(pid),
                 ..Build::default()
@@ -300,7 +300,7 @@ pub unsafe extern "C" fn urKernelCreateWithNativeHandle(
         let (pid, kid) = rt.create_kernel_from_native(c.id, handle, owned)?;
         let own_program = Arc::new(Program {
             context: (ctx, c),
-            il: Arc::from(&[][..]),
+            modules: [Arc::from(&[][..])].into(),
             build: Mutex::new(Build {
                 id: Some(pid),
                 ..Build::default()

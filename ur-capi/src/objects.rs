@@ -239,8 +239,10 @@ pub struct Build {
 pub struct Program {
     /// Its context's handle and object.
     pub context: (ur_context_handle_t, Arc<Context>),
-    /// The SPIR-V module.
-    pub il: Arc<[u8]>,
+    /// Its SPIR-V: the module it was created from, or the modules it was
+    /// linked from (`urProgramLink` of several programs). A program made
+    /// from a native handle has one empty module (nothing to build again).
+    pub modules: Arc<[Arc<[u8]>]>,
     /// Build state.
     pub build: Mutex<Build>,
 }

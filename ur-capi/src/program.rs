@@ -9,10 +9,12 @@
 //! context (a device that cannot take SPIR-V fails the build with a log
 //! that names it, not the launch).
 //!
-//! `urProgramCompile` records its options and `urProgramLink` of one
-//! program builds it with both option strings: the one-module case libsycl
-//! uses. Linking several modules needs SPIR-V linking, which the project's
-//! program formats do not have: `UNSUPPORTED_FEATURE`.
+//! `urProgramCompile` records its options and `urProgramLink` builds a new
+//! program from the modules of the programs it links, with the first
+//! one's compile options and the link options: one module is built as it
+//! is (the case libsycl uses most), several are linked by the adapter
+//! (`ProgramSource::SpirVModules`; libsycl links device images that import
+//! each other's functions, as oneMKL's do).
 //!
 //! # Safety (all entry points of this module)
 //!
@@ -55,7 +57,10 @@ impl Program {
     /// the log names the runtime's devices.
     fn build_parts(&self, options: &str) -> ur_api::Result<Vec<(ur_api::ContextId, ProgramId)>> {
         let rt = &state().rt;
-        let source = ProgramSource::SpirV(self.il.to_vec());
+        let source = match &self.modules[..] {
+            [one] => ProgramSource::SpirV(one.to_vec()),
+            many => ProgramSource::SpirVModules(many.iter().map(|m| m.to_vec()).collect()),
+        };
         let mut built = Vec::new();
         for (part, devices) in &self.context.1.parts {
             match rt.create_program(*part, &source, options) {
@@ -158,7 +163,7 @@ fn create(ctx: ur_context_handle_t, il: &[u8], out: *mut ur_program_handle_t) ->
     }
     let p = Program {
         context: (ctx, c),
-        il: il.into(),
+        modules: [il.into()].into(),
         build: Mutex::new(Build::default()),
     };
     let h = register(Object::Program(Arc::new(p)));
@@ -372,10 +377,6 @@ unsafe fn link(
         .iter()
         .map(|h| get::<Arc<Program>, _>(*h))
         .collect::<Result<Vec<_>, _>>()?;
-    if n > 1 {
-        tracing::debug!(n, "linking several SPIR-V modules is not supported");
-        return Err(CapiError::Unsupported);
-    }
     // SAFETY: caller's promise.
     let link_opts = unsafe { options(opts) }?;
     let compile_opts = progs[0].build.lock().options.clone();
@@ -387,7 +388,7 @@ unsafe fn link(
         .join(" ");
     let p = Arc::new(Program {
         context: (ctx, c),
-        il: progs[0].il.clone(),
+        modules: progs.iter().flat_map(|p| p.modules.iter().cloned()).collect(),
         build: Mutex::new(Build::default()),
     });
     let built = p.build_with(&all);
@@ -514,7 +515,11 @@ pub unsafe extern "C" fn urProgramGetInfo(
                 UR_PROGRAM_INFO_CONTEXT => out.value(prog.context.0),
                 UR_PROGRAM_INFO_NUM_DEVICES => out.value(devices.len() as u32),
                 UR_PROGRAM_INFO_DEVICES => out.array(devices),
-                UR_PROGRAM_INFO_IL => out.bytes(&prog.il),
+                // A linked program was made from no one module.
+                UR_PROGRAM_INFO_IL => match &prog.modules[..] {
+                    [one] => out.bytes(one),
+                    _ => out.bytes(&[]),
+                },
                 UR_PROGRAM_INFO_NUM_KERNELS => out.value(state().rt.kernel_names(prog.built()?)?.len()),
                 UR_PROGRAM_INFO_KERNEL_NAMES => out.string(&state().rt.kernel_names(prog.built()?)?.join(";")),
                 _ => Err(CapiError::UnsupportedEnumeration),

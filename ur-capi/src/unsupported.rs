@@ -39,7 +39,8 @@ pub const REASONS: &[(&str, &str)] = &[
     ),
     (
         "urProgramDynamicLink",
-        "dynamic linking of device images: the project's programs are single SPIR-V modules",
+        "dynamic linking of built programs: programs of several SPIR-V modules are linked before they are built \
+         (`urProgramLink`)",
     ),
     (
         "urProgramGetGlobalVariablePointer",

@@ -64,13 +64,124 @@ fn spirv_kernels_run_on_every_device_that_takes_spirv() {
             run_on(t, d);
             ran += 1;
         }
-        if ran == 0 {
-            assert!(
-                std::env::var("UR_REQUIRE_OPENCL").as_deref() != Ok("1"),
-                "no device takes SPIR-V (Intel's CPU OpenCL: cargo xtask setup)"
+        skip_unless_ran(ran);
+    }
+}
+
+fn skip_unless_ran(ran: usize) {
+    if ran == 0 {
+        assert!(
+            std::env::var("UR_REQUIRE_OPENCL").as_deref() != Ok("1"),
+            "no device takes SPIR-V (Intel's CPU OpenCL: cargo xtask setup)"
+        );
+        eprintln!("skipped: no device takes SPIR-V (Intel's CPU OpenCL: cargo xtask setup)");
+    }
+}
+
+/// Two modules, one calling a function the other defines (sources beside
+/// them), each compiled, then linked as libsycl links device images.
+const LINK_MAIN: &[u8] = include_bytes!("../../conformance/kernels/link_main.spv");
+const LINK_LIB: &[u8] = include_bytes!("../../conformance/kernels/link_lib.spv");
+
+#[test]
+fn programs_of_several_modules_link_and_run() {
+    // SAFETY: the table is this library's, built once and never written.
+    let t = unsafe { &*ddi::table() };
+    // SAFETY: as in the test above.
+    unsafe {
+        let mut ran = 0;
+        for (d, _) in devices(t) {
+            if select(t, d, &[c"spir64"]).is_none() {
+                continue;
+            }
+            let mut c = null_mut();
+            ok(t.Context.pfnCreate.unwrap()(1, &d, null(), &mut c), "urContextCreate");
+            let mut q = null_mut();
+            ok(t.Queue.pfnCreate.unwrap()(c, d, null(), &mut q), "urQueueCreate");
+            let mut parts = [null_mut(); 2];
+            for (p, il) in parts.iter_mut().zip([LINK_MAIN, LINK_LIB]) {
+                ok(
+                    t.Program.pfnCreateWithIL.unwrap()(c, il.as_ptr().cast(), il.len(), null(), p),
+                    "urProgramCreateWithIL",
+                );
+                ok(
+                    t.ProgramExp.pfnCompileExp.unwrap()(*p, 1, &mut { d }, 0, c"".as_ptr()),
+                    "urProgramCompileExp",
+                );
+            }
+            let mut p = null_mut();
+            ok(
+                t.ProgramExp.pfnLinkExp.unwrap()(c, 1, &mut { d }, 0, 2, parts.as_ptr(), c"".as_ptr(), &mut p),
+                "urProgramLinkExp",
             );
-            eprintln!("skipped: no device takes SPIR-V (Intel's CPU OpenCL: cargo xtask setup)");
+            let mut il_size = usize::MAX;
+            ok(
+                t.Program.pfnGetInfo.unwrap()(p, UR_PROGRAM_INFO_IL, 0, null_mut(), &mut il_size),
+                "IL size",
+            );
+            assert_eq!(il_size, 0, "a linked program was made from no one module");
+            let mut k = null_mut();
+            ok(
+                t.Kernel.pfnCreate.unwrap()(p, c"apply_scaled".as_ptr(), &mut k),
+                "urKernelCreate",
+            );
+            const N: usize = 512;
+            let init: Vec<i32> = (0..N as i32).map(|i| 5 - i).collect();
+            let mut b = null_mut();
+            ok(
+                t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, N * 4, null(), &mut b),
+                "urMemBufferCreate",
+            );
+            ok(
+                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, N * 4, init.as_ptr().cast(), 0, null(), null_mut()),
+                "buffer write",
+            );
+            let arg = capi::mem_arg(0, b);
+            ok(
+                t.EnqueueExp.pfnKernelLaunchWithArgsExp.unwrap()(
+                    q,
+                    k,
+                    1,
+                    null(),
+                    &N,
+                    null(),
+                    1,
+                    &arg,
+                    null(),
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+                "launch apply_scaled",
+            );
+            let mut back = vec![0i32; N];
+            ok(
+                t.Enqueue.pfnMemBufferRead.unwrap()(
+                    q,
+                    b,
+                    true,
+                    0,
+                    N * 4,
+                    back.as_mut_ptr().cast(),
+                    0,
+                    null(),
+                    null_mut(),
+                ),
+                "buffer read",
+            );
+            for (i, (x, v)) in init.iter().zip(&back).enumerate() {
+                assert_eq!(*v, 3 * x + 1, "element {i}: scaled() from the other module");
+            }
+            ok(t.Mem.pfnRelease.unwrap()(b), "mem release");
+            ok(t.Kernel.pfnRelease.unwrap()(k), "kernel release");
+            for p in parts.into_iter().chain([p]) {
+                ok(t.Program.pfnRelease.unwrap()(p), "program release");
+            }
+            ok(t.Queue.pfnRelease.unwrap()(q), "queue release");
+            ok(t.Context.pfnRelease.unwrap()(c), "context release");
+            ran += 1;
         }
+        skip_unless_ran(ran);
     }
 }
 

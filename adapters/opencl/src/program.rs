@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cl3::info_type::InfoType;
 use opencl3::command_queue as cq;
-use opencl3::error_codes::{CL_BUILD_PROGRAM_FAILURE, CL_INVALID_KERNEL_NAME};
+use opencl3::error_codes::{
+    CL_BUILD_PROGRAM_FAILURE, CL_COMPILE_PROGRAM_FAILURE, CL_INVALID_KERNEL_NAME, CL_LINK_PROGRAM_FAILURE,
+};
 use opencl3::kernel::{self as clk, Kernel as ClKernel, CL_KERNEL_NUM_ARGS};
 use opencl3::memory::ClMem;
 use opencl3::types::{cl_mem, cl_program, cl_uint};
@@ -113,17 +115,72 @@ fn build(ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program
                 from_binary(ctx, &t.bitcode(il, ctx.group_builtins)?)?
             }
         },
+        ProgramSource::SpirVModules(modules) => match &ctx.translator {
+            None => return compile_and_link(ctx, modules, &options),
+            // Linked as bitcode, then built as one SPIR program.
+            Some(t) => {
+                options.insert_str(0, "-x spir ");
+                let modules: Vec<&[u8]> = modules.iter().map(Vec::as_slice).collect();
+                from_binary(ctx, &t.linked_bitcode(&modules, ctx.group_builtins)?)?
+            }
+        },
         other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
     };
     // Owned from here: released on every return below.
     let program = Program { raw: Handle(raw) };
     let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
-    let c_options = std::ffi::CString::new(options).map_err(|_| Error::invalid("build options contain a NUL byte"))?;
+    let c_options = c_options(options)?;
     ctx.failed_builds.runtime_builds.fetch_add(1, Ordering::Relaxed);
     match cl3::program::build_program(raw, &devices, &c_options, None, ptr::null_mut()) {
         Ok(()) => Ok(program),
         Err(CL_BUILD_PROGRAM_FAILURE) => Err(Error::ProgramBuild {
             log: build_log(raw, &ctx.devices),
+        }),
+        Err(code) => Err(conv::error(code)),
+    }
+}
+
+fn c_options(options: String) -> Result<std::ffi::CString> {
+    std::ffi::CString::new(options).map_err(|_| Error::invalid("build options contain a NUL byte"))
+}
+
+/// SPIR-V modules that import each other's symbols, on a runtime that takes
+/// IL: each is compiled (`clCompileProgram`, with `options`), then all are
+/// linked into one executable program (`clLinkProgram`, no options: the
+/// options that also apply to linking, such as `-cl-fast-relaxed-math`,
+/// are compile options as well).
+fn compile_and_link(ctx: &Context, modules: &[Vec<u8>], options: &str) -> Result<Program> {
+    let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
+    let c_options = c_options(options.to_owned())?;
+    let mut compiled = Vec::with_capacity(modules.len());
+    for il in modules {
+        // Owned from here: released when `compiled` goes.
+        let p = Program {
+            raw: Handle(check(cl3::program::create_program_with_il(ctx.cl.get(), il))?),
+        };
+        ctx.failed_builds.runtime_builds.fetch_add(1, Ordering::Relaxed);
+        match cl3::program::compile_program(p.raw.0, &devices, &c_options, &[], &[], None, ptr::null_mut()) {
+            Ok(()) => compiled.push(p),
+            Err(CL_COMPILE_PROGRAM_FAILURE) => {
+                return Err(Error::ProgramBuild {
+                    log: build_log(p.raw.0, &ctx.devices),
+                })
+            }
+            Err(code) => return Err(conv::error(code)),
+        }
+    }
+    let raws: Vec<cl_program> = compiled.iter().map(|p| p.raw.0).collect();
+    // SAFETY: `raws` are live programs of the context, compiled for its
+    // devices (`compiled` holds them for the call); no callback.
+    match unsafe { cl3::program::link_program(ctx.cl.get(), &devices, c"", &raws, None, ptr::null_mut()) } {
+        Ok(raw) => Ok(Program { raw: Handle(raw) }),
+        // OpenCL hands out no program (so no log) when linking fails
+        // before making one.
+        Err(CL_LINK_PROGRAM_FAILURE) => Err(Error::ProgramBuild {
+            log: format!(
+                "linking {} SPIR-V modules failed (an import no module exports, or a symbol defined twice)",
+                modules.len()
+            ),
         }),
         Err(code) => Err(conv::error(code)),
     }
@@ -136,6 +193,20 @@ pub(crate) enum SourceFormat {
     OpenClC,
     /// A SPIR-V module.
     SpirV,
+    /// SPIR-V modules linked into one program, [`joined`].
+    SpirVModules,
+}
+
+/// Several modules as one byte string for a [`FailedBuilds`] key: each
+/// module's length (8 bytes, little-endian) before its bytes, so two lists
+/// give the same string only when they are the same modules.
+fn joined(modules: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(modules.iter().map(|m| m.len() + 8).sum());
+    for m in modules {
+        out.extend_from_slice(&(m.len() as u64).to_le_bytes());
+        out.extend_from_slice(m);
+    }
+    out
 }
 
 /// At most this many failed builds are kept per context.
@@ -342,17 +413,20 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
             return Err(Error::invalid("build options contain a NUL byte"));
         }
         let (format, bytes) = match source {
-            ProgramSource::OpenClC(src) => (SourceFormat::OpenClC, src.as_bytes()),
-            ProgramSource::SpirV(il) => (SourceFormat::SpirV, il.as_slice()),
+            ProgramSource::OpenClC(src) => (SourceFormat::OpenClC, std::borrow::Cow::Borrowed(src.as_bytes())),
+            ProgramSource::SpirV(il) => (SourceFormat::SpirV, std::borrow::Cow::Borrowed(il.as_slice())),
+            ProgramSource::SpirVModules(modules) => {
+                (SourceFormat::SpirVModules, std::borrow::Cow::Owned(joined(modules)))
+            }
             // Not reached: the dyn layer only passes formats the devices listed.
             other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
         };
-        if let Some(log) = ctx.failed_builds.get(format, bytes, options) {
+        if let Some(log) = ctx.failed_builds.get(format, &bytes, options) {
             return Err(Error::ProgramBuild { log });
         }
         match build(ctx, source, options) {
             Err(Error::ProgramBuild { log }) => {
-                ctx.failed_builds.insert(format, bytes, options, &log);
+                ctx.failed_builds.insert(format, &bytes, options, &log);
                 Err(Error::ProgramBuild { log })
             }
             other => other,

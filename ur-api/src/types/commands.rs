@@ -185,6 +185,12 @@ pub enum ProgramSource {
     OpenClC(String),
     /// SPIR-V binary.
     SpirV(Vec<u8>),
+    /// Several SPIR-V modules linked into one program: the functions and
+    /// variables a module imports (`LinkageAttributes ... Import`) are those
+    /// another exports. SYCL runtimes link device images so (oneMKL's
+    /// kernels call functions of other images). Needs
+    /// [`ProgramFormats::SPIRV`] and an adapter that links.
+    SpirVModules(Vec<Vec<u8>>),
     /// CUDA C++ source, compiled with NVRTC.
     CudaC(String),
     /// PTX assembly.
@@ -197,7 +203,7 @@ impl ProgramSource {
         match self {
             ProgramSource::Host(_) => ProgramFormats::HOST,
             ProgramSource::OpenClC(_) => ProgramFormats::OPENCL_C,
-            ProgramSource::SpirV(_) => ProgramFormats::SPIRV,
+            ProgramSource::SpirV(_) | ProgramSource::SpirVModules(_) => ProgramFormats::SPIRV,
             ProgramSource::CudaC(_) => ProgramFormats::CUDA_C,
             ProgramSource::Ptx(_) => ProgramFormats::PTX,
         }
@@ -210,6 +216,10 @@ impl fmt::Debug for ProgramSource {
             ProgramSource::Host(lib) => f.debug_tuple("Host").field(&lib.names()).finish(),
             ProgramSource::OpenClC(s) => write!(f, "OpenClC({} bytes)", s.len()),
             ProgramSource::SpirV(s) => write!(f, "SpirV({} bytes)", s.len()),
+            ProgramSource::SpirVModules(m) => {
+                let sizes: Vec<usize> = m.iter().map(Vec::len).collect();
+                write!(f, "SpirVModules({sizes:?} bytes)")
+            }
             ProgramSource::CudaC(s) => write!(f, "CudaC({} bytes)", s.len()),
             ProgramSource::Ptx(s) => write!(f, "Ptx({} bytes)", s.len()),
         }

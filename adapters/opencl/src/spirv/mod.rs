@@ -20,6 +20,11 @@
 //!
 //! Where the runtime's kernel library lacks sub-groups and work-group
 //! collectives, the translated module gets them linked in ([`builtins`]).
+//!
+//! Several modules that import each other's functions (SYCL runtimes link
+//! device images so, oneMKL's among them) are translated one by one and
+//! linked into one bitcode module with the same LLVM's `llvm-link`
+//! ([`Translator::linked_bitcode`]).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -42,6 +47,8 @@ pub const TRANSLATOR_ENV: &str = "UR_LLVM_SPIRV";
 #[derive(Debug)]
 pub struct Translator {
     path: PathBuf,
+    /// `llvm-link` of the same LLVM, for programs of several modules.
+    llvm_link: Option<PathBuf>,
     /// The group builtins of the same LLVM, where its tools are installed.
     builtins: Option<Builtins>,
     /// Translated modules: SPIR-V bytes -> bitcode, per the builtins'
@@ -62,6 +69,7 @@ impl Translator {
         tracing::debug!(path = %path.display(), "SPIR-V translator");
         Some(Arc::new(Translator {
             path,
+            llvm_link: major.and_then(|major| versioned("llvm-link", major, std::env::var_os("PATH"))),
             builtins: major.and_then(Builtins::find),
             done: Mutex::new(HashMap::new()),
         }))
@@ -85,24 +93,62 @@ impl Translator {
         if let Some(bc) = self.done.lock().get(il).and_then(|m| m.get(&builtins_for)) {
             return Ok(bc.clone());
         }
-        let bc: Arc<[u8]> = match (builtins_for, &self.builtins) {
-            (Some(wg_max), Some(b)) => {
-                let rewritten = rewrite::sub_group_barriers_to_fences(il);
-                let bc = self.translate(rewritten.as_deref().unwrap_or(il))?;
-                if Builtins::wanted_by(&bc) {
-                    b.link(&bc, wg_max)?.into()
-                } else {
-                    bc.into()
-                }
-            }
-            _ => self.translate(il)?.into(),
-        };
+        let bc: Arc<[u8]> = self
+            .with_builtins(self.translated(il, builtins_for)?, builtins_for)?
+            .into();
         self.done
             .lock()
             .entry(il.into())
             .or_default()
             .insert(builtins_for, bc.clone());
         Ok(bc)
+    }
+
+    /// SPIR bitcode of one program made of several SPIR-V modules, each
+    /// translated as [`Translator::bitcode`] does, then linked into one
+    /// module (`llvm-link`: every import must find its export, a symbol
+    /// defined twice is an error), the group builtins after that. Not kept:
+    /// SYCL runtimes keep the linked programs they build. A link that
+    /// fails is a build failure with `llvm-link`'s message; without
+    /// `llvm-link` of the runtime's LLVM, such programs are unsupported.
+    pub fn linked_bitcode(&self, modules: &[&[u8]], builtins_for: Option<usize>) -> Result<Vec<u8>> {
+        let builtins_for = builtins_for.filter(|_| self.builtins.is_some());
+        let Some(llvm_link) = &self.llvm_link else {
+            return Err(Error::unsupported(
+                "linking SPIR-V modules for a SPIR runtime: no llvm-link of its LLVM is installed",
+            ));
+        };
+        let dir = scratch_dir()?;
+        let mut cmd = Command::new(llvm_link);
+        for (i, il) in modules.iter().enumerate() {
+            let input = dir.path().join(format!("module{i}.bc"));
+            write(&input, &self.translated(il, builtins_for)?)?;
+            cmd.arg(input);
+        }
+        let output = dir.path().join("linked.bc");
+        cmd.arg("-o").arg(&output);
+        run(cmd, llvm_link, "linking the SPIR-V modules")?;
+        let bc = std::fs::read(&output).map_err(|e| io("reading the linked modules", e))?;
+        self.with_builtins(bc, builtins_for)
+    }
+
+    /// `il` translated, its sub-group barriers made memory barriers first
+    /// where the builtins will be linked.
+    fn translated(&self, il: &[u8], builtins_for: Option<usize>) -> Result<Vec<u8>> {
+        if builtins_for.is_some() {
+            let rewritten = rewrite::sub_group_barriers_to_fences(il);
+            self.translate(rewritten.as_deref().unwrap_or(il))
+        } else {
+            self.translate(il)
+        }
+    }
+
+    /// `bc` with the group builtins linked in, where they are wanted.
+    fn with_builtins(&self, bc: Vec<u8>, builtins_for: Option<usize>) -> Result<Vec<u8>> {
+        match (builtins_for, &self.builtins) {
+            (Some(wg_max), Some(b)) if Builtins::wanted_by(&bc) => b.link(&bc, wg_max),
+            _ => Ok(bc),
+        }
     }
 
     fn translate(&self, il: &[u8]) -> Result<Vec<u8>> {
@@ -221,6 +267,7 @@ mod tests {
         fake_tool(&exe, "#!/bin/sh\necho 'InvalidModule: bad magic' >&2\nexit 3\n");
         let t = Translator {
             path: exe,
+            llvm_link: None,
             builtins: None,
             done: Mutex::new(HashMap::new()),
         };
@@ -242,6 +289,7 @@ mod tests {
         );
         let t = Translator {
             path: exe,
+            llvm_link: None,
             builtins: None,
             done: Mutex::new(HashMap::new()),
         };
