@@ -265,9 +265,12 @@ pub fn crashed(log: &std::path::Path) -> String {
 }
 
 /// The runs CI makes: (device, suite).
-pub const CI_RUNS: [(&str, &str); 5] = [
+pub const CI_RUNS: [(&str, &str); 7] = [
     ("intel", "dpctl"),
     ("intel", "sum"),
+    // Empty launches and programs linked from several modules.
+    ("intel", "logic"),
+    ("intel", "unary_two_outputs"),
     ("pocl", "dpctl"),
     // dpnp's reductions on PoCL need the OpenCL adapter's group builtins
     // (sub-groups and work-group collectives, adapters/opencl/src/spirv/).

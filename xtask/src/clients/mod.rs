@@ -187,7 +187,7 @@ pub struct Suite {
 /// sub-devices of one compute unit; stuck in a futex wait, measured past 10
 /// minutes). Through ours it runs (and passes where the device can be
 /// partitioned; rusticl's cannot: see [`KNOWN_LACKING`](known::KNOWN_LACKING)).
-pub const SUITES: [Suite; 5] = [
+pub const SUITES: [Suite; 7] = [
     Suite {
         name: "dpctl",
         target: Target::Package("dpctl"),
@@ -215,6 +215,21 @@ pub const SUITES: [Suite; 5] = [
     Suite {
         name: "arraycreation",
         target: Target::DpnpFile("test_arraycreation.py"),
+        deselect_ur: &[],
+        needs_usm: true,
+    },
+    // Reductions over empty arrays launch empty ranges.
+    Suite {
+        name: "logic",
+        target: Target::DpnpFile("test_logic.py"),
+        deselect_ur: &[],
+        needs_usm: true,
+    },
+    // `modf` on float16 calls oneMKL VM kernels linked from several
+    // device images (`urProgramLink` of several programs).
+    Suite {
+        name: "unary_two_outputs",
+        target: Target::DpnpFile("test_unary_two_outputs_ufuncs.py"),
         deselect_ur: &[],
         needs_usm: true,
     },
