@@ -125,54 +125,11 @@ fn programs_of_several_modules_link_and_run() {
                 t.Kernel.pfnCreate.unwrap()(p, c"apply_scaled".as_ptr(), &mut k),
                 "urKernelCreate",
             );
-            const N: usize = 512;
-            let init: Vec<i32> = (0..N as i32).map(|i| 5 - i).collect();
-            let mut b = null_mut();
-            ok(
-                t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, N * 4, null(), &mut b),
-                "urMemBufferCreate",
-            );
-            ok(
-                t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, N * 4, init.as_ptr().cast(), 0, null(), null_mut()),
-                "buffer write",
-            );
-            let arg = capi::mem_arg(0, b);
-            ok(
-                t.EnqueueExp.pfnKernelLaunchWithArgsExp.unwrap()(
-                    q,
-                    k,
-                    1,
-                    null(),
-                    &N,
-                    null(),
-                    1,
-                    &arg,
-                    null(),
-                    0,
-                    null(),
-                    null_mut(),
-                ),
-                "launch apply_scaled",
-            );
-            let mut back = vec![0i32; N];
-            ok(
-                t.Enqueue.pfnMemBufferRead.unwrap()(
-                    q,
-                    b,
-                    true,
-                    0,
-                    N * 4,
-                    back.as_mut_ptr().cast(),
-                    0,
-                    null(),
-                    null_mut(),
-                ),
-                "buffer read",
-            );
+            let init: Vec<i32> = (0..512).map(|i| 5 - i).collect();
+            let back = on_buffer(t, c, q, k, &init);
             for (i, (x, v)) in init.iter().zip(&back).enumerate() {
                 assert_eq!(*v, 3 * x + 1, "element {i}: scaled() from the other module");
             }
-            ok(t.Mem.pfnRelease.unwrap()(b), "mem release");
             ok(t.Kernel.pfnRelease.unwrap()(k), "kernel release");
             for p in parts.into_iter().chain([p]) {
                 ok(t.Program.pfnRelease.unwrap()(p), "program release");
@@ -364,42 +321,11 @@ unsafe fn run_on(t: &ur_dditable_t, d: ur_device_handle_t) {
             t.Kernel.pfnCreate.unwrap()(p, c"add_one".as_ptr(), &mut kb),
             "urKernelCreate add_one",
         );
-        let mut b = null_mut();
-        ok(
-            t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, N * 4, null(), &mut b),
-            "urMemBufferCreate",
-        );
-        ok(
-            t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, N * 4, init.as_ptr().cast(), 0, null(), null_mut()),
-            "buffer write",
-        );
-        let arg = capi::mem_arg(0, b);
-        ok(
-            launch(
-                q,
-                kb,
-                1,
-                null(),
-                &global,
-                null(),
-                1,
-                &arg,
-                null(),
-                0,
-                null(),
-                null_mut(),
-            ),
-            "launch add_one",
-        );
-        ok(
-            t.Enqueue.pfnMemBufferRead.unwrap()(q, b, true, 0, N * 4, back.as_mut_ptr().cast(), 0, null(), null_mut()),
-            "buffer read",
-        );
+        let back = on_buffer(t, c, q, kb, &init);
         for (i, v) in back.iter().enumerate() {
             assert_eq!(*v, i as u32 + 1, "element {i} after add_one");
         }
 
-        ok(t.Mem.pfnRelease.unwrap()(b), "mem release");
         ok(t.USM.pfnFree.unwrap()(c, ptr), "usm free");
         ok(t.Kernel.pfnRelease.unwrap()(kb), "kernel release");
         ok(t.Kernel.pfnRelease.unwrap()(k), "kernel release");
@@ -412,4 +338,46 @@ unsafe fn run_on(t: &ur_dditable_t, d: ur_device_handle_t) {
         ok(t.Queue.pfnRelease.unwrap()(q), "queue release");
         ok(t.Context.pfnRelease.unwrap()(c), "context release");
     }
+}
+
+/// Runs kernel `k` (one memory-object argument) over a new buffer holding
+/// `init`, one work-item per element, and returns what it then holds.
+///
+/// # Safety
+///
+/// `t` is this library's table; `c`, `q` and `k` are live handles of it,
+/// `q` and `k` of context `c`.
+unsafe fn on_buffer<T: Copy + Default>(
+    t: &ur_dditable_t,
+    c: ur_context_handle_t,
+    q: ur_queue_handle_t,
+    k: ur_kernel_handle_t,
+    init: &[T],
+) -> Vec<T> {
+    let (n, bytes) = (init.len(), size_of_val(init));
+    let mut back = vec![T::default(); n];
+    // SAFETY: the caller's promise; `init` and `back` hold `bytes` bytes.
+    unsafe {
+        let mut b = null_mut();
+        ok(
+            t.Mem.pfnBufferCreate.unwrap()(c, UR_MEM_FLAG_READ_WRITE, bytes, null(), &mut b),
+            "urMemBufferCreate",
+        );
+        ok(
+            t.Enqueue.pfnMemBufferWrite.unwrap()(q, b, true, 0, bytes, init.as_ptr().cast(), 0, null(), null_mut()),
+            "buffer write",
+        );
+        let arg = capi::mem_arg(0, b);
+        let launch = t.EnqueueExp.pfnKernelLaunchWithArgsExp.unwrap();
+        ok(
+            launch(q, k, 1, null(), &n, null(), 1, &arg, null(), 0, null(), null_mut()),
+            "launch over the buffer",
+        );
+        ok(
+            t.Enqueue.pfnMemBufferRead.unwrap()(q, b, true, 0, bytes, back.as_mut_ptr().cast(), 0, null(), null_mut()),
+            "buffer read",
+        );
+        ok(t.Mem.pfnRelease.unwrap()(b), "mem release");
+    }
+    back
 }
