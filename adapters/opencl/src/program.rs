@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use std::hash::{Hash, Hasher};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use cl3::info_type::InfoType;
 use opencl3::command_queue as cq;
@@ -20,6 +21,7 @@ use ur_api::{Error, KernelArg, KernelGroupInfo, KernelInfo, NativeHandle, Native
 use crate::conv::{self, check, check3};
 use crate::device::{Context, Handle};
 use crate::queue::{raw_event, submit, Event, Queue};
+use crate::spirv::rewrite::shortened;
 use crate::OpenClAdapter;
 
 /// A program built for every device of its context: one this adapter
@@ -29,6 +31,28 @@ use crate::OpenClAdapter;
 #[derive(Debug)]
 pub struct Program {
     raw: Handle<cl_program>,
+    /// Kernels renamed in the program for the runtime (their names; each
+    /// is now `spirv::rewrite::shortened` of that): SPIR runtimes' long
+    /// names, see `spirv/rewrite.rs`.
+    renamed: Arc<[String]>,
+}
+
+impl Program {
+    fn new(raw: cl_program) -> Program {
+        Program {
+            raw: Handle(raw),
+            renamed: Arc::from([]),
+        }
+    }
+
+    /// The runtime's name of the kernel named `name`.
+    fn runtime_name<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.renamed.iter().any(|n| n == name) {
+            shortened(name)
+        } else {
+            name.into()
+        }
+    }
 }
 
 impl Drop for Program {
@@ -105,29 +129,34 @@ fn build_log(p: cl_program, devices: &[Handle<opencl3::types::cl_device_id>]) ->
 /// runtime (no cache).
 fn build(ctx: &Context, source: &ProgramSource, options: &str) -> Result<Program> {
     let mut options = options.to_owned();
-    let raw = match source {
-        ProgramSource::OpenClC(src) => check(cl3::program::create_program_with_source(ctx.cl.get(), &[src]))?,
+    let spir = |spir: crate::spirv::Spir, options: &mut String| -> Result<Program> {
+        options.insert_str(0, "-x spir ");
+        Ok(Program {
+            raw: Handle(from_binary(ctx, &spir.bitcode)?),
+            renamed: spir.renamed,
+        })
+    };
+    // Owned from here: released on every return below.
+    let program = match source {
+        ProgramSource::OpenClC(src) => {
+            Program::new(check(cl3::program::create_program_with_source(ctx.cl.get(), &[src]))?)
+        }
         ProgramSource::SpirV(il) => match &ctx.translator {
-            None => check(cl3::program::create_program_with_il(ctx.cl.get(), il))?,
+            None => Program::new(check(cl3::program::create_program_with_il(ctx.cl.get(), il))?),
             // SPIR bitcode, one copy per device, built as SPIR (`spirv/mod.rs`).
-            Some(t) => {
-                options.insert_str(0, "-x spir ");
-                from_binary(ctx, &t.bitcode(il, ctx.group_builtins)?)?
-            }
+            Some(t) => spir(t.bitcode(il, ctx.group_builtins)?, &mut options)?,
         },
         ProgramSource::SpirVModules(modules) => match &ctx.translator {
             None => return compile_and_link(ctx, modules, &options),
             // Linked as bitcode, then built as one SPIR program.
             Some(t) => {
-                options.insert_str(0, "-x spir ");
                 let modules: Vec<&[u8]> = modules.iter().map(Vec::as_slice).collect();
-                from_binary(ctx, &t.linked_bitcode(&modules, ctx.group_builtins)?)?
+                spir(t.linked_bitcode(&modules, ctx.group_builtins)?, &mut options)?
             }
         },
         other => return Err(Error::unsupported(format!("{:?} programs on OpenCL", other.format()))),
     };
-    // Owned from here: released on every return below.
-    let program = Program { raw: Handle(raw) };
+    let raw = program.raw.0;
     let devices: Vec<_> = ctx.devices.iter().map(|d| d.0).collect();
     let c_options = c_options(options)?;
     ctx.failed_builds.runtime_builds.fetch_add(1, Ordering::Relaxed);
@@ -155,9 +184,7 @@ fn compile_and_link(ctx: &Context, modules: &[Vec<u8>], options: &str) -> Result
     let mut compiled = Vec::with_capacity(modules.len());
     for il in modules {
         // Owned from here: released when `compiled` goes.
-        let p = Program {
-            raw: Handle(check(cl3::program::create_program_with_il(ctx.cl.get(), il))?),
-        };
+        let p = Program::new(check(cl3::program::create_program_with_il(ctx.cl.get(), il))?);
         ctx.failed_builds.runtime_builds.fetch_add(1, Ordering::Relaxed);
         match cl3::program::compile_program(p.raw.0, &devices, &c_options, &[], &[], None, ptr::null_mut()) {
             Ok(()) => compiled.push(p),
@@ -173,7 +200,7 @@ fn compile_and_link(ctx: &Context, modules: &[Vec<u8>], options: &str) -> Result
     // SAFETY: `raws` are live programs of the context, compiled for its
     // devices (`compiled` holds them for the call); no callback.
     match unsafe { cl3::program::link_program(ctx.cl.get(), &devices, c"", &raws, None, ptr::null_mut()) } {
-        Ok(raw) => Ok(Program { raw: Handle(raw) }),
+        Ok(raw) => Ok(Program::new(raw)),
         // OpenCL hands out no program (so no log) when linking fails
         // before making one.
         Err(CL_LINK_PROGRAM_FAILURE) => Err(Error::ProgramBuild {
@@ -438,7 +465,7 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
         if name.contains('\0') {
             return Err(not_found());
         }
-        let c_name = std::ffi::CString::new(name).map_err(|_| not_found())?;
+        let c_name = std::ffi::CString::new(p.runtime_name(name).as_bytes()).map_err(|_| not_found())?;
         let cl = match clk::create_kernel(p.raw.0, &c_name) {
             Ok(k) => ClKernel::new(k),
             Err(CL_INVALID_KERNEL_NAME) => return Err(not_found()),
@@ -475,7 +502,7 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
             // SAFETY: a live program (the handle's contract).
             check(unsafe { cl3::program::retain_program(raw) })?;
         }
-        Ok(Program { raw: Handle(raw) })
+        Ok(Program::new(raw))
     }
 
     /// A kernel over `handle`, a kernel the caller made in `ctx`'s OpenCL
@@ -519,7 +546,10 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
             .trim_end_matches('\0')
             .split(';')
             .filter(|n| !n.is_empty())
-            .map(str::to_owned)
+            .map(|n| {
+                let long = p.renamed.iter().find(|long| shortened(long) == n);
+                long.map_or(n, String::as_str).to_owned()
+            })
             .collect())
     }
 

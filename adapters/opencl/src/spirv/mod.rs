@@ -53,7 +53,18 @@ pub struct Translator {
     builtins: Option<Builtins>,
     /// Translated modules: SPIR-V bytes -> bitcode, per the builtins'
     /// scratch size (`None`: without the builtins).
-    done: Mutex<HashMap<Arc<[u8]>, HashMap<Option<usize>, Arc<[u8]>>>>,
+    done: Mutex<HashMap<Arc<[u8]>, HashMap<Option<usize>, Spir>>>,
+}
+
+/// A module as SPIR bitcode, and the kernels renamed in it for the
+/// runtime (their names in the SPIR-V; each is now
+/// [`rewrite::shortened`] of that).
+#[derive(Debug, Clone)]
+pub struct Spir {
+    /// The bitcode.
+    pub bitcode: Arc<[u8]>,
+    /// The renamed kernels' names.
+    pub renamed: Arc<[String]>,
 }
 
 impl Translator {
@@ -88,20 +99,22 @@ impl Translator {
     /// builtin gets them linked in. A module the translator refuses, or the
     /// builtins failing to compile or link, is a build failure with the
     /// tool's message as the log.
-    pub fn bitcode(&self, il: &[u8], builtins_for: Option<usize>) -> Result<Arc<[u8]>> {
+    pub fn bitcode(&self, il: &[u8], builtins_for: Option<usize>) -> Result<Spir> {
         let builtins_for = builtins_for.filter(|_| self.builtins.is_some());
-        if let Some(bc) = self.done.lock().get(il).and_then(|m| m.get(&builtins_for)) {
-            return Ok(bc.clone());
+        if let Some(spir) = self.done.lock().get(il).and_then(|m| m.get(&builtins_for)) {
+            return Ok(spir.clone());
         }
-        let bc: Arc<[u8]> = self
-            .with_builtins(self.translated(il, builtins_for)?, builtins_for)?
-            .into();
+        let (bc, renamed) = self.translated(il, builtins_for)?;
+        let spir = Spir {
+            bitcode: self.with_builtins(bc, builtins_for)?.into(),
+            renamed: renamed.into(),
+        };
         self.done
             .lock()
             .entry(il.into())
             .or_default()
-            .insert(builtins_for, bc.clone());
-        Ok(bc)
+            .insert(builtins_for, spir.clone());
+        Ok(spir)
     }
 
     /// SPIR bitcode of one program made of several SPIR-V modules, each
@@ -111,7 +124,7 @@ impl Translator {
     /// SYCL runtimes keep the linked programs they build. A link that
     /// fails is a build failure with `llvm-link`'s message; without
     /// `llvm-link` of the runtime's LLVM, such programs are unsupported.
-    pub fn linked_bitcode(&self, modules: &[&[u8]], builtins_for: Option<usize>) -> Result<Vec<u8>> {
+    pub fn linked_bitcode(&self, modules: &[&[u8]], builtins_for: Option<usize>) -> Result<Spir> {
         let builtins_for = builtins_for.filter(|_| self.builtins.is_some());
         let Some(llvm_link) = &self.llvm_link else {
             return Err(Error::unsupported(
@@ -120,26 +133,33 @@ impl Translator {
         };
         let dir = scratch_dir()?;
         let mut cmd = Command::new(llvm_link);
+        let mut renamed = Vec::new();
         for (i, il) in modules.iter().enumerate() {
             let input = dir.path().join(format!("module{i}.bc"));
-            write(&input, &self.translated(il, builtins_for)?)?;
+            let (bc, names) = self.translated(il, builtins_for)?;
+            write(&input, &bc)?;
+            renamed.extend(names);
             cmd.arg(input);
         }
         let output = dir.path().join("linked.bc");
         cmd.arg("-o").arg(&output);
         run(cmd, llvm_link, "linking the SPIR-V modules")?;
         let bc = std::fs::read(&output).map_err(|e| io("reading the linked modules", e))?;
-        self.with_builtins(bc, builtins_for)
+        Ok(Spir {
+            bitcode: self.with_builtins(bc, builtins_for)?.into(),
+            renamed: renamed.into(),
+        })
     }
 
-    /// `il` translated, its sub-group barriers made memory barriers first
-    /// where the builtins will be linked.
-    fn translated(&self, il: &[u8], builtins_for: Option<usize>) -> Result<Vec<u8>> {
-        if builtins_for.is_some() {
-            let rewritten = rewrite::sub_group_barriers_to_fences(il);
-            self.translate(rewritten.as_deref().unwrap_or(il))
-        } else {
-            self.translate(il)
+    /// `il` translated, with the kernels [`rewrite::shorten_kernel_names`]
+    /// renamed (and their names), its sub-group barriers made memory
+    /// barriers first where the builtins will be linked.
+    fn translated(&self, il: &[u8], builtins_for: Option<usize>) -> Result<(Vec<u8>, Vec<String>)> {
+        let fenced = builtins_for.and_then(|_| rewrite::sub_group_barriers_to_fences(il));
+        let il = fenced.as_deref().unwrap_or(il);
+        match rewrite::shorten_kernel_names(il) {
+            Some((module, renamed)) => Ok((self.translate(&module)?, renamed)),
+            None => Ok((self.translate(il)?, Vec::new())),
         }
     }
 
@@ -271,7 +291,7 @@ mod tests {
             builtins: None,
             done: Mutex::new(HashMap::new()),
         };
-        match t.bitcode(b"not spir-v", None) {
+        match t.bitcode(b"not spir-v", None).map(|s| s.bitcode) {
             Err(Error::ProgramBuild { log }) => assert!(log.contains("bad magic"), "{log}"),
             other => panic!("expected a build failure, got {other:?}"),
         }
@@ -293,9 +313,9 @@ mod tests {
             builtins: None,
             done: Mutex::new(HashMap::new()),
         };
-        assert_eq!(&*t.bitcode(b"one", None).unwrap(), b"one");
-        assert_eq!(&*t.bitcode(b"one", Some(16)).unwrap(), b"one");
-        assert_eq!(&*t.bitcode(b"two", None).unwrap(), b"two");
+        assert_eq!(&*t.bitcode(b"one", None).unwrap().bitcode, b"one");
+        assert_eq!(&*t.bitcode(b"one", Some(16)).unwrap().bitcode, b"one");
+        assert_eq!(&*t.bitcode(b"two", None).unwrap().bitcode, b"two");
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
     }
 }
