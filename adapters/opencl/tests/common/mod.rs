@@ -102,6 +102,19 @@ pub fn rebuild_module(name: &str, cl_std: &str) -> Result<Vec<u8>, String> {
     std::fs::read(&spv).map_err(|e| e.to_string())
 }
 
+/// Checks the committed module `conformance/kernels/<name>.spv` against a
+/// rebuild from its source ([`rebuild_module`]); a skip, saying why, where
+/// the tools are not installed.
+pub fn check_committed_module(name: &str, cl_std: &str, committed: &[u8]) {
+    match rebuild_module(name, cl_std) {
+        Ok(fresh) => assert!(
+            fresh == committed,
+            "conformance/kernels/{name}.spv is stale: rebuild it (conformance/kernels/README.md)"
+        ),
+        Err(why) => eprintln!("SKIP {name} rebuild: {why}"),
+    }
+}
+
 /// The devices that take SPIR-V (natively, or through the translator), or
 /// none with `test` skipped.
 pub fn spirv_devices(rt: &Runtime, test: &str) -> Vec<DeviceId> {
