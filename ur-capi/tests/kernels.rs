@@ -264,48 +264,35 @@ unsafe fn run_on(t: &ur_dditable_t, d: ur_device_handle_t) {
             ),
             UR_RESULT_ERROR_INVALID_WORK_DIMENSION
         );
-        let mut ev = null_mut();
-        ok(
-            launch(
-                q,
-                k,
-                1,
-                null(),
-                &global,
-                null(),
-                2,
-                args.as_ptr(),
-                null(),
-                0,
-                null(),
-                &mut ev,
-            ),
-            "launch add_scalar",
-        );
-        ok(t.Event.pfnWait.unwrap()(1, &ev), "wait");
-        ok(t.Event.pfnRelease.unwrap()(ev), "event release");
+        // Launches add_scalar over `global` items (work-groups of `local`,
+        // or the runtime's choice) and waits for its event.
+        let launch_and_wait = |global: usize, local: Option<usize>, what: &str| {
+            let mut ev = null_mut();
+            let local = local.as_ref().map_or(null(), |l| l as *const usize);
+            ok(
+                launch(
+                    q,
+                    k,
+                    1,
+                    null(),
+                    &global,
+                    local,
+                    2,
+                    args.as_ptr(),
+                    null(),
+                    0,
+                    null(),
+                    &mut ev,
+                ),
+                what,
+            );
+            ok(t.Event.pfnWait.unwrap()(1, &ev), "wait");
+            ok(t.Event.pfnRelease.unwrap()(ev), "event release");
+        };
+        launch_and_wait(global, None, "launch add_scalar");
         // An empty range (dpnp's reductions over empty arrays, local size
         // 1): success, an event that completes, and no work-item runs.
-        let (empty, one) = (0usize, 1usize);
-        ok(
-            launch(
-                q,
-                k,
-                1,
-                null(),
-                &empty,
-                &one,
-                2,
-                args.as_ptr(),
-                null(),
-                0,
-                null(),
-                &mut ev,
-            ),
-            "launch add_scalar over an empty range",
-        );
-        ok(t.Event.pfnWait.unwrap()(1, &ev), "wait for the empty launch");
-        ok(t.Event.pfnRelease.unwrap()(ev), "event release");
+        launch_and_wait(0, Some(1), "launch add_scalar over an empty range");
         let mut back = vec![0u32; N];
         ok(
             t.Enqueue.pfnUSMMemcpy.unwrap()(q, true, back.as_mut_ptr().cast(), ptr, N * 4, 0, null(), null_mut()),

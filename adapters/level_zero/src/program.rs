@@ -75,11 +75,19 @@ pub(crate) fn create_program(
     source: &ProgramSource,
     options: &str,
 ) -> Result<LevelZeroProgram> {
-    let ProgramSource::SpirV(spirv) = source else {
-        return Err(Error::unsupported(format!(
-            "{:?} programs on Level Zero",
-            source.format()
-        )));
+    let spirv = match source {
+        ProgramSource::SpirV(spirv) => spirv,
+        ProgramSource::SpirVModules(_) => {
+            return Err(Error::unsupported(
+                "programs linked from several SPIR-V modules on Level Zero",
+            ))
+        }
+        other => {
+            return Err(Error::unsupported(format!(
+                "{:?} programs on Level Zero",
+                other.format()
+            )))
+        }
     };
     let ze = ctx.0.driver.ze;
     let options = CString::new(options).map_err(|_| Error::invalid("build options contain a NUL byte"))?;

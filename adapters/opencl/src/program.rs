@@ -273,8 +273,8 @@ pub(crate) const FAILED_BUILDS_MAX_BYTES: usize = 64 << 20;
 #[derive(Default)]
 pub(crate) struct FailedBuilds {
     entries: Mutex<FailedEntries>,
-    /// `clBuildProgram` calls made in this context (all builds, not only
-    /// failed ones): the tests' evidence that a cached failure calls no
+    /// `clBuildProgram` and `clCompileProgram` calls made in this context
+    /// (all builds, not only failed ones): the tests' evidence that a cached failure calls no
     /// runtime.
     pub(crate) runtime_builds: AtomicUsize,
 }

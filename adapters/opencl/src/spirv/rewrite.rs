@@ -202,26 +202,19 @@ mod tests {
         // The kernel's entry point, its name and its export; a helper
         // function with the same long name as no kernel stays.
         let helper = "h".repeat(KERNEL_NAME_MAX + 1);
-        let il = module(
-            &[
-                name(OP_ENTRY_POINT, &[6, 7], &long, &[8, 9]),
-                name(OP_NAME, &[7], &long, &[]),
-                name(OP_NAME, &[10], &helper, &[]),
-                name(OP_DECORATE, &[7, DECORATION_LINKAGE_ATTRIBUTES], &long, &[0]),
-                name(OP_DECORATE, &[10, DECORATION_LINKAGE_ATTRIBUTES], &helper, &[0]),
-            ]
-            .concat(),
-        );
-        let want = module(
-            &[
-                name(OP_ENTRY_POINT, &[6, 7], &short, &[8, 9]),
-                name(OP_NAME, &[7], &short, &[]),
-                name(OP_NAME, &[10], &helper, &[]),
-                name(OP_DECORATE, &[7, DECORATION_LINKAGE_ATTRIBUTES], &short, &[0]),
-                name(OP_DECORATE, &[10, DECORATION_LINKAGE_ATTRIBUTES], &helper, &[0]),
-            ]
-            .concat(),
-        );
+        let with_kernel_named = |kernel: &str| {
+            module(
+                &[
+                    name(OP_ENTRY_POINT, &[6, 7], kernel, &[8, 9]),
+                    name(OP_NAME, &[7], kernel, &[]),
+                    name(OP_NAME, &[10], &helper, &[]),
+                    name(OP_DECORATE, &[7, DECORATION_LINKAGE_ATTRIBUTES], kernel, &[0]),
+                    name(OP_DECORATE, &[10, DECORATION_LINKAGE_ATTRIBUTES], &helper, &[0]),
+                ]
+                .concat(),
+            )
+        };
+        let (il, want) = (with_kernel_named(&long), with_kernel_named(&short));
         assert_eq!(shorten_kernel_names(&il), Some((want, vec![long.clone()])));
         // Short names only: nothing to change.
         let il = module(&name(OP_ENTRY_POINT, &[6, 7], "add_one", &[8]));
