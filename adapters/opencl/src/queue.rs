@@ -505,8 +505,13 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
                 }
             }
         }
-        let ids: Vec<cl_event> = events.iter().map(|e| e.cl.get()).collect();
-        match opencl3::event::wait_for_events(&ids) {
+        // One event (a SYCL host task waiting for its dependency) needs no list.
+        let (one, many): ([cl_event; 1], Vec<cl_event>) = match events {
+            [e] => ([e.cl.get()], Vec::new()),
+            _ => ([ptr::null_mut()], events.iter().map(|e| e.cl.get()).collect()),
+        };
+        let ids: &[cl_event] = if events.len() == 1 { &one } else { &many };
+        match opencl3::event::wait_for_events(ids) {
             Ok(()) => {
                 // Latest first: the earlier events of a queue then settle at once.
                 for e in events.iter().rev() {

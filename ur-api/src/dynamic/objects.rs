@@ -266,15 +266,25 @@ impl<A: Adapter> AdapterHost<A> {
         r
     }
 
+    /// Runs `f` on one borrowed event, as [`AdapterHost::with_events`]
+    /// does for several, without building a list.
+    fn with_one_event<T>(&self, event: EventId, f: impl FnOnce(&A::Event) -> Result<T>) -> Result<T> {
+        let (op, e) = self.begin_event_op(event)?;
+        let r = f(e.event());
+        drop((e, op));
+        r
+    }
+
     pub(super) fn event_status(&self, event: EventId) -> Result<EventStatus> {
-        self.with_events(&[event], |e| self.adapter.event_status(e[0]))
+        self.with_one_event(event, |e| self.adapter.event_status(e))
     }
 
     pub(super) fn wait(&self, events: &[EventId]) -> Result<()> {
-        if events.is_empty() {
-            return Ok(());
+        match events {
+            [] => Ok(()),
+            [one] => self.with_one_event(*one, |e| self.adapter.wait(&[e])),
+            _ => self.with_events(events, |es| self.adapter.wait(es)),
         }
-        self.with_events(events, |es| self.adapter.wait(es))
     }
 
     pub(super) fn event_profiling(&self, event: EventId) -> Result<ProfilingInfo> {
@@ -284,7 +294,7 @@ impl<A: Adapter> AdapterHost<A> {
                 "the event's queue was created without profiling",
             ));
         }
-        self.with_events(&[event], |e| self.adapter.event_profiling(e[0]))
+        self.with_one_event(event, |e| self.adapter.event_profiling(e))
     }
 
     pub(super) fn event_context(&self, event: EventId) -> Result<ContextId> {
@@ -395,11 +405,11 @@ impl<A: Adapter> AdapterHost<A> {
             }
             NativeOf::Event(e) => {
                 drop(t);
-                self.with_events(&[e], |es| self.adapter.native_handle(NativeObj::Event(es[0])))
+                self.with_one_event(e, |ev| self.adapter.native_handle(NativeObj::Event(ev)))
             }
             NativeOf::EventQueue(e) => {
                 drop(t);
-                self.with_events(&[e], |es| self.adapter.native_handle(NativeObj::EventQueue(es[0])))
+                self.with_one_event(e, |ev| self.adapter.native_handle(NativeObj::EventQueue(ev)))
             }
         }
     }

@@ -77,6 +77,37 @@ impl<A: Adapter> AdapterHost<A> {
         };
         Ok((op, q))
     }
+
+    /// Starts an operation on one event (a status query, a wait for one
+    /// event): locks the event's lane once to find it and begin the
+    /// operation there, and releases the lock. The operation ends when the
+    /// guard is dropped (one more lock of the lane); the `Held` must be
+    /// dropped first. Builds no list, unlike [`OpGuard::borrow_events`]:
+    /// SYCL runtimes poll an event's status in loops.
+    #[inline]
+    pub(super) fn begin_event_op(&self, id: EventId) -> Result<(OpGuard<'_, A>, Held<EventEntry<A>>)> {
+        self.own(id)?;
+        let (lane, key) = unlane(id.key);
+        let mut l = self.tables.lane(lane).lock();
+        let e = l.events.get(key).ok_or(Error::InvalidHandle {
+            kind: HandleKind::Event,
+        })?;
+        // SAFETY: a live entry in a slab slot, found under its lane's lock;
+        // the operation is begun in that lane before the lock is released,
+        // and the caller drops the `Held` before the guard ends it, so the
+        // slot is not reclaimed meanwhile (a release retires it instead).
+        let held = unsafe { Held::new(e) };
+        let ticket = l.grace.begin();
+        drop(l);
+        let op = OpGuard {
+            host: self,
+            lane,
+            ticket: Some(ticket),
+            locked: None,
+            others: Vec::new(),
+        };
+        Ok((op, held))
+    }
 }
 
 impl<'h, A: Adapter> OpGuard<'h, A> {
