@@ -325,19 +325,19 @@ pub unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
         };
         // SAFETY: module contract.
         let mut p = Prepared::new(unsafe { deps(&q, n, wl) }?);
-        let mut values: Vec<Option<ArgValue<'_>>> = vec![None; k.num_args.max(num_args) as usize];
+        let mut values: smallvec::SmallVec<[Option<ArgValue<'_>>; 8]> =
+            smallvec::smallvec![None; k.num_args.max(num_args) as usize];
         for a in given {
             let slot = values.get_mut(a.index as usize).ok_or(CapiError::ArgIndex)?;
             // SAFETY: the union member read is the one `type_` names (module contract).
             *slot = Some(unsafe { arg(&q, &mut p, a) }?);
         }
-        let values =
-            values
-                .into_iter()
-                .collect::<Option<Vec<_>>>()
-                .ok_or(CapiError::Api(ur_api::Error::InvalidKernelArgs(
-                    "an argument was not given".into(),
-                )))?;
+        let values = values
+            .into_iter()
+            .collect::<Option<smallvec::SmallVec<[_; 8]>>>()
+            .ok_or(CapiError::Api(ur_api::Error::InvalidKernelArgs(
+                "an argument was not given".into(),
+            )))?;
         let id = state()
             .rt
             .enqueue_launch(q.id, k.id_for(q.context.1), &range, &values, &p.wait)?;

@@ -146,11 +146,14 @@ impl MemArg {
     }
 }
 
+/// A command's wait list, inline up to 8 events (no allocation per command).
+pub type WaitIds = smallvec::SmallVec<[EventId; 8]>;
+
 /// The buffer operands of one command and what it holds for them.
 #[derive(Debug)]
 pub struct Prepared {
     /// The command's wait list: the caller's plus the ready events.
-    pub wait: Vec<EventId>,
+    pub wait: WaitIds,
     /// What managed operands hold, made on the first one: a command on
     /// direct operands only (the common case) carries no more than its
     /// wait list, and dropping it checks one pointer.
@@ -169,7 +172,7 @@ struct Held {
 impl Prepared {
     /// Starts from the command's own wait list.
     #[inline]
-    pub fn new(wait: Vec<EventId>) -> Prepared {
+    pub fn new(wait: WaitIds) -> Prepared {
         Prepared { wait, held: None }
     }
 

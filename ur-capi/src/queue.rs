@@ -17,6 +17,7 @@ use crate::conv::CapiError;
 use crate::handles::get;
 use crate::handles::{self, ref_count, register};
 use crate::info::{entry, put_required, query, wait_list};
+use crate::managed::WaitIds;
 use crate::objects::{Context, Event, Kind, Object, Queue};
 use crate::state::state;
 use crate::sys::*;
@@ -30,10 +31,10 @@ use crate::sys::*;
 ///
 /// `list` is null or valid for reads of `n` handles.
 #[inline]
-pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<Vec<EventId>, CapiError> {
+pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<WaitIds, CapiError> {
     // The common command waits for nothing: no call, no list.
     if n == 0 && list.is_null() {
-        return Ok(Vec::new());
+        return Ok(WaitIds::new());
     }
     // SAFETY: forwarded contract.
     unsafe { deps_some(q, n, list) }
@@ -45,10 +46,10 @@ pub unsafe fn deps(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<
 ///
 /// As [`deps`].
 #[inline(never)]
-unsafe fn deps_some(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<Vec<EventId>, CapiError> {
+unsafe fn deps_some(q: &Queue, n: u32, list: *const ur_event_handle_t) -> Result<WaitIds, CapiError> {
     // SAFETY: forwarded contract.
     let hs = unsafe { wait_list(n, list) }?;
-    let mut mine = Vec::with_capacity(hs.len());
+    let mut mine = WaitIds::with_capacity(hs.len());
     for h in hs {
         let e = get::<Event, _>(*h)?;
         // An event without a runtime event (native handle 0) is complete:

@@ -296,7 +296,7 @@ pub(crate) fn submit(
     wait: &[&Event],
     f: impl FnOnce(cl_command_queue, cl_uint, *const cl_event) -> Result<ClEvent>,
 ) -> Result<Event> {
-    let mut ids = Vec::with_capacity(wait.len());
+    let mut ids: smallvec::SmallVec<[cl_event; 8]> = smallvec::SmallVec::with_capacity(wait.len());
     for e in wait {
         if let Some(eq) = &e.queue {
             if !Arc::ptr_eq(eq, &q.shared) && eq.progress.flushed.load(Ordering::Acquire) < e.seq {
@@ -505,13 +505,8 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
                 }
             }
         }
-        // One event (a SYCL host task waiting for its dependency) needs no list.
-        let (one, many): ([cl_event; 1], Vec<cl_event>) = match events {
-            [e] => ([e.cl.get()], Vec::new()),
-            _ => ([ptr::null_mut()], events.iter().map(|e| e.cl.get()).collect()),
-        };
-        let ids: &[cl_event] = if events.len() == 1 { &one } else { &many };
-        match opencl3::event::wait_for_events(ids) {
+        let ids: smallvec::SmallVec<[cl_event; 8]> = events.iter().map(|e| e.cl.get()).collect();
+        match opencl3::event::wait_for_events(&ids) {
             Ok(()) => {
                 // Latest first: the earlier events of a queue then settle at once.
                 for e in events.iter().rev() {

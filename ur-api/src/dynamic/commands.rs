@@ -465,7 +465,7 @@ impl<A: Adapter> AdapterHost<A> {
                         ArgValue::Scalar(_) | ArgValue::Local(_) => Resolved::Value,
                     })
                 })
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<Result<Short<_>>>()?;
             Ok((k, resolved))
         };
         self.command(queue, wait, resolve, |q, (k, resolved), w| {
@@ -476,7 +476,7 @@ impl<A: Adapter> AdapterHost<A> {
                 // range (OpenCL before 2.1 and CUDA refuse one).
                 return self.adapter.enqueue_barrier(q, w);
             }
-            let adapter_args: Vec<KernelArg<'_, A>> = args
+            let adapter_args: Short<KernelArg<'_, A>> = args
                 .iter()
                 .zip(resolved)
                 .map(|(a, r)| match (a, r) {

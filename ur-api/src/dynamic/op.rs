@@ -152,19 +152,19 @@ impl<'h, A: Adapter> OpGuard<'h, A> {
         &mut self,
         ctx: Option<ContextKey>,
         ids: &[EventId],
-    ) -> Result<Vec<Held<EventEntry<A>>>> {
+    ) -> Result<Short<Held<EventEntry<A>>>> {
         if ids.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Short::new());
         }
         self.borrow_some(ctx, ids)
     }
 
     /// [`OpGuard::borrow_events`] for a wait list that is not empty.
     #[inline(never)]
-    fn borrow_some(&mut self, ctx: Option<ContextKey>, ids: &[EventId]) -> Result<Vec<Held<EventEntry<A>>>> {
+    fn borrow_some(&mut self, ctx: Option<ContextKey>, ids: &[EventId]) -> Result<Short<Held<EventEntry<A>>>> {
         let host = self.host;
         let relock = self.locked.is_some();
-        let mut out = Vec::with_capacity(ids.len());
+        let mut out = Short::with_capacity(ids.len());
         // The lane locked now: consecutive events of one lane (the usual
         // wait list) are looked up under one lock hold; the operation's own
         // lane, if it holds its lock, first.

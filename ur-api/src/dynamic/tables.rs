@@ -258,10 +258,15 @@ pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kin
     map.get(key).cloned().ok_or(Error::InvalidHandle { kind })
 }
 
-pub(super) fn refs<A: Adapter>(events: &[Held<EventEntry<A>>]) -> Vec<&A::Event> {
-    if events.is_empty() {
-        return Vec::new();
-    }
+/// How many items a command's short lists (wait lists, kernel arguments)
+/// hold inline before they allocate.
+pub(super) const INLINE: usize = 8;
+
+/// A command's short list: inline up to [`INLINE`] items.
+pub(super) type Short<T> = smallvec::SmallVec<[T; INLINE]>;
+
+/// The adapter's events of borrowed entries.
+pub(super) fn refs<A: Adapter>(events: &[Held<EventEntry<A>>]) -> Short<&A::Event> {
     events.iter().map(|e| e.event()).collect()
 }
 
