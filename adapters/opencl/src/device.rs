@@ -53,8 +53,9 @@ pub struct Device {
     /// bitcode (`spirv/mod.rs`).
     pub(crate) translator: Option<Arc<Translator>>,
     /// Its SPIR-V programs get the translator's group builtins: sub-groups
-    /// of one work-item and work-group collectives, which the device's
-    /// kernel library lacks (`spirv/builtins.rs`).
+    /// of one work-item, work-group collectives and generic-address-space
+    /// atomics and math, which the device's kernel library lacks
+    /// (`spirv/builtins.rs`).
     pub(crate) group_builtins: bool,
 }
 

@@ -7,33 +7,15 @@
 
 mod common;
 
-use common::{check_committed_module, runtime, spirv_devices};
-use ur_api::{ArgValue, BufferDesc, BufferId, NdRange, ProgramSource, QueueId, QueueProps, Runtime};
+use common::{buffer_of, check_committed_module, read_back, runtime, spirv_devices, Recipe};
+use ur_api::{ArgValue, BufferDesc, NdRange, ProgramSource, QueueProps};
 
 /// The committed module.
 const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/groups.spv");
 
 #[test]
 fn the_committed_module_is_what_the_tools_make() {
-    check_committed_module("groups", "CL2.0", MODULE);
-}
-
-fn buffer_of<T: Copy>(rt: &Runtime, q: QueueId, ctx: ur_api::ContextId, data: &[T]) -> BufferId {
-    let bytes = std::mem::size_of_val(data);
-    let b = rt.create_buffer(ctx, &BufferDesc::new(bytes), None).unwrap();
-    // SAFETY: `data` is `bytes` bytes of plain numbers.
-    let raw = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes) };
-    rt.write(q, b, 0, raw).unwrap();
-    b
-}
-
-fn read_back<T: Copy + Default>(rt: &Runtime, q: QueueId, b: BufferId, n: usize) -> Vec<T> {
-    let mut out = vec![T::default(); n];
-    let bytes = std::mem::size_of_val(out.as_slice());
-    // SAFETY: `out` is `bytes` bytes of plain numbers; any bit pattern is one.
-    let raw = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
-    rt.read(q, b, 0, raw).unwrap();
-    out
+    check_committed_module("groups", Recipe::CL20, MODULE);
 }
 
 /// What each work-group function must answer, computed here per group, for

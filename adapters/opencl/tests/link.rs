@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{check_committed_module, runtime, spirv_devices};
+use common::{check_committed_module, runtime, spirv_devices, Recipe};
 use ur_api::{ArgValue, BufferDesc, Error, NdRange, ProgramSource, QueueProps};
 
 const MAIN: &[u8] = include_bytes!("../../../conformance/kernels/link_main.spv");
@@ -17,8 +17,8 @@ const LIB: &[u8] = include_bytes!("../../../conformance/kernels/link_lib.spv");
 
 #[test]
 fn the_committed_modules_are_what_the_tools_make() {
-    check_committed_module("link_main", "CL1.2", MAIN);
-    check_committed_module("link_lib", "CL1.2", LIB);
+    check_committed_module("link_main", Recipe::CL12, MAIN);
+    check_committed_module("link_lib", Recipe::CL12, LIB);
 }
 
 #[test]

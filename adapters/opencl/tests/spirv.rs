@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{check_committed_module, runtime, skip, spirv_devices};
+use common::{check_committed_module, runtime, skip, spirv_devices, Recipe};
 use ur_api::{ArgValue, BufferDesc, NdRange, ProgramFormats, ProgramSource, QueueProps, UsmDesc, UsmKind};
 
 /// The committed module.
@@ -13,7 +13,7 @@ const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/kernels.spv")
 
 #[test]
 fn the_committed_module_is_what_the_tools_make() {
-    check_committed_module("kernels", "CL1.2", MODULE);
+    check_committed_module("kernels", Recipe::CL12, MODULE);
 }
 
 #[test]
@@ -138,7 +138,7 @@ const LONG_NAME_MODULE: &[u8] = include_bytes!("../../../conformance/kernels/lon
 
 #[test]
 fn the_committed_long_name_module_is_what_the_tools_make() {
-    check_committed_module("long_name", "CL1.2", LONG_NAME_MODULE);
+    check_committed_module("long_name", Recipe::CL12, LONG_NAME_MODULE);
 }
 
 /// A kernel named longer than a file name (SYCL's mangled names of nested

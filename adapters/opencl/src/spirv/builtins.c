@@ -298,3 +298,93 @@ SUB_GROUP_MOVES(uchar)
 SUB_GROUP_MOVES(short)
 SUB_GROUP_MOVES(ushort)
 
+
+/* ---- generic address space ----------------------------------------------- */
+
+/* OpenCL C 2.0's generic-address-space overloads of the atomics and of the
+ * math functions that write through a pointer, which the translator emits
+ * for SYCL's generic pointers (`_Z10atomic_addPU3AS4Vdd`,
+ * `_Z8atom_addPU3AS4Vll`, `_Z5frexpdPU3AS4i`) and an OpenCL C 1.2 kernel
+ * library lacks.
+ *
+ * The devices that get these builtins run kernels on the host's CPU
+ * (PoCL's pthread and basic devices): global, local and private memory
+ * are one address space there, so a generic pointer, whatever it points
+ * to, is a valid global one. Each overload casts it so and calls OpenCL C
+ * 1.2's global overload: the core 32-bit atomics (`atomic_*`),
+ * cl_khr_int64's 64-bit ones (`atom_*`), the core math functions. The
+ * floating-point atomics OpenCL C 1.2 lacks (add, min and max of float and
+ * double, exchange of double) loop on a compare-exchange of the value's
+ * bits, as OpenCL C 2.0 runtimes do.
+ *
+ * Always inlined, as the group functions are: compiled with -fno-builtin,
+ * a function here carries "no-builtins", which LLVM's inliner otherwise
+ * refuses to inline into a kernel without it (they would stay calls). */
+#define GAS __attribute__((overloadable, always_inline))
+#define GENERIC __attribute__((address_space(4)))
+#define GLOBAL __attribute__((address_space(1)))
+
+/* The runtime's global overloads, and one generic overload forwarding to
+ * each: NAME on T with 0, 1 or 2 operands. */
+#define FORWARD_0(T, NAME)                                                         \
+  T OL NAME(volatile GLOBAL T *);                                                  \
+  T GAS NAME(volatile GENERIC T *p) { return NAME((volatile GLOBAL T *)p); }
+#define FORWARD_1(T, NAME)                                                         \
+  T OL NAME(volatile GLOBAL T *, T);                                               \
+  T GAS NAME(volatile GENERIC T *p, T v) { return NAME((volatile GLOBAL T *)p, v); }
+#define FORWARD_2(T, NAME)                                                         \
+  T OL NAME(volatile GLOBAL T *, T, T);                                            \
+  T GAS NAME(volatile GENERIC T *p, T a, T b) { return NAME((volatile GLOBAL T *)p, a, b); }
+
+/* Every integer atomic of one prefix (`atomic` for 32 bits, `atom` for 64). */
+#define INTEGER_ATOMICS(T, P)                                                      \
+  FORWARD_1(T, P##_add) FORWARD_1(T, P##_sub) FORWARD_1(T, P##_xchg)               \
+  FORWARD_1(T, P##_min) FORWARD_1(T, P##_max) FORWARD_1(T, P##_and)                \
+  FORWARD_1(T, P##_or) FORWARD_1(T, P##_xor) FORWARD_0(T, P##_inc)                 \
+  FORWARD_0(T, P##_dec) FORWARD_2(T, P##_cmpxchg)
+INTEGER_ATOMICS(int, atomic)
+INTEGER_ATOMICS(uint, atomic)
+INTEGER_ATOMICS(long, atom)
+INTEGER_ATOMICS(ulong, atom)
+FORWARD_1(float, atomic_xchg)
+
+/* A floating-point read-modify-write: NAME(p, v) stores COMBINE(old, v)
+ * where old is what p held, and answers old. The bits (of the integer type
+ * I of the same width) are compared, so a NaN does not loop forever. */
+#define FLOAT_RMW(T, I, CMPXCHG, NAME, COMBINE)                                    \
+  T GAS NAME(volatile GENERIC T *p, T v) {                                         \
+    volatile GLOBAL I *bits = (volatile GLOBAL I *)p;                              \
+    union { T f; I i; } old, next;                                                 \
+    I seen = *bits;                                                                \
+    do {                                                                           \
+      old.i = seen;                                                                \
+      next.f = COMBINE(old.f, v);                                                  \
+      seen = CMPXCHG(bits, old.i, next.i);                                         \
+    } while (seen != old.i);                                                       \
+    return old.f;                                                                  \
+  }
+#define OP_second(a, b) (b)
+FLOAT_RMW(float, int, atomic_cmpxchg, atomic_add, OP_add)
+FLOAT_RMW(float, int, atomic_cmpxchg, atomic_min, OP_fmin)
+FLOAT_RMW(float, int, atomic_cmpxchg, atomic_max, OP_fmax)
+FLOAT_RMW(double, long, atom_cmpxchg, atomic_add, OP_add)
+FLOAT_RMW(double, long, atom_cmpxchg, atomic_min, OP_fmin)
+FLOAT_RMW(double, long, atom_cmpxchg, atomic_max, OP_fmax)
+FLOAT_RMW(double, long, atom_cmpxchg, atomic_xchg, OP_second)
+
+/* The math functions that write a second result through a pointer. */
+#define MATH_PTR(T)                                                                \
+  T OL frexp(T, GLOBAL int *);                                                     \
+  T GAS frexp(T x, GENERIC int *e) { return frexp(x, (GLOBAL int *)e); }           \
+  T OL lgamma_r(T, GLOBAL int *);                                                  \
+  T GAS lgamma_r(T x, GENERIC int *s) { return lgamma_r(x, (GLOBAL int *)s); }     \
+  T OL remquo(T, T, GLOBAL int *);                                                 \
+  T GAS remquo(T x, T y, GENERIC int *q) { return remquo(x, y, (GLOBAL int *)q); } \
+  T OL modf(T, GLOBAL T *);                                                        \
+  T GAS modf(T x, GENERIC T *i) { return modf(x, (GLOBAL T *)i); }                 \
+  T OL fract(T, GLOBAL T *);                                                       \
+  T GAS fract(T x, GENERIC T *i) { return fract(x, (GLOBAL T *)i); }               \
+  T OL sincos(T, GLOBAL T *);                                                      \
+  T GAS sincos(T x, GENERIC T *c) { return sincos(x, (GLOBAL T *)c); }
+MATH_PTR(float)
+MATH_PTR(double)

@@ -9,15 +9,27 @@
 //! _Z18get_sub_group_sizev in kernel library") and dpnp's reductions fail
 //! on it. `builtins.c` defines them: sub-groups of one work-item, and
 //! work-group collectives over a local scratch array (the file says how),
-//! plus the memory fences SYCL kernels also reach and PoCL 3.1 lacks.
-//! (Generic-address-space overloads of the atomics, which dpnp's histogram
-//! kernels call, were tried: forwarded to the global ones, test_histogram2d
-//! then crashed the process in some runs, so they are left out and those
-//! kernels still fail to build on PoCL.)
+//! plus what else SYCL kernels reach that PoCL 3.1 lacks: the memory
+//! fences, and OpenCL C 2.0's generic-address-space overloads of the
+//! atomics and of the math functions that write through a pointer
+//! (`_Z10atomic_addPU3AS4Vdd` in dpnp's histograms, `_Z5frexpdPU3AS4i`),
+//! which call the global overloads (its devices run kernels on the CPU, one
+//! address space) or loop on a compare-exchange (floating-point atomics
+//! OpenCL C 1.2 lacks).
 //! It is compiled once per process with the `clang` of the runtime's LLVM
 //! (`clang-15` for PoCL 3.1) and linked with `llvm-link --only-needed
 //! --internalize` into each translated module that calls a group function,
 //! so a kernel gets only what it calls.
+//!
+//! With the generic-address-space atomics dpnp's `histogramdd` and
+//! `histogram2d` kernels build on PoCL, and give wrong counts or crash the
+//! process in some runs (in the kernel, reading out of bounds): not the
+//! atomics but a race in dpnp's kernel. `EdgesDd::init` has every
+//! work-item copy part of the edge counts into local memory and the
+//! group's leader read them all with no barrier between (it synchronises
+//! only when the edges themselves are cached); PoCL runs a group's
+//! work-items one after another between barriers, so the leader reads what
+//! an earlier kernel left there. One-dimensional histograms do not meet it.
 //!
 //! **Inlined before the runtime sees them.** The work-group functions keep
 //! their operands in a local-memory array at program scope. PoCL 3.1 gives
@@ -55,12 +67,14 @@ pub const BUILTINS_ENV: &str = "UR_SPIR_BUILTINS";
 
 /// Texts one of which every builtin's mangled name contains
 /// (`_Z18get_sub_group_sizev`, `_Z18get_num_sub_groupsv`,
-/// `_Z21work_group_reduce_addd`, `_Z9mem_fencej`, ...). A bitcode module keeps its symbol
-/// names verbatim in its string table, so a module without them calls
-/// none of the builtins and is left as it is. (The runtime's own
-/// `async_work_group_copy` matches too: such a module is linked for
+/// `_Z21work_group_reduce_addd`, `_Z9mem_fencej`, the generic address
+/// space's `U3AS4` of `_Z10atomic_addPU3AS4Vii`, ...). A bitcode module
+/// keeps its symbol names verbatim in its string table, so a module
+/// without them calls none of the builtins and is left as it is. (The
+/// runtime's own `async_work_group_copy` matches too, and so does a module
+/// whose own functions take generic pointers: such a module is linked for
 /// nothing.)
-const GROUP_MARKS: [&[u8]; 3] = [b"work_group_", b"sub_group", b"mem_fence"];
+const GROUP_MARKS: [&[u8]; 4] = [b"work_group_", b"sub_group", b"mem_fence", b"U3AS4"];
 
 /// The most local memory the builtins' scratch arrays take in one kernel,
 /// for work-groups of at most `wg_max` items: one array per type
@@ -184,7 +198,12 @@ mod tests {
         assert!(Builtins::wanted_by(b"..._Z18get_sub_group_sizev..."));
         assert!(Builtins::wanted_by(b"_Z21work_group_reduce_addd"));
         assert!(Builtins::wanted_by(b"_Z18get_num_sub_groupsv"));
+        assert!(Builtins::wanted_by(b"_Z9mem_fencej"));
+        assert!(Builtins::wanted_by(b"_Z10atomic_addPU3AS4Vdd"));
+        assert!(Builtins::wanted_by(b"_Z5frexpdPU3AS4i"));
         assert!(!Builtins::wanted_by(b"_Z13get_global_idj _Z12get_group_idj"));
+        // The global and local overloads are the runtime's own.
+        assert!(!Builtins::wanted_by(b"_Z10atomic_addPU3AS1Vii _Z8atom_addPU3AS3Vll"));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Once;
 
-use ur_api::{DeviceId, DynAdapter, ProgramFormats, Runtime};
+use ur_api::{BufferDesc, BufferId, ContextId, DeviceId, DynAdapter, ProgramFormats, QueueId, Runtime};
 
 /// Asks PoCL for two pthread devices and rusticl for its llvmpipe device,
 /// and the ICD loader for the vendors folder where `cargo xtask setup`
@@ -75,14 +75,48 @@ pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
 }
 
-/// Rebuilds `conformance/kernels/<name>.spv` from `<name>.cl` for OpenCL C
-/// `cl_std` (`CL1.2`, `CL2.0`) with the commands of that folder's README;
-/// `Err` with the reason where clang-15 or llvm-spirv-15 is not installed
-/// or refuses.
-pub fn rebuild_module(name: &str, cl_std: &str) -> Result<Vec<u8>, String> {
+/// How a committed module is made from its source (conformance/kernels/README.md).
+#[derive(Debug, Clone, Copy)]
+pub struct Recipe {
+    /// The OpenCL C version (`CL1.2`, `CL2.0`).
+    pub cl_std: &'static str,
+    /// The SPIR-V extensions the translator may use (`+SPV_A,+SPV_B`), or `""`.
+    pub spirv_ext: &'static str,
+    /// Marked as written in OpenCL C++ 1.0, as SYCL's modules are, in place
+    /// of the OpenCL C version the translator records.
+    pub sycl_source: bool,
+}
+
+impl Recipe {
+    /// OpenCL C 1.2, no extensions.
+    pub const CL12: Recipe = Recipe {
+        cl_std: "CL1.2",
+        spirv_ext: "",
+        sycl_source: false,
+    };
+    /// OpenCL C 2.0, no extensions.
+    pub const CL20: Recipe = Recipe {
+        cl_std: "CL2.0",
+        ..Recipe::CL12
+    };
+}
+
+/// The OpSource line of a module in the translator's text form: the
+/// translator's for OpenCL C 2.0, and SYCL's (OpenCL C++ 1.0).
+const OPENCL_C_20_SOURCE: &str = "3 Source 3 200000";
+const SYCL_SOURCE: &str = "3 Source 4 100000";
+
+/// Rebuilds `conformance/kernels/<name>.spv` from `<name>.cl` by `recipe`
+/// with the commands of that folder's README; `Err` with the reason where
+/// clang-15 or llvm-spirv-15 is not installed or refuses.
+pub fn rebuild_module(name: &str, recipe: Recipe) -> Result<Vec<u8>, String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/kernels");
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (bc, spv) = (tmp.path().join("module.bc"), tmp.path().join("module.spv"));
+    let (bc, spv, spt) = (
+        tmp.path().join("module.bc"),
+        tmp.path().join("module.spv"),
+        tmp.path().join("module.spt"),
+    );
     let run = |cmd: &mut Command| -> Result<(), String> {
         let out = cmd.output().map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
         if out.status.success() {
@@ -93,20 +127,59 @@ pub fn rebuild_module(name: &str, cl_std: &str) -> Result<Vec<u8>, String> {
     };
     run(Command::new("clang-15")
         .args(["-cc1", "-triple", "spir64-unknown-unknown"])
-        .arg(format!("-cl-std={cl_std}"))
-        .args(["-finclude-default-header", "-O2", "-emit-llvm-bc"])
+        .arg(format!("-cl-std={}", recipe.cl_std))
+        .args([
+            "-no-opaque-pointers",
+            "-finclude-default-header",
+            "-O2",
+            "-emit-llvm-bc",
+        ])
         .arg(dir.join(format!("{name}.cl")))
         .arg("-o")
         .arg(&bc))?;
-    run(Command::new("llvm-spirv-15").arg(&bc).arg("-o").arg(&spv))?;
+    let mut translate = Command::new("llvm-spirv-15");
+    if !recipe.spirv_ext.is_empty() {
+        translate.arg(format!("--spirv-ext={}", recipe.spirv_ext));
+    }
+    run(translate.arg(&bc).arg("-o").arg(&spv))?;
+    if recipe.sycl_source {
+        run(Command::new("llvm-spirv-15")
+            .arg("-to-text")
+            .arg(&spv)
+            .arg("-o")
+            .arg(&spt))?;
+        let text = std::fs::read_to_string(&spt).map_err(|e| e.to_string())?;
+        // The translator ends each line of its text with a space.
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.iter().any(|l| l.trim_end() == OPENCL_C_20_SOURCE),
+            "{name}: the translator's text has no `{OPENCL_C_20_SOURCE}` line to mark"
+        );
+        let marked: Vec<&str> = lines
+            .into_iter()
+            .map(|l| {
+                if l.trim_end() == OPENCL_C_20_SOURCE {
+                    SYCL_SOURCE
+                } else {
+                    l
+                }
+            })
+            .collect();
+        std::fs::write(&spt, marked.join("\n") + "\n").map_err(|e| e.to_string())?;
+        run(Command::new("llvm-spirv-15")
+            .arg("-to-binary")
+            .arg(&spt)
+            .arg("-o")
+            .arg(&spv))?;
+    }
     std::fs::read(&spv).map_err(|e| e.to_string())
 }
 
 /// Checks the committed module `conformance/kernels/<name>.spv` against a
 /// rebuild from its source ([`rebuild_module`]); a skip, saying why, where
 /// the tools are not installed.
-pub fn check_committed_module(name: &str, cl_std: &str, committed: &[u8]) {
-    match rebuild_module(name, cl_std) {
+pub fn check_committed_module(name: &str, recipe: Recipe, committed: &[u8]) {
+    match rebuild_module(name, recipe) {
         Ok(fresh) => assert!(
             fresh == committed,
             "conformance/kernels/{name}.spv is stale: rebuild it (conformance/kernels/README.md)"
@@ -135,4 +208,24 @@ pub fn spirv_devices(rt: &Runtime, test: &str) -> Vec<DeviceId> {
         );
     }
     il
+}
+
+/// A buffer holding `data`, written through `q`.
+pub fn buffer_of<T: Copy>(rt: &Runtime, q: QueueId, ctx: ContextId, data: &[T]) -> BufferId {
+    let bytes = std::mem::size_of_val(data);
+    let b = rt.create_buffer(ctx, &BufferDesc::new(bytes), None).unwrap();
+    // SAFETY: `data` is `bytes` bytes of plain numbers.
+    let raw = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes) };
+    rt.write(q, b, 0, raw).unwrap();
+    b
+}
+
+/// The first `n` values of `b`, read through `q`.
+pub fn read_back<T: Copy + Default>(rt: &Runtime, q: QueueId, b: BufferId, n: usize) -> Vec<T> {
+    let mut out = vec![T::default(); n];
+    let bytes = std::mem::size_of_val(out.as_slice());
+    // SAFETY: `out` is `bytes` bytes of plain numbers; any bit pattern is one.
+    let raw = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
+    rt.read(q, b, 0, raw).unwrap();
+    out
 }

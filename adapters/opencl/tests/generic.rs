@@ -1,0 +1,253 @@
+//! Atomics and the math functions that write through a pointer, called on
+//! generic pointers to global, local and private memory in SPIR-V kernels,
+//! on every OpenCL device that takes SPIR-V: natively where the runtime
+//! has OpenCL C 2.0 (Intel's CPU runtime), through the translator's
+//! generic-address-space builtins where its OpenCL C 1.2 kernel library
+//! lacks them (PoCL 3.1, `src/spirv/builtins.rs`; without them the module
+//! does not build there). dpnp's histogram, bincount, frexp and modf
+//! kernels call such functions. The module is
+//! `conformance/kernels/generic.cl`, committed as SPIR-V like the
+//! conformance kernels.
+
+mod common;
+
+use common::{buffer_of, check_committed_module, read_back, runtime, spirv_devices, Recipe};
+use ur_api::{
+    ArgValue, BufferId, ContextId, DeviceId, NdRange, ProgramId, ProgramSource, QueueId, QueueProps, Runtime,
+};
+
+/// The committed module.
+const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/generic.spv");
+
+/// How it is made: OpenCL C 2.0, the SPIR-V extensions its floating-point
+/// atomics need, and marked as SYCL's modules are (Intel's CPU runtime
+/// reads an OpenCL C module's atomics on generic pointers as OpenCL C
+/// 1.2's, `_Z10atomic_addPU3AS4Vii`, which it has not: the module would
+/// not build there).
+const RECIPE: Recipe = Recipe {
+    cl_std: "CL2.0",
+    spirv_ext: "+SPV_EXT_shader_atomic_float_add,+SPV_EXT_shader_atomic_float_min_max",
+    sycl_source: true,
+};
+
+/// Work-items of each launch, and of each work-group.
+const ITEMS: usize = 4096;
+const LOCAL: usize = 64;
+const GROUPS: usize = ITEMS / LOCAL;
+
+/// How many times each work-item adds to each counter (`REPEAT` in the module).
+const REPEAT: i64 = 32;
+
+#[test]
+fn the_committed_module_is_what_the_tools_make() {
+    check_committed_module("generic", RECIPE, MODULE);
+}
+
+/// One device's context, queue and the module built for it.
+struct On<'a> {
+    rt: &'a Runtime,
+    ctx: ContextId,
+    q: QueueId,
+    prog: ProgramId,
+    name: String,
+}
+
+impl<'a> On<'a> {
+    fn new(rt: &'a Runtime, d: DeviceId) -> On<'a> {
+        let name = rt.device_info(d).unwrap().name;
+        eprintln!("generic pointers on {name}");
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let prog = rt
+            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
+            .unwrap_or_else(|e| panic!("the module builds on {name}: {e}"));
+        On { rt, ctx, q, prog, name }
+    }
+
+    /// Runs `kernel` over `items` work-items in groups of [`LOCAL`].
+    fn launch(&self, kernel: &str, items: usize, args: &[BufferId]) {
+        let k = self.rt.create_kernel(self.prog, kernel).unwrap();
+        let args: Vec<ArgValue<'_>> = args.iter().map(|&b| ArgValue::Buffer(b)).collect();
+        let range = NdRange::d1(items).with_local([LOCAL, 1, 1]);
+        let done = self.rt.enqueue_launch(self.q, k, &range, &args, &[]).unwrap();
+        self.rt.complete(done).unwrap();
+        self.rt.release_kernel(k).unwrap();
+    }
+
+    fn buffer<T: Copy>(&self, data: &[T]) -> BufferId {
+        buffer_of(self.rt, self.q, self.ctx, data)
+    }
+
+    fn read<T: Copy + Default>(&self, b: BufferId, n: usize) -> Vec<T> {
+        let v = read_back(self.rt, self.q, b, n);
+        self.rt.release_buffer(b).unwrap();
+        v
+    }
+}
+
+impl Drop for On<'_> {
+    fn drop(&mut self) {
+        let _ = self.rt.release_program(self.prog);
+        let _ = self.rt.release_queue(self.q);
+        let _ = self.rt.release_context(self.ctx);
+    }
+}
+
+/// Every work-item (x = 1 + its global id) adds [`REPEAT`] times through
+/// generic pointers to global counters and to its group's local ones: int,
+/// long, float and double sums; and keeps a float maximum and a double
+/// minimum.
+#[test]
+fn atomics_on_generic_pointers_to_global_and_local_memory() {
+    let Some(rt) = runtime("generic") else { return };
+    for d in spirv_devices(&rt, "generic") {
+        let on = On::new(&rt, d);
+        let rows = 2 * (GROUPS + 1);
+        let (oi, ol) = (on.buffer(&vec![0i32; rows]), on.buffer(&vec![0i64; rows]));
+        let (of, od) = (on.buffer(&vec![0f32; rows]), on.buffer(&vec![0f64; rows]));
+        on.launch("generic_atomics", ITEMS, &[oi, ol, of, od]);
+        let (oi, ol) = (on.read::<i32>(oi, rows), on.read::<i64>(ol, rows));
+        let (of, od) = (on.read::<f32>(of, rows), on.read::<f64>(od, rows));
+        // Row 0: all work-items (global memory); row 1 + g: group g's (local).
+        let spans = std::iter::once(1..=ITEMS as i64).chain((0..GROUPS as i64).map(|g| {
+            let first = g * LOCAL as i64 + 1;
+            first..=first + LOCAL as i64 - 1
+        }));
+        for (row, xs) in spans.enumerate() {
+            let memory = if row == 0 { "global" } else { "local" };
+            let (sum, count, last) = (xs.clone().sum::<i64>(), xs.clone().count() as i64, *xs.end());
+            let low_bits: i64 = xs.clone().map(|x| x & 7).sum();
+            // Every sum is exact: whole numbers (halves) below 2^24 in floats.
+            let got = (
+                oi[2 * row],
+                ol[2 * row],
+                of[2 * row],
+                of[2 * row + 1],
+                od[2 * row],
+                od[2 * row + 1],
+            );
+            let want = (
+                (REPEAT * sum) as i32,
+                (REPEAT * sum) << 32,
+                (REPEAT * low_bits) as f32,
+                last as f32 * 0.25,
+                (REPEAT * (2 * sum + count)) as f64 / 2.0,
+                -(last as f64),
+            );
+            assert_eq!(
+                got, want,
+                "{}: row {row} ({memory} memory): int, long, float sums, float max, double sum, double min",
+                on.name
+            );
+        }
+    }
+}
+
+/// Every work-item compare-exchanges its id into the global slots and its
+/// group's local ones, which hold -1 until claimed: one wins each slot.
+#[test]
+fn compare_exchange_on_generic_pointers_has_one_winner() {
+    let Some(rt) = runtime("generic") else { return };
+    for d in spirv_devices(&rt, "generic") {
+        let on = On::new(&rt, d);
+        let si = on.buffer(&vec![-1i32; GROUPS + 1]);
+        let sl = on.buffer(&vec![-1i64; GROUPS + 1]);
+        let won = on.buffer(&vec![0i32; ITEMS]);
+        on.launch("generic_cmpxchg", ITEMS, &[si, sl, won]);
+        let (si, sl) = (on.read::<i32>(si, GROUPS + 1), on.read::<i64>(sl, GROUPS + 1));
+        let won = on.read::<i32>(won, ITEMS);
+        let wide = |id: usize| ((id as i64) << 40) | id as i64;
+        // The winners of `bit` among the work-items `ids`.
+        let winners =
+            |ids: std::ops::Range<usize>, bit: i32| -> Vec<usize> { ids.filter(|&id| won[id] & bit != 0).collect() };
+        let one = winners(0..ITEMS, 1);
+        assert_eq!(one.len(), 1, "{}: winners of the global int slot", on.name);
+        assert_eq!(si[0], one[0] as i32, "{}: the global int slot", on.name);
+        let one = winners(0..ITEMS, 2);
+        assert_eq!(one.len(), 1, "{}: winners of the global long slot", on.name);
+        assert_eq!(sl[0], wide(one[0]), "{}: the global long slot", on.name);
+        for g in 0..GROUPS {
+            let ids = g * LOCAL..(g + 1) * LOCAL;
+            let one = winners(ids.clone(), 4);
+            assert_eq!(one.len(), 1, "{}: winners of group {g}'s local int slot", on.name);
+            assert_eq!(si[1 + g], one[0] as i32, "{}: group {g}'s local int slot", on.name);
+            let one = winners(ids, 8);
+            assert_eq!(one.len(), 1, "{}: winners of group {g}'s local long slot", on.name);
+            assert_eq!(sl[1 + g], wide(one[0]), "{}: group {g}'s local long slot", on.name);
+        }
+    }
+}
+
+/// frexp of a normal number or zero, by its bits: the mantissa in
+/// [0.5, 1) and the exponent.
+fn frexp64(x: f64) -> (f64, i32) {
+    if x == 0.0 {
+        return (x, 0);
+    }
+    let e = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1022;
+    (x / 2f64.powi(e), e)
+}
+
+fn frexp32(x: f32) -> (f32, i32) {
+    if x == 0.0 {
+        return (x, 0);
+    }
+    let e = ((x.to_bits() >> 23) & 0xff) as i32 - 126;
+    (x / 2f32.powi(e), e)
+}
+
+/// Values of both signs, zero, whole and fractional, over a few binades:
+/// all exact in binary.
+fn inputs(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| (i as f64 - 128.0) * 0.3125 * f64::from(1u32 << (i % 5)))
+        .collect()
+}
+
+/// frexp and modf write their second result through generic pointers to
+/// global, local and private memory; each row must be the same three times.
+#[test]
+fn frexp_and_modf_write_through_generic_pointers() {
+    let Some(rt) = runtime("generic") else { return };
+    let n = 256;
+    let xd = inputs(n);
+    let xf: Vec<f32> = xd.iter().map(|&x| x as f32).collect();
+    assert!(xd.contains(&0.0));
+    for d in spirv_devices(&rt, "generic") {
+        let on = On::new(&rt, d);
+        let (x, o, e) = (
+            on.buffer(&xd),
+            on.buffer(&vec![0f64; n * 9]),
+            on.buffer(&vec![0i32; n * 3]),
+        );
+        on.launch("generic_math_double", n, &[x, o, e]);
+        on.rt.release_buffer(x).unwrap();
+        let (o, e) = (on.read::<f64>(o, n * 9), on.read::<i32>(e, n * 3));
+        for (i, &x) in xd.iter().enumerate() {
+            let ((m, ex), (ip, fr)) = (frexp64(x), (x.trunc(), x - x.trunc()));
+            assert_eq!(
+                (&o[i * 9..][..9], &e[i * 3..][..3]),
+                (&[m, m, m, fr, fr, fr, ip, ip, ip][..], &[ex, ex, ex][..]),
+                "{}: frexp and modf of {x} (double) into global, local, private memory",
+                on.name
+            );
+        }
+        let (x, o, e) = (
+            on.buffer(&xf),
+            on.buffer(&vec![0f32; n * 9]),
+            on.buffer(&vec![0i32; n * 3]),
+        );
+        on.launch("generic_math_float", n, &[x, o, e]);
+        on.rt.release_buffer(x).unwrap();
+        let (o, e) = (on.read::<f32>(o, n * 9), on.read::<i32>(e, n * 3));
+        for (i, &x) in xf.iter().enumerate() {
+            let ((m, ex), (ip, fr)) = (frexp32(x), (x.trunc(), x - x.trunc()));
+            assert_eq!(
+                (&o[i * 9..][..9], &e[i * 3..][..3]),
+                (&[m, m, m, fr, fr, fr, ip, ip, ip][..], &[ex, ex, ex][..]),
+                "{}: frexp and modf of {x} (float) into global, local, private memory",
+                on.name
+            );
+        }
+    }
+}
