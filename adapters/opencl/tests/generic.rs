@@ -204,50 +204,44 @@ fn inputs(n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// Runs `kernel` (frexp and modf of each of `xs` into global, local and
+/// private memory) on `on` and checks each row against `frexp` and the
+/// truncation of its input: the same three times.
+fn check_math<T>(on: &On, kernel: &str, xs: &[T], frexp: fn(T) -> (T, i32), trunc: fn(T) -> T)
+where
+    T: Copy + Default + PartialEq + std::fmt::Debug + std::fmt::Display + std::ops::Sub<Output = T>,
+{
+    let n = xs.len();
+    let (x, o, e) = (
+        on.buffer(xs),
+        on.buffer(&vec![T::default(); n * 9]),
+        on.buffer(&vec![0i32; n * 3]),
+    );
+    on.launch(kernel, n, &[x, o, e]);
+    on.rt.release_buffer(x).unwrap();
+    let (o, e) = (on.read::<T>(o, n * 9), on.read::<i32>(e, n * 3));
+    for (i, &x) in xs.iter().enumerate() {
+        let ((m, ex), (ip, fr)) = (frexp(x), (trunc(x), x - trunc(x)));
+        assert_eq!(
+            (&o[i * 9..][..9], &e[i * 3..][..3]),
+            (&[m, m, m, fr, fr, fr, ip, ip, ip][..], &[ex, ex, ex][..]),
+            "{}: {kernel}: frexp and modf of {x} into global, local, private memory",
+            on.name
+        );
+    }
+}
+
 /// frexp and modf write their second result through generic pointers to
 /// global, local and private memory; each row must be the same three times.
 #[test]
 fn frexp_and_modf_write_through_generic_pointers() {
     let Some(rt) = runtime("generic") else { return };
-    let n = 256;
-    let xd = inputs(n);
+    let xd = inputs(256);
     let xf: Vec<f32> = xd.iter().map(|&x| x as f32).collect();
     assert!(xd.contains(&0.0));
     for d in spirv_devices(&rt, "generic") {
         let on = On::new(&rt, d);
-        let (x, o, e) = (
-            on.buffer(&xd),
-            on.buffer(&vec![0f64; n * 9]),
-            on.buffer(&vec![0i32; n * 3]),
-        );
-        on.launch("generic_math_double", n, &[x, o, e]);
-        on.rt.release_buffer(x).unwrap();
-        let (o, e) = (on.read::<f64>(o, n * 9), on.read::<i32>(e, n * 3));
-        for (i, &x) in xd.iter().enumerate() {
-            let ((m, ex), (ip, fr)) = (frexp64(x), (x.trunc(), x - x.trunc()));
-            assert_eq!(
-                (&o[i * 9..][..9], &e[i * 3..][..3]),
-                (&[m, m, m, fr, fr, fr, ip, ip, ip][..], &[ex, ex, ex][..]),
-                "{}: frexp and modf of {x} (double) into global, local, private memory",
-                on.name
-            );
-        }
-        let (x, o, e) = (
-            on.buffer(&xf),
-            on.buffer(&vec![0f32; n * 9]),
-            on.buffer(&vec![0i32; n * 3]),
-        );
-        on.launch("generic_math_float", n, &[x, o, e]);
-        on.rt.release_buffer(x).unwrap();
-        let (o, e) = (on.read::<f32>(o, n * 9), on.read::<i32>(e, n * 3));
-        for (i, &x) in xf.iter().enumerate() {
-            let ((m, ex), (ip, fr)) = (frexp32(x), (x.trunc(), x - x.trunc()));
-            assert_eq!(
-                (&o[i * 9..][..9], &e[i * 3..][..3]),
-                (&[m, m, m, fr, fr, fr, ip, ip, ip][..], &[ex, ex, ex][..]),
-                "{}: frexp and modf of {x} (float) into global, local, private memory",
-                on.name
-            );
-        }
+        check_math(&on, "generic_math_double", &xd, frexp64, f64::trunc);
+        check_math(&on, "generic_math_float", &xf, frexp32, f32::trunc);
     }
 }
