@@ -207,7 +207,7 @@ fn inputs(n: usize) -> Vec<f64> {
 /// Runs `kernel` (frexp and modf of each of `xs` into global, local and
 /// private memory) on `on` and checks each row against `frexp` and the
 /// truncation of its input: the same three times.
-fn check_math<T>(on: &On, kernel: &str, xs: &[T], frexp: fn(T) -> (T, i32), trunc: fn(T) -> T)
+fn check_math<T>(on: &On<'_>, kernel: &str, xs: &[T], frexp: fn(T) -> (T, i32), trunc: fn(T) -> T)
 where
     T: Copy + Default + PartialEq + std::fmt::Debug + std::fmt::Display + std::ops::Sub<Output = T>,
 {
