@@ -102,7 +102,7 @@ struct ClientsArgs {
     /// Fail unless every run finished with no failed test, error, crash or time-out.
     #[arg(long)]
     strict: bool,
-    /// CI's check: dpctl's suite and dpnp's test_sum.py (Intel's device), dpctl's suite (PoCL, rusticl) through ours; fails on a crash, on a failure
+    /// CI's check: the runs of clients::CI_RUNS (dpctl's suite and dpnp files on Intel's device, PoCL and rusticl) through ours; fails on a crash, on a failure
     /// not in clients::KNOWN_FAILING, and on a known failure that passes.
     #[arg(long)]
     ci: bool,
