@@ -54,3 +54,8 @@ pub use host_kernel::{HostArg, HostArgs, HostKernelLibrary};
 pub use runtime::Runtime;
 pub use selector::{DeviceSelector, SelectorError, SELECTOR_ENV};
 pub use types::*;
+
+/// A short list, kept inline up to 8 items: the command path's wait lists
+/// and kernel arguments, which each command builds without allocating
+/// (the dyn layer, the C ABI, the OpenCL adapter).
+pub type ShortList<T> = smallvec::SmallVec<[T; 8]>;

@@ -22,7 +22,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
-use ur_api::{ArgValue, DeviceId, KernelGroupInfo, NdRange, UsmPtr};
+use ur_api::{ArgValue, DeviceId, KernelGroupInfo, NdRange, ShortList, UsmPtr};
 use ur_memory_manager::Access;
 
 use crate::conv::CapiError;
@@ -325,8 +325,7 @@ pub unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
         };
         // SAFETY: module contract.
         let mut p = Prepared::new(unsafe { deps(&q, n, wl) }?);
-        let mut values: smallvec::SmallVec<[Option<ArgValue<'_>>; 8]> =
-            smallvec::smallvec![None; k.num_args.max(num_args) as usize];
+        let mut values: ShortList<Option<ArgValue<'_>>> = ShortList::from_elem(None, k.num_args.max(num_args) as usize);
         for a in given {
             let slot = values.get_mut(a.index as usize).ok_or(CapiError::ArgIndex)?;
             // SAFETY: the union member read is the one `type_` names (module contract).
@@ -334,7 +333,7 @@ pub unsafe extern "C" fn urEnqueueKernelLaunchWithArgsExp(
         }
         let values = values
             .into_iter()
-            .collect::<Option<smallvec::SmallVec<[_; 8]>>>()
+            .collect::<Option<ShortList<_>>>()
             .ok_or(CapiError::Api(ur_api::Error::InvalidKernelArgs(
                 "an argument was not given".into(),
             )))?;

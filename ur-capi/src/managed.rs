@@ -146,8 +146,8 @@ impl MemArg {
     }
 }
 
-/// A command's wait list, inline up to 8 events (no allocation per command).
-pub type WaitIds = smallvec::SmallVec<[EventId; 8]>;
+/// A command's wait list (inline up to 8 events: no allocation per command).
+pub type WaitIds = ur_api::ShortList<EventId>;
 
 /// The buffer operands of one command and what it holds for them.
 #[derive(Debug)]

@@ -237,14 +237,7 @@ pub unsafe extern "C" fn urEventWait(n: u32, list: *const ur_event_handle_t) -> 
         if hs.is_empty() {
             return Err(CapiError::InvalidSize);
         }
-        if let [h] = hs {
-            // One event (a SYCL host task's dependency): no list to build.
-            return match get::<Event, _>(*h)?.id {
-                Some(id) => Ok(state().rt.wait(&[id])?),
-                None => Ok(()),
-            };
-        }
-        let mut ids = Vec::with_capacity(hs.len());
+        let mut ids = WaitIds::with_capacity(hs.len());
         for h in hs {
             // Events without a runtime event are complete (native handle 0).
             ids.extend(get::<Event, _>(*h)?.id);

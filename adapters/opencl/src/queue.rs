@@ -29,7 +29,7 @@ use opencl3::types::{
     cl_uint,
 };
 use parking_lot::Mutex;
-use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result};
+use ur_api::{EventStatus, ProfilingInfo, QueueProps, Result, ShortList};
 
 use crate::conv::{self, check, check3};
 use crate::device::{Context, ContextInner, Handle};
@@ -296,7 +296,7 @@ pub(crate) fn submit(
     wait: &[&Event],
     f: impl FnOnce(cl_command_queue, cl_uint, *const cl_event) -> Result<ClEvent>,
 ) -> Result<Event> {
-    let mut ids: smallvec::SmallVec<[cl_event; 8]> = smallvec::SmallVec::with_capacity(wait.len());
+    let mut ids = ShortList::with_capacity(wait.len());
     for e in wait {
         if let Some(eq) = &e.queue {
             if !Arc::ptr_eq(eq, &q.shared) && eq.progress.flushed.load(Ordering::Acquire) < e.seq {
@@ -505,7 +505,7 @@ impl ur_api::adapter::Commands for crate::OpenClAdapter {
                 }
             }
         }
-        let ids: smallvec::SmallVec<[cl_event; 8]> = events.iter().map(|e| e.cl.get()).collect();
+        let ids: ShortList<cl_event> = events.iter().map(|e| e.cl.get()).collect();
         match opencl3::event::wait_for_events(&ids) {
             Ok(()) => {
                 // Latest first: the earlier events of a queue then settle at once.

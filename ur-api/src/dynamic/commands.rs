@@ -15,6 +15,7 @@ use crate::adapter::{Adapter, KernelArg, MemArg};
 use crate::error::{Error, Result};
 use crate::handles::*;
 use crate::types::*;
+use crate::ShortList;
 
 /// What a kernel argument resolved to.
 enum Resolved<A: Adapter> {
@@ -465,7 +466,7 @@ impl<A: Adapter> AdapterHost<A> {
                         ArgValue::Scalar(_) | ArgValue::Local(_) => Resolved::Value,
                     })
                 })
-                .collect::<Result<Short<_>>>()?;
+                .collect::<Result<ShortList<_>>>()?;
             Ok((k, resolved))
         };
         self.command(queue, wait, resolve, |q, (k, resolved), w| {
@@ -476,7 +477,7 @@ impl<A: Adapter> AdapterHost<A> {
                 // range (OpenCL before 2.1 and CUDA refuse one).
                 return self.adapter.enqueue_barrier(q, w);
             }
-            let adapter_args: Short<KernelArg<'_, A>> = args
+            let adapter_args: ShortList<KernelArg<'_, A>> = args
                 .iter()
                 .zip(resolved)
                 .map(|(a, r)| match (a, r) {

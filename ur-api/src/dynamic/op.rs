@@ -14,6 +14,7 @@ use super::tables::*;
 use crate::adapter::Adapter;
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
+use crate::ShortList;
 
 /// An operation in flight (see [`AdapterHost::begin_command`]): a ticket
 /// in its own lane, and one in each other lane whose events it borrowed.
@@ -152,19 +153,19 @@ impl<'h, A: Adapter> OpGuard<'h, A> {
         &mut self,
         ctx: Option<ContextKey>,
         ids: &[EventId],
-    ) -> Result<Short<Held<EventEntry<A>>>> {
+    ) -> Result<ShortList<Held<EventEntry<A>>>> {
         if ids.is_empty() {
-            return Ok(Short::new());
+            return Ok(ShortList::new());
         }
         self.borrow_some(ctx, ids)
     }
 
     /// [`OpGuard::borrow_events`] for a wait list that is not empty.
     #[inline(never)]
-    fn borrow_some(&mut self, ctx: Option<ContextKey>, ids: &[EventId]) -> Result<Short<Held<EventEntry<A>>>> {
+    fn borrow_some(&mut self, ctx: Option<ContextKey>, ids: &[EventId]) -> Result<ShortList<Held<EventEntry<A>>>> {
         let host = self.host;
         let relock = self.locked.is_some();
-        let mut out = Short::with_capacity(ids.len());
+        let mut out = ShortList::with_capacity(ids.len());
         // The lane locked now: consecutive events of one lane (the usual
         // wait list) are looked up under one lock hold; the operation's own
         // lane, if it holds its lock, first.

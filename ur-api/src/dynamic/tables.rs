@@ -17,6 +17,7 @@ use crate::adapter::{Adapter, UsmRef};
 use crate::error::{Error, HandleKind, Result};
 use crate::handles::*;
 use crate::types::*;
+use crate::ShortList;
 
 pub(super) struct PlatformEntry<A: Adapter> {
     /// Kept so the adapter's platform outlives its devices; asked for its
@@ -258,15 +259,8 @@ pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kin
     map.get(key).cloned().ok_or(Error::InvalidHandle { kind })
 }
 
-/// How many items a command's short lists (wait lists, kernel arguments)
-/// hold inline before they allocate.
-pub(super) const INLINE: usize = 8;
-
-/// A command's short list: inline up to [`INLINE`] items.
-pub(super) type Short<T> = smallvec::SmallVec<[T; INLINE]>;
-
 /// The adapter's events of borrowed entries.
-pub(super) fn refs<A: Adapter>(events: &[Held<EventEntry<A>>]) -> Short<&A::Event> {
+pub(super) fn refs<A: Adapter>(events: &[Held<EventEntry<A>>]) -> ShortList<&A::Event> {
     events.iter().map(|e| e.event()).collect()
 }
 
