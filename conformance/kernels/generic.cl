@@ -63,6 +63,27 @@ __kernel void generic_atomics(__global int *oi, __global long *ol, __global floa
   }
 }
 
+// Contention on one float and one double counter: every work-item adds 1
+// to each CONTEND times, so that the work-groups the runtime runs at once
+// (on several threads) race on them for milliseconds. Each add's previous
+// value is kept (the largest seen), so the adds cannot be folded into one.
+// A floating-point add that is not atomic loses some of the adds here.
+#define CONTEND 8192
+__attribute__((noinline)) float contend(volatile atomic_float *f, volatile atomic_double *d) {
+  float seen = 0.0f;
+  for (int r = 0; r < CONTEND; ++r) {
+    seen = fmax(seen, atomic_fetch_add(f, 1.0f));
+    seen = fmax(seen, (float)atomic_fetch_add(d, 1.0));
+  }
+  return seen;
+}
+
+// `f[0]` and `d[0]` count every add; `seen[i]` is the largest value work-item
+// i found before one of its adds.
+__kernel void generic_contention(__global float *f, __global double *d, __global float *seen) {
+  seen[get_global_id(0)] = contend((volatile __global atomic_float *)f, (volatile __global atomic_double *)d);
+}
+
 // Claims both slots (which hold -1 until claimed) for `id`; answers 1 for
 // the int slot won, 2 for the long one.
 __attribute__((noinline)) int claim(volatile atomic_int *slot, volatile atomic_long *wide, int id) {
