@@ -214,7 +214,12 @@ fn floating_point_atomics_lose_no_update_under_contention() {
         );
         // Some work-item made the last add of each: it found total - 1.
         let top = seen.iter().copied().fold(0f32, f32::max);
-        assert_eq!(f64::from(top), total - 1.0, "{}: the largest value an add found", on.name);
+        assert_eq!(
+            f64::from(top),
+            total - 1.0,
+            "{}: the largest value an add found",
+            on.name
+        );
     }
 }
 

@@ -69,7 +69,7 @@ impl<A: Adapter> AdapterHost<A> {
         let w = op.borrow_events(Some(q.ctx), wait)?;
         let r = resolve(op.tables(), &q)?;
         op.unlock();
-        let ev = call(&q.obj, &r, &refs(&w))?;
+        let ev = with_refs(&w, |w| call(&q.obj, &r, w))?;
         drop((w, r));
         Ok(op.record(&q, ev))
     }

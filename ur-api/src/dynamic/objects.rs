@@ -261,7 +261,7 @@ impl<A: Adapter> AdapterHost<A> {
         let first = events.first().map_or(0, |e| unlane(e.key).0);
         let mut op = self.begin_op(first);
         let es = op.borrow_events(None, events)?;
-        let r = f(&refs(&es));
+        let r = with_refs(&es, f);
         drop((es, op));
         r
     }

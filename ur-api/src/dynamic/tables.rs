@@ -259,9 +259,17 @@ pub(super) fn lookup<K: slotmap::Key, V: Clone>(map: &SlotMap<K, V>, key: K, kin
     map.get(key).cloned().ok_or(Error::InvalidHandle { kind })
 }
 
-/// The adapter's events of borrowed entries.
-pub(super) fn refs<A: Adapter>(events: &[Held<EventEntry<A>>]) -> ShortList<&A::Event> {
-    events.iter().map(|e| e.event()).collect()
+/// Runs `f` on the adapter's events of borrowed entries. An empty list (a
+/// command with no wait list, the usual case) builds nothing: collecting
+/// even no events into a [`ShortList`] cost about 50 instructions per
+/// command (callgrind, `dispatch.native`), an eighth of the dyn layer's.
+#[inline(always)]
+pub(super) fn with_refs<A: Adapter, R>(events: &[Held<EventEntry<A>>], f: impl FnOnce(&[&A::Event]) -> R) -> R {
+    if events.is_empty() {
+        return f(&[]);
+    }
+    let refs: ShortList<&A::Event> = events.iter().map(|e| e.event()).collect();
+    f(&refs)
 }
 
 /// How memory is used by a command: in place (reads, writes, fills, maps,
