@@ -10,6 +10,16 @@
 //! For profiling one side alone (`perf stat`, callgrind), set
 //! `UR_DISPATCH_ONLY=dyn` or `UR_DISPATCH_ONLY=static`: that side's batches
 //! run by themselves and the bench prints their median ns/op, no row.
+//!
+//! Every thread (the submitting one and the adapters' queue workers) runs
+//! on one CPU, the one the bench starts on. Left to the scheduler, each
+//! path's worker either shares the submitting thread's CPU (it runs the
+//! batch at `finish`, and a command costs its submission) or sits on
+//! another one (every command wakes it across cores), and which one a run
+//! gets decides the row: eight unpinned runs of two builds on a quiet
+//! 2-core machine read 0.90 to 2.27 (static 181-393 ns, dyn 250-414), the
+//! same builds pinned 1.31-1.42 (2026-11-28). `UR_DISPATCH_UNPINNED=1` leaves the threads
+//! to the scheduler.
 
 use std::time::Instant;
 
@@ -22,7 +32,29 @@ const ROUNDS: usize = 201;
 const WARMUP: usize = 10;
 const SIZE: usize = 64;
 
+/// Restricts the calling thread, and so every thread it starts later, to
+/// the CPU it runs on now; answers that CPU, or `None` where it could not.
+fn pin_to_this_cpu() -> Option<usize> {
+    // SAFETY: no arguments; answers the CPU or -1.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+    // SAFETY: an all-zero `cpu_set_t` is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is a CPU number the kernel gave, inside the set's bits.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 is the calling thread; `set` is a live `cpu_set_t` of
+    // the size passed.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    (r == 0).then_some(cpu)
+}
+
 fn main() -> ur_api::Result<()> {
+    // Before any adapter starts its worker threads (see the module docs).
+    if std::env::var_os("UR_DISPATCH_UNPINNED").is_none() {
+        match pin_to_this_cpu() {
+            Some(cpu) => println!("dispatch.native: every thread on CPU {cpu} (UR_DISPATCH_UNPINNED=1: any CPU)"),
+            None => println!("dispatch.native: threads not pinned (sched_setaffinity failed)"),
+        }
+    }
     // Static path.
     let a = NativeAdapter::new();
     let p = a.platforms()?.remove(0);
