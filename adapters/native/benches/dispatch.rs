@@ -18,8 +18,8 @@
 //! another one (every command wakes it across cores), and which one a run
 //! gets decides the row: eight unpinned runs of two builds on a quiet
 //! 2-core machine read 0.90 to 2.27 (static 181-393 ns, dyn 250-414), the
-//! same builds pinned 1.31-1.42 (2026-11-28). `UR_DISPATCH_UNPINNED=1` leaves the threads
-//! to the scheduler.
+//! same builds pinned 1.31-1.42 (2026-11-28). `UR_DISPATCH_UNPINNED=1`
+//! leaves the threads to the scheduler.
 
 use std::time::Instant;
 
