@@ -59,3 +59,22 @@ __kernel void divergent_sub_group_barrier(__global const int *in, __global int *
     out[g] = in[g] - 1;
   }
 }
+
+// Sub-group functions in groups of one or two dimensions: each work-item
+// writes, at its global linear id, where it is in its sub-group and what
+// the functions answered, for the test to check against the sub-groups
+// the runtime reports.
+#define ROWS_ROW 8
+__kernel void sub_group_rows(__global const int *in, __global int *out) {
+  size_t g = get_global_id(1) * get_global_size(0) + get_global_id(0);
+  int x = in[g];
+  __global int *o = out + g * ROWS_ROW;
+  o[0] = get_sub_group_id();
+  o[1] = get_sub_group_local_id();
+  o[2] = get_sub_group_size();
+  o[3] = sub_group_reduce_add(x);
+  o[4] = sub_group_scan_inclusive_add(x);
+  o[5] = sub_group_scan_exclusive_max(x);
+  o[6] = sub_group_broadcast(x, 1);
+  o[7] = sub_group_reduce_min(x);
+}

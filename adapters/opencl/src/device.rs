@@ -271,9 +271,10 @@ fn describe(id: cl_device_id, intel: Option<IntelUsm>, translator: Option<&Arc<T
         .limits(limits(&d, version, intel.is_some(), svm, il));
     let group_builtins = translator.as_ref().is_some_and(|t| t.has_builtins()) && lacks_groups(&d, &info);
     if group_builtins {
-        // What the builtins give its SPIR-V kernels: sub-groups of one
-        // work-item, so as many sub-groups as work-items.
-        info.limits.sub_group_sizes = vec![1];
+        // What the builtins give its SPIR-V kernels: a sub-group is a row
+        // of the work-group (one work-item wide at the least, so as many
+        // sub-groups as work-items at the most).
+        info.limits.sub_group_sizes = crate::spirv::builtins::SUB_GROUP_SIZES.to_vec();
         info.limits.max_num_sub_groups = u32::try_from(info.max_work_group_size).unwrap_or(u32::MAX);
         // Their scratch arrays are local memory the kernel's own cannot use.
         let scratch = crate::spirv::builtins::scratch_bytes(info.max_work_group_size);

@@ -555,8 +555,10 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
 
     /// The kernel's work-group figures on `device` (`clGetKernelWorkGroupInfo`)
     /// and, on OpenCL 2.1 devices, its sub-group figures
-    /// (`clGetKernelSubGroupInfo`; sub-groups of one work-item on devices
-    /// with the group builtins); a figure the device does not answer is 0.
+    /// (`clGetKernelSubGroupInfo`; on devices with the group builtins, whose
+    /// sub-groups are rows of the work-group, the largest row up to the
+    /// largest listed sub-group size, and one sub-group per work-item at the
+    /// most); a figure the device does not answer is 0.
     fn kernel_group_info(&self, k: &Kernel, device: &crate::Device) -> Result<KernelGroupInfo> {
         let kernel = k.cl.lock();
         let d = device.id.0;
@@ -584,8 +586,9 @@ impl ur_api::adapter::Kernels for crate::OpenClAdapter {
             }
         };
         let (max_sub_group_size, max_num_sub_groups) = if device.group_builtins {
-            // Sub-groups of one work-item (`spirv/builtins.rs`).
-            (1, u32::try_from(wg).unwrap_or(u32::MAX))
+            // Rows of the work-group (`spirv/builtins.c`).
+            let wg = u32::try_from(wg).unwrap_or(u32::MAX);
+            (wg.min(crate::spirv::builtins::LISTED_SUB_GROUP_MAX), wg)
         } else {
             (
                 sub(clk::CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, wg),

@@ -113,21 +113,71 @@ fn check_sub_groups(input: &[i32], out: &[u32], local: usize, device: &str, buil
             "{device}: work-item {g}'s place"
         );
         if builtins {
-            // One work-item per sub-group: every function answers its own operand.
+            // A sub-group is the row of the group: in one dimension the
+            // whole group, so every function answers over the group.
+            let group = &input[g - g % local..][..local];
             assert_eq!(
                 row,
                 [
-                    1,
-                    1,
                     local as u32,
-                    (g % local) as u32,
+                    local as u32,
+                    1,
                     0,
-                    input[g] as u32,
-                    input[g] as u32,
-                    u32::from(input[g] == 5)
+                    (g % local) as u32,
+                    group.iter().sum::<i32>() as u32,
+                    group[0] as u32,
+                    u32::from(group.contains(&5))
                 ],
                 "{device}: work-item {g}"
             );
+        }
+    }
+}
+
+/// `sub_group_rows`'s answers (`groups.cl`) for a launch of `global` items
+/// in groups of `local` (two dimensions), checked against the sub-groups
+/// the work-items report: each (work-group, sub-group id) must hold local
+/// ids 0 to its size, and the functions must answer over those members in
+/// local-id order. With the builtins (`rows`) a sub-group must also be the
+/// row of its group: local id in dimension 0, id the row's index.
+fn check_rows(input: &[i32], out: &[i32], global: [usize; 2], local: [usize; 2], device: &str, rows: bool) {
+    use std::collections::BTreeMap;
+    const ROW: usize = 8;
+    // (work-group, sub-group id) -> (sub-group local id, global linear id).
+    let mut members: BTreeMap<(usize, i32), Vec<(i32, usize)>> = BTreeMap::new();
+    for y in 0..global[1] {
+        for x in 0..global[0] {
+            let g = y * global[0] + x;
+            let o = &out[g * ROW..][..ROW];
+            let wg = (y / local[1]) * (global[0] / local[0]) + x / local[0];
+            if rows {
+                assert_eq!(
+                    (o[0], o[1], o[2]),
+                    ((y % local[1]) as i32, (x % local[0]) as i32, local[0] as i32),
+                    "{device}: item ({x}, {y}) in groups of {local:?}: its sub-group"
+                );
+            }
+            members.entry((wg, o[0])).or_default().push((o[1], g));
+        }
+    }
+    for ((wg, id), mut m) in members {
+        m.sort_unstable();
+        let size = m.len();
+        let (mut incl, mut excl_max) = (0i32, i32::MIN);
+        for (i, &(lid, g)) in m.iter().enumerate() {
+            let o = &out[g * ROW..][..ROW];
+            let where_ = format!("{device}: work-group {wg}, sub-group {id}, item {g} in groups of {local:?}");
+            assert_eq!((lid as usize, o[2] as usize), (i, size), "{where_}: local id and size");
+            incl += input[g];
+            let values = m.iter().map(|&(_, g)| input[g]);
+            assert_eq!(o[3], values.clone().sum::<i32>(), "{where_}: reduce add");
+            assert_eq!(o[4], incl, "{where_}: inclusive scan add");
+            assert_eq!(o[5], excl_max, "{where_}: exclusive scan max");
+            if size > 1 {
+                assert_eq!(o[6], input[m[1].1], "{where_}: broadcast of item 1");
+            }
+            assert_eq!(o[7], values.min().unwrap(), "{where_}: reduce min");
+            excl_max = excl_max.max(input[g]);
         }
     }
 }
@@ -138,7 +188,8 @@ fn group_functions_give_the_answers_of_their_definitions() {
     for d in spirv_devices(&rt, "groups") {
         let info = rt.device_info(d).unwrap();
         let name = info.name.clone();
-        let builtins = info.limits.sub_group_sizes == [1];
+        // The builtins' list (`src/spirv/builtins.rs`): rows of the group.
+        let builtins = info.limits.sub_group_sizes == [1, 2, 4, 8, 16, 32, 64, 128, 256];
         eprintln!("groups on {name}: sub-group sizes {:?}", info.limits.sub_group_sizes);
         assert!(
             !info.limits.sub_group_sizes.is_empty(),
@@ -151,15 +202,21 @@ fn group_functions_give_the_answers_of_their_definitions() {
             .unwrap();
         // Small groups, and the largest the kernels allow on the device (the
         // builtins' scratch arrays are sized by the device's largest).
-        let largest = ["group_int", "group_wide", "sub_groups", "divergent_sub_group_barrier"]
-            .iter()
-            .map(|name| {
-                let k = rt.create_kernel(prog, name).unwrap();
-                let wg = rt.kernel_group_info(k, d).unwrap().work_group_size;
-                rt.release_kernel(k).unwrap();
-                wg
-            })
-            .fold(info.max_work_group_size.min(4096), usize::min);
+        let largest = [
+            "group_int",
+            "group_wide",
+            "sub_groups",
+            "divergent_sub_group_barrier",
+            "sub_group_rows",
+        ]
+        .iter()
+        .map(|name| {
+            let k = rt.create_kernel(prog, name).unwrap();
+            let wg = rt.kernel_group_info(k, d).unwrap().work_group_size;
+            rt.release_kernel(k).unwrap();
+            wg
+        })
+        .fold(info.max_work_group_size.min(4096), usize::min);
         eprintln!("groups on {name}: work-groups of 16 and {largest}");
         for local in [16usize, largest] {
             let n = local * 3;
@@ -212,9 +269,8 @@ fn group_functions_give_the_answers_of_their_definitions() {
                 let args = [ArgValue::Buffer(inb), ArgValue::Buffer(bb)];
                 rt.complete(rt.enqueue_launch(q, kb, &range, &args, &[]).unwrap())
                     .unwrap();
-                let want: Vec<i32> = (0..n)
-                    .map(|g| ints[g] + if g % local % 2 == 0 { 1 } else { -1 })
-                    .collect();
+                // In one dimension every work-item is in sub-group 0.
+                let want: Vec<i32> = (0..n).map(|g| ints[g] + 1).collect();
                 assert_eq!(
                     read_back::<i32>(&rt, q, bb, n),
                     want,
@@ -224,11 +280,24 @@ fn group_functions_give_the_answers_of_their_definitions() {
                 rt.release_kernel(kb).unwrap();
                 let g = rt.kernel_group_info(ks, d).unwrap();
                 assert_eq!(
-                    (g.max_sub_group_size, g.max_num_sub_groups as usize),
-                    (1, g.work_group_size),
+                    (g.max_sub_group_size as usize, g.max_num_sub_groups as usize),
+                    (g.work_group_size.min(256), g.work_group_size),
                     "{name}"
                 );
             }
+            // The same items as a two-dimensional launch, and one dimension.
+            let kr = rt.create_kernel(prog, "sub_group_rows").unwrap();
+            let rb = rt.create_buffer(ctx, &BufferDesc::new(n * 8 * 4), None).unwrap();
+            let l0 = if local >= 64 { local / 8 } else { local / 4 };
+            for (global, local2) in [([n, 1], [local, 1]), ([n / (local / l0), local / l0], [l0, local / l0])] {
+                let range = NdRange::d2(global[0], global[1]).with_local([local2[0], local2[1], 1]);
+                let args = [ArgValue::Buffer(inb), ArgValue::Buffer(rb)];
+                rt.complete(rt.enqueue_launch(q, kr, &range, &args, &[]).unwrap())
+                    .unwrap();
+                check_rows(&ints, &read_back(&rt, q, rb, n * 8), global, local2, &name, builtins);
+            }
+            rt.release_buffer(rb).unwrap();
+            rt.release_kernel(kr).unwrap();
             for b in [inb, outb, db, lb, odb, olb, sb] {
                 rt.release_buffer(b).unwrap();
             }

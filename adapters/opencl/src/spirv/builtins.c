@@ -13,11 +13,20 @@
  * functions are inlined into a kernel.
  *
  * Semantics:
- * - Sub-groups have one work-item each: a sub-group function returns its
- *   own operand (reductions, inclusive scans, broadcasts, shuffles), the
- *   identity of its operation (exclusive scans), and the sub-group id is
- *   the work-item's local linear id. The device then reports sub-group
- *   size 1.
+ * - A sub-group is one row of the work-group (dimension 0), as in PoCL 4:
+ *   the work-items sharing their local ids in dimensions 1 and 2, as many
+ *   as the group's local size in dimension 0. In a one-dimensional group
+ *   (what SYCL programs launch nearly always) the sub-group is the whole
+ *   group, so a sub-group barrier can be the runtime's work-group barrier
+ *   and every sub-group call that SYCL allows reaches it in every
+ *   work-item of the group. Sub-group functions exchange operands through
+ *   the scratch arrays like the work-group collectives below, the row's
+ *   first work-item combining the row's slots. Groups of more dimensions
+ *   have one sub-group per row; their sub-group functions and barriers
+ *   must then be reached by every row of the group (as for a work-group
+ *   function), a sub-group call under a condition that differs between
+ *   rows is not supported. The sizes the device lists and a kernel's
+ *   largest sub-group size are in builtins.rs.
  * - Work-group collectives: every work-item writes its operand into its
  *   slot of the scratch array, work-item 0 combines the slots in local-id
  *   order, and every work-item reads its result; barriers separate the
@@ -96,38 +105,43 @@ static size_t group_items(void) {
   return get_local_size(0) * get_local_size(1) * get_local_size(2);
 }
 
-/* ---- sub-groups of one work-item ---------------------------------------- */
+/* ---- sub-groups: the rows of the work-group ------------------------------ */
 
-uint OL get_sub_group_size(void) { return 1; }
-uint OL get_max_sub_group_size(void) { return 1; }
-uint OL get_num_sub_groups(void) { return (uint)group_items(); }
+/* A sub-group is one row of the work-group: the work-items that share
+ * their local ids in dimensions 1 and 2. Its size is the group's local
+ * size in dimension 0, its local id a work-item's local id in dimension 0,
+ * and in a one-dimensional group it is the whole group. */
+static size_t row_base(void) { return local_linear_id() - get_local_id(0); }
+
+uint OL get_sub_group_size(void) { return (uint)get_local_size(0); }
+uint OL get_max_sub_group_size(void) { return (uint)get_enqueued_local_size(0); }
+uint OL get_num_sub_groups(void) { return (uint)(get_local_size(1) * get_local_size(2)); }
 uint OL get_enqueued_num_sub_groups(void) {
-  return (uint)(get_enqueued_local_size(0) * get_enqueued_local_size(1) * get_enqueued_local_size(2));
+  return (uint)(get_enqueued_local_size(1) * get_enqueued_local_size(2));
 }
-uint OL get_sub_group_id(void) { return (uint)local_linear_id(); }
-uint OL get_sub_group_local_id(void) { return 0; }
+uint OL get_sub_group_id(void) { return (uint)(get_local_id(2) * get_local_size(1) + get_local_id(1)); }
+uint OL get_sub_group_local_id(void) { return (uint)get_local_id(0); }
 
 /* OpenCL C 1.2's memory fences, which the translator makes of SPIR-V
- * memory barriers (among them the sub-group barriers rewrite.rs turns into
- * memory barriers) and PoCL 3.1's kernel library lacks: every fence orders
+ * memory barriers and PoCL 3.1's kernel library lacks: every fence orders
  * all of the work-item's memory operations. */
 void OL mem_fence(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 void OL read_mem_fence(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 void OL write_mem_fence(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
-/* A barrier over one work-item orders its memory operations only. */
-void CV sub_group_barrier(uint flags) { (void)flags; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+/* A sub-group barrier is a work-group barrier: the runtime has no other,
+ * and in a one-dimensional group the two are the same. In groups of more
+ * dimensions every row of the group must reach it (the translator turns
+ * SPIR-V's sub-group control barriers into the same `barrier()`). */
+void CV sub_group_barrier(uint flags) { barrier(flags | CLK_LOCAL_MEM_FENCE); }
 void CV sub_group_barrier(uint flags, memory_scope scope) {
-  (void)flags;
   (void)scope;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  barrier(flags | CLK_LOCAL_MEM_FENCE);
 }
 
-int CV sub_group_all(int p) { return p; }
-int CV sub_group_any(int p) { return p; }
-int CV sub_group_elect(void) { return 1; }
-int CV sub_group_non_uniform_all(int p) { return p; }
-int CV sub_group_non_uniform_any(int p) { return p; }
+int CV sub_group_elect(void) { return get_local_id(0) == 0; }
+int CV sub_group_all(int p);
+int CV sub_group_any(int p);
 
 /* Identities of the operations, per type. */
 #define ID_add(T, MIN, MAX) ((T)0)
@@ -155,30 +169,115 @@ int CV sub_group_non_uniform_any(int p) { return p; }
 #define OP_logical_or(a, b) ((a) || (b))
 #define OP_logical_xor(a, b) (!(a) != !(b))
 
-/* Sub-group operations on one operand, for one type and operation. */
-#define SUB_GROUP_OP(T, NAME, MIN, MAX)                                            \
-  T CV sub_group_reduce_##NAME(T x) { return x; }                                  \
-  T CV sub_group_scan_inclusive_##NAME(T x) { return x; }                          \
-  T CV sub_group_scan_exclusive_##NAME(T x) { (void)x; return ID_##NAME(T, MIN, MAX); } \
-  T CV sub_group_non_uniform_reduce_##NAME(T x) { return x; }                      \
-  T CV sub_group_non_uniform_scan_inclusive_##NAME(T x) { return x; }              \
-  T CV sub_group_non_uniform_scan_exclusive_##NAME(T x) { (void)x; return ID_##NAME(T, MIN, MAX); } \
-  T CV sub_group_clustered_reduce_##NAME(T x, uint cluster) { (void)cluster; return x; }
+/* Every sub-group function exchanges its operands through the scratch
+ * array S of its type: each work-item writes its operand into its slot,
+ * the row's first work-item runs STEP over the row's n slots (from base)
+ * where there is one, and each work-item answers the slot RESULT. Barriers
+ * separate the steps; as for the work-group functions, every work-item of
+ * the group must reach the call (the non-uniform ones included: a
+ * non-uniform call that only part of a row makes is not supported). */
+#define ROW_EXCHANGE(T, S, x, STEP, RESULT)                                        \
+  size_t id = local_linear_id(), base = id - get_local_id(0), n = get_local_size(0); \
+  size_t lid = get_local_id(0);                                                    \
+  (void)lid;                                                                       \
+  (void)n;                                                                         \
+  scratch_##S[id] = (x);                                                           \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+  if (lid == 0) STEP                                                               \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+  T r = scratch_##S[RESULT];                                                       \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+  return r;
 
-/* Sub-group data movement for one type. */
-#define SUB_GROUP_MOVES(T)                                                         \
-  T CV sub_group_broadcast(T x, uint id) { (void)id; return x; }                   \
-  T CV sub_group_non_uniform_broadcast(T x, uint id) { (void)id; return x; }       \
-  T CV sub_group_broadcast_first(T x) { return x; }                                \
-  int CV sub_group_non_uniform_all_equal(T x) { (void)x; return 1; }               \
-  T CV sub_group_shuffle(T x, uint id) { (void)id; return x; }                     \
-  T CV sub_group_shuffle_xor(T x, uint mask) { (void)mask; return x; }             \
-  T CV sub_group_shuffle_up(T x, uint delta) { (void)delta; return x; }            \
-  T CV sub_group_shuffle_down(T x, uint delta) { (void)delta; return x; }          \
-  T CV intel_sub_group_shuffle(T x, uint id) { (void)id; return x; }               \
-  T CV intel_sub_group_shuffle_xor(T x, uint mask) { (void)mask; return x; }       \
-  T CV intel_sub_group_shuffle_down(T cur, T next, uint delta) { return delta == 0 ? cur : next; } \
-  T CV intel_sub_group_shuffle_up(T prev, T cur, uint delta) { return delta == 0 ? cur : prev; }
+/* The slot of the row's work-item `from`, or the caller's own where there
+ * is no such work-item. */
+#define ROW_SLOT(from) ((from) < n ? base + (from) : id)
+
+/* Reductions and scans over the row, for one type (scratch array S) and
+ * operation. */
+#define SUB_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                                \
+  T CV sub_group_reduce_##NAME(T x) {                                              \
+    ROW_EXCHANGE(T, S, x, {                                                        \
+      T acc = ID_##NAME(T, MIN, MAX);                                              \
+      for (size_t i = 0; i < n; ++i) acc = COMBINE(acc, scratch_##S[base + i]);    \
+      scratch_##S[base] = acc;                                                     \
+    }, base)                                                                       \
+  }                                                                                \
+  T CV sub_group_scan_inclusive_##NAME(T x) {                                      \
+    ROW_EXCHANGE(T, S, x, {                                                        \
+      T acc = ID_##NAME(T, MIN, MAX);                                              \
+      for (size_t i = 0; i < n; ++i) {                                             \
+        acc = COMBINE(acc, scratch_##S[base + i]);                                 \
+        scratch_##S[base + i] = acc;                                               \
+      }                                                                            \
+    }, id)                                                                         \
+  }                                                                                \
+  T CV sub_group_scan_exclusive_##NAME(T x) {                                      \
+    ROW_EXCHANGE(T, S, x, {                                                        \
+      T acc = ID_##NAME(T, MIN, MAX);                                              \
+      for (size_t i = 0; i < n; ++i) {                                             \
+        T v = scratch_##S[base + i];                                               \
+        scratch_##S[base + i] = acc;                                               \
+        acc = COMBINE(acc, v);                                                     \
+      }                                                                            \
+    }, id)                                                                         \
+  }                                                                                \
+  T CV sub_group_non_uniform_reduce_##NAME(T x) { return sub_group_reduce_##NAME(x); } \
+  T CV sub_group_non_uniform_scan_inclusive_##NAME(T x) {                          \
+    return sub_group_scan_inclusive_##NAME(x);                                     \
+  }                                                                                \
+  T CV sub_group_non_uniform_scan_exclusive_##NAME(T x) {                          \
+    return sub_group_scan_exclusive_##NAME(x);                                     \
+  }                                                                                \
+  T CV sub_group_clustered_reduce_##NAME(T x, uint cluster) {                      \
+    ROW_EXCHANGE(T, S, x, {                                                        \
+      for (size_t c = 0; c < n; c += cluster) {                                    \
+        T acc = ID_##NAME(T, MIN, MAX);                                            \
+        size_t end = c + cluster < n ? c + cluster : n;                            \
+        for (size_t i = c; i < end; ++i) acc = COMBINE(acc, scratch_##S[base + i]); \
+        for (size_t i = c; i < end; ++i) scratch_##S[base + i] = acc;              \
+      }                                                                            \
+    }, id)                                                                         \
+  }
+
+/* Sub-group data movement for one type T, exchanged as type E through the
+ * scratch array S (the narrow integer types through int's). */
+#define SUB_GROUP_MOVES(T, E, S)                                                   \
+  static __attribute__((convergent, always_inline))                                \
+  T row_read_##T(T x, size_t from) {                                               \
+    ROW_EXCHANGE(T, S, (E)x, {}, ROW_SLOT(from))                                   \
+  }                                                                                \
+  T CV sub_group_broadcast(T x, uint i) { return row_read_##T(x, i); }             \
+  T CV sub_group_non_uniform_broadcast(T x, uint i) { return row_read_##T(x, i); } \
+  T CV sub_group_broadcast_first(T x) { return row_read_##T(x, 0); }               \
+  int CV sub_group_non_uniform_all_equal(T x) { return sub_group_all(row_read_##T(x, 0) == x); } \
+  T CV sub_group_shuffle(T x, uint i) { return row_read_##T(x, i); }               \
+  T CV sub_group_shuffle_xor(T x, uint mask) {                                     \
+    return row_read_##T(x, get_local_id(0) ^ mask);                                \
+  }                                                                                \
+  T CV sub_group_shuffle_up(T x, uint delta) {                                     \
+    size_t lid = get_local_id(0);                                                  \
+    return row_read_##T(x, lid >= delta ? lid - delta : (size_t)-1);               \
+  }                                                                                \
+  T CV sub_group_shuffle_down(T x, uint delta) {                                   \
+    return row_read_##T(x, get_local_id(0) + delta);                               \
+  }                                                                                \
+  T CV intel_sub_group_shuffle(T x, uint i) { return row_read_##T(x, i); }         \
+  T CV intel_sub_group_shuffle_xor(T x, uint mask) {                               \
+    return row_read_##T(x, get_local_id(0) ^ mask);                                \
+  }                                                                                \
+  T CV intel_sub_group_shuffle_down(T cur, T next, uint delta) {                   \
+    size_t at = get_local_id(0) + delta, n = get_local_size(0);                    \
+    T c = row_read_##T(cur, at);                                                   \
+    T x = row_read_##T(next, at - n);                                              \
+    return at < n ? c : x;                                                         \
+  }                                                                                \
+  T CV intel_sub_group_shuffle_up(T prev, T cur, uint delta) {                     \
+    size_t lid = get_local_id(0), n = get_local_size(0);                           \
+    T c = row_read_##T(cur, lid >= delta ? lid - delta : (size_t)-1);              \
+    T p = row_read_##T(prev, lid >= delta ? (size_t)-1 : n + lid - delta);         \
+    return lid >= delta ? c : p;                                                   \
+  }
 
 /* ---- work-group collectives ---------------------------------------------- */
 
@@ -253,14 +352,14 @@ int CV sub_group_non_uniform_any(int p) { return p; }
   WORK_GROUP_OP(T, S, or, OP_or, MIN, MAX)                                         \
   WORK_GROUP_OP(T, S, xor, OP_xor, MIN, MAX)                                       \
   WORK_GROUP_BROADCAST(T, S)                                                       \
-  SUB_GROUP_OP(T, add, MIN, MAX)                                                   \
-  SUB_GROUP_OP(T, mul, MIN, MAX)                                                   \
-  SUB_GROUP_OP(T, min, MIN, MAX)                                                   \
-  SUB_GROUP_OP(T, max, MIN, MAX)                                                   \
-  SUB_GROUP_OP(T, and, MIN, MAX)                                                   \
-  SUB_GROUP_OP(T, or, MIN, MAX)                                                    \
-  SUB_GROUP_OP(T, xor, MIN, MAX)                                                   \
-  SUB_GROUP_MOVES(T)
+  SUB_GROUP_OP(T, S, add, OP_add, MIN, MAX)                                        \
+  SUB_GROUP_OP(T, S, mul, OP_mul, MIN, MAX)                                        \
+  SUB_GROUP_OP(T, S, min, OP_min, MIN, MAX)                                        \
+  SUB_GROUP_OP(T, S, max, OP_max, MIN, MAX)                                        \
+  SUB_GROUP_OP(T, S, and, OP_and, MIN, MAX)                                        \
+  SUB_GROUP_OP(T, S, or, OP_or, MIN, MAX)                                          \
+  SUB_GROUP_OP(T, S, xor, OP_xor, MIN, MAX)                                        \
+  SUB_GROUP_MOVES(T, T, S)
 
 /* Everything for a floating-point type (min and max as fmin and fmax). */
 #define FLOATING(T, S, INF)                                                        \
@@ -269,11 +368,11 @@ int CV sub_group_non_uniform_any(int p) { return p; }
   WORK_GROUP_OP(T, S, min, OP_fmin, -INF, INF)                                     \
   WORK_GROUP_OP(T, S, max, OP_fmax, -INF, INF)                                     \
   WORK_GROUP_BROADCAST(T, S)                                                       \
-  SUB_GROUP_OP(T, add, -INF, INF)                                                  \
-  SUB_GROUP_OP(T, mul, -INF, INF)                                                  \
-  SUB_GROUP_OP(T, min, -INF, INF)                                                  \
-  SUB_GROUP_OP(T, max, -INF, INF)                                                  \
-  SUB_GROUP_MOVES(T)
+  SUB_GROUP_OP(T, S, add, OP_add, -INF, INF)                                       \
+  SUB_GROUP_OP(T, S, mul, OP_mul, -INF, INF)                                       \
+  SUB_GROUP_OP(T, S, min, OP_fmin, -INF, INF)                                      \
+  SUB_GROUP_OP(T, S, max, OP_fmax, -INF, INF)                                      \
+  SUB_GROUP_MOVES(T, T, S)
 
 INTEGER(int, i, (-2147483647 - 1), 2147483647)
 INTEGER(uint, j, 0u, 4294967295u)
@@ -286,17 +385,21 @@ FLOATING(double, d, __builtin_inf())
 WORK_GROUP_OP(int, i, logical_and, OP_logical_and, 0, 0)
 WORK_GROUP_OP(int, i, logical_or, OP_logical_or, 0, 0)
 WORK_GROUP_OP(int, i, logical_xor, OP_logical_xor, 0, 0)
-SUB_GROUP_OP(int, logical_and, 0, 0)
-SUB_GROUP_OP(int, logical_or, 0, 0)
-SUB_GROUP_OP(int, logical_xor, 0, 0)
+SUB_GROUP_OP(int, i, logical_and, OP_logical_and, 0, 0)
+SUB_GROUP_OP(int, i, logical_or, OP_logical_or, 0, 0)
+SUB_GROUP_OP(int, i, logical_xor, OP_logical_xor, 0, 0)
 int CV work_group_all(int p) { return work_group_reduce_logical_and(p != 0); }
 int CV work_group_any(int p) { return work_group_reduce_logical_or(p != 0); }
+int CV sub_group_all(int p) { return sub_group_reduce_logical_and(p != 0); }
+int CV sub_group_any(int p) { return sub_group_reduce_logical_or(p != 0); }
+int CV sub_group_non_uniform_all(int p) { return sub_group_all(p); }
+int CV sub_group_non_uniform_any(int p) { return sub_group_any(p); }
 
 /* Sub-group data movement of the narrower integer types. */
-SUB_GROUP_MOVES(char)
-SUB_GROUP_MOVES(uchar)
-SUB_GROUP_MOVES(short)
-SUB_GROUP_MOVES(ushort)
+SUB_GROUP_MOVES(char, int, i)
+SUB_GROUP_MOVES(uchar, uint, j)
+SUB_GROUP_MOVES(short, int, i)
+SUB_GROUP_MOVES(ushort, uint, j)
 
 
 /* ---- generic address space ----------------------------------------------- */

@@ -7,7 +7,8 @@
 //! `work_group_reduce_add` and their kin. PoCL 3.1 builds OpenCL C 1.2 and
 //! has neither, so a program calling one does not link ("Cannot find symbol
 //! _Z18get_sub_group_sizev in kernel library") and dpnp's reductions fail
-//! on it. `builtins.c` defines them: sub-groups of one work-item, and
+//! on it. `builtins.c` defines them: sub-groups that are rows of the
+//! work-group (as in PoCL 4; in one dimension the whole group), and
 //! work-group collectives over a local scratch array (the file says how),
 //! plus what else SYCL kernels reach that PoCL 3.1 lacks: the memory
 //! fences, and OpenCL C 2.0's generic-address-space overloads of the
@@ -45,7 +46,21 @@
 //! A device gets them where it takes SPIR-V through the translator, has no
 //! sub-groups of its own (`CL_DEVICE_MAX_NUM_SUB_GROUPS` 0, no Intel
 //! sub-group sizes) and builds OpenCL C below 2.0 (no work-group
-//! collectives); it then reports sub-group size 1 (`device.rs`). Only
+//! collectives); it then lists sub-group sizes 1 to 256 (`device.rs`,
+//! [`SUB_GROUP_SIZES`]). Sub-groups of one work-item, which these builtins
+//! gave before, are valid SYCL but not what clients expect: dpnp's radix
+//! sort sizes its counting work-groups by the largest listed sub-group size
+//! (with 1 it computed a work-group of 0 and left 1- and 2-byte keys of
+//! arrays over 16,384 items unsorted), and its small-filter convolve loads
+//! the filter one element per sub-group lane, assuming at least 8 lanes
+//! (170 wrong answers in `test_statistics.py`; none with rows). Still
+//! wrong with rows, found and left (2026-11-28): dpnp's multi-pass radix
+//! sort of 1- and 2-byte keys where a segment's length is not a multiple
+//! of the sub-group (its reorder kernel's tail path): ascending random
+//! keys lose one key per value boundary, descending ones the first; a
+//! kernel written after its pattern (a sub-group scan and broadcast in a
+//! loop, then a partial tail) answers right, so the cause is not found.
+//! Only
 //! SPIR-V programs get them: OpenCL C source is compiled by the runtime
 //! itself. `UR_SPIR_BUILTINS=0` turns them off.
 
@@ -85,6 +100,23 @@ const GROUP_MARKS: [&[u8]; 4] = [b"work_group_", b"sub_group", b"mem_fence", b"U
 pub fn scratch_bytes(wg_max: usize) -> u64 {
     (3 * 4 + 3 * 8) * (wg_max as u64 + 1)
 }
+
+/// The sub-group sizes a device that gets the builtins lists
+/// (`UR_DEVICE_INFO_SUB_GROUP_SIZES_INTEL`). Its sub-group is a row of the
+/// work-group (`builtins.c`), as wide as the launch's local size in
+/// dimension 0, so every size up to the work-group's is one a launch can
+/// have; the list stops at [`LISTED_SUB_GROUP_MAX`] because clients size
+/// launches by its largest entry (dpnp's radix sort counts in work-groups
+/// of that size; with a largest entry of 4,096 dpctl's merge sort launched
+/// groups of 16,384, more than a device allows). A kernel that requires a
+/// sub-group size (`reqd_sub_group_size`) has it where it is launched with
+/// that local size in dimension 0; nothing enforces that (dpnp's one-group
+/// radix sort requires 16 or 32 and uses only work-group functions).
+pub const SUB_GROUP_SIZES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/// The largest of [`SUB_GROUP_SIZES`], also what a kernel answers as its
+/// largest sub-group size where its work-groups may be larger.
+pub const LISTED_SUB_GROUP_MAX: u32 = 256;
 
 /// The compiler, linker and optimiser of one LLVM version, and the
 /// builtins compiled with them.

@@ -93,10 +93,8 @@ impl Translator {
 
     /// SPIR bitcode for the SPIR-V module `il`, translated once per module
     /// and `builtins_for`. With `builtins_for: Some(wg_max)` (devices that
-    /// get the group builtins, in work-groups of at most `wg_max` items)
-    /// sub-group barriers become memory barriers first
-    /// ([`rewrite::sub_group_barriers_to_fences`]) and a module calling a
-    /// builtin gets them linked in. A module the translator refuses, or the
+    /// get the group builtins, in work-groups of at most `wg_max` items) a
+    /// module calling a builtin gets them linked in. A module the translator refuses, or the
     /// builtins failing to compile or link, is a build failure with the
     /// tool's message as the log.
     pub fn bitcode(&self, il: &[u8], builtins_for: Option<usize>) -> Result<Spir> {
@@ -104,7 +102,7 @@ impl Translator {
         if let Some(spir) = self.done.lock().get(il).and_then(|m| m.get(&builtins_for)) {
             return Ok(spir.clone());
         }
-        let (bc, renamed) = self.translated(il, builtins_for)?;
+        let (bc, renamed) = self.translated(il)?;
         let spir = Spir {
             bitcode: self.with_builtins(bc, builtins_for)?.into(),
             renamed: renamed.into(),
@@ -136,7 +134,7 @@ impl Translator {
         let mut renamed = Vec::new();
         for (i, il) in modules.iter().enumerate() {
             let input = dir.path().join(format!("module{i}.bc"));
-            let (bc, names) = self.translated(il, builtins_for)?;
+            let (bc, names) = self.translated(il)?;
             write(&input, &bc)?;
             renamed.extend(names);
             cmd.arg(input);
@@ -152,11 +150,8 @@ impl Translator {
     }
 
     /// `il` translated, with the kernels [`rewrite::shorten_kernel_names`]
-    /// renamed (and their names), its sub-group barriers made memory
-    /// barriers first where the builtins will be linked.
-    fn translated(&self, il: &[u8], builtins_for: Option<usize>) -> Result<(Vec<u8>, Vec<String>)> {
-        let fenced = builtins_for.and_then(|_| rewrite::sub_group_barriers_to_fences(il));
-        let il = fenced.as_deref().unwrap_or(il);
+    /// renamed (and their names).
+    fn translated(&self, il: &[u8]) -> Result<(Vec<u8>, Vec<String>)> {
         match rewrite::shorten_kernel_names(il) {
             Some((module, renamed)) => Ok((self.translate(&module)?, renamed)),
             None => Ok((self.translate(il)?, Vec::new())),

@@ -1,19 +1,6 @@
 //! Rewrites of a SPIR-V module before translation, for devices that take
 //! SPIR through the translator.
 //!
-//! Sub-group barriers, for devices that get the group builtins
-//! (sub-groups of one work-item, `builtins.rs`): the Khronos translator
-//! (LLVM 15) turns an `OpControlBarrier` whose
-//! execution scope is `Subgroup` into OpenCL C 1.2's `barrier()`, a
-//! work-group barrier. SYCL's sub-group loads and stores put such barriers
-//! under conditions that differ between the sub-groups of a work-group
-//! (dpnp's contiguous copy kernels do), which is fine for a sub-group
-//! barrier and undefined for a work-group one: on PoCL 3.1 the kernel then
-//! writes past its buffers. Over a sub-group of one work-item the barrier
-//! only orders that work-item's memory operations, so it becomes an
-//! `OpMemoryBarrier` with the same memory scope and semantics, which the
-//! translator turns into `mem_fence()`.
-//!
 //! Long kernel names: PoCL 3.1 names a folder and a file of its kernel
 //! cache after each kernel, so a kernel whose name is longer than a file
 //! name may be (255 bytes; SYCL's mangled names of nested templates are)
@@ -27,36 +14,8 @@ const MAGIC: u32 = 0x0723_0203;
 const HEADER_WORDS: usize = 5;
 const OP_NAME: u32 = 5;
 const OP_ENTRY_POINT: u32 = 15;
-const OP_CONSTANT: u32 = 43;
 const OP_DECORATE: u32 = 71;
 const DECORATION_LINKAGE_ATTRIBUTES: u32 = 41;
-const OP_CONTROL_BARRIER: u32 = 224;
-const OP_MEMORY_BARRIER: u32 = 225;
-/// The `Subgroup` scope.
-const SCOPE_SUBGROUP: u32 = 3;
-
-/// `il` with every sub-group control barrier made a memory barrier, or
-/// `None` where it has none (or is not a little-endian SPIR-V module, which
-/// the translator then refuses with its own message).
-pub fn sub_group_barriers_to_fences(il: &[u8]) -> Option<Vec<u8>> {
-    // Ids of 32-bit integer constants and their values. Constants come
-    // before the functions that use them, so one pass sees each in time.
-    let mut constants = std::collections::HashMap::new();
-    rewrite(il, |opcode, ins, out| match (opcode, ins) {
-        (OP_CONSTANT, &[_, _, id, value]) => {
-            constants.insert(id, value);
-            false
-        }
-        (OP_CONTROL_BARRIER, &[_, execution, memory, semantics])
-            if constants.get(&execution) == Some(&SCOPE_SUBGROUP) =>
-        {
-            out.extend_from_slice(&[(3 << 16) | OP_MEMORY_BARRIER, memory, semantics]);
-            true
-        }
-        _ => false,
-    })
-}
-
 /// Kernel names longer than this are shortened for PoCL ([`shortened`]).
 pub const KERNEL_NAME_MAX: usize = 200;
 
@@ -172,21 +131,6 @@ mod tests {
     }
 
     #[test]
-    fn only_sub_group_control_barriers_become_memory_barriers() {
-        let constants = [(4 << 16) | OP_CONSTANT, 1, 10, 3, (4 << 16) | OP_CONSTANT, 1, 11, 2];
-        let sub = [(4 << 16) | OP_CONTROL_BARRIER, 10, 10, 12];
-        let work = [(4 << 16) | OP_CONTROL_BARRIER, 11, 11, 12];
-        let il = module(&[&constants[..], &sub, &work].concat());
-        let want = module(&[&constants[..], &[(3 << 16) | OP_MEMORY_BARRIER, 10, 12], &work].concat());
-        assert_eq!(sub_group_barriers_to_fences(&il), Some(want));
-        // Work-group barriers only: nothing to change.
-        assert_eq!(
-            sub_group_barriers_to_fences(&module(&[&constants[..], &work].concat())),
-            None
-        );
-    }
-
-    #[test]
     fn long_kernel_names_are_shortened_where_they_name_the_kernel() {
         let long = "k".repeat(KERNEL_NAME_MAX + 1);
         let short = shortened(&long).into_owned();
@@ -223,14 +167,11 @@ mod tests {
 
     #[test]
     fn other_bytes_are_left_to_the_translator() {
-        assert_eq!(sub_group_barriers_to_fences(b"not spir-v at all"), None);
-        assert_eq!(sub_group_barriers_to_fences(&[0; 40]), None);
+        assert_eq!(shorten_kernel_names(b"not spir-v at all"), None);
+        assert_eq!(shorten_kernel_names(&[0; 40]), None);
         // An instruction claiming more words than the module has.
-        assert_eq!(
-            sub_group_barriers_to_fences(&module(&[(9 << 16) | OP_CONSTANT, 1])),
-            None
-        );
+        assert_eq!(shorten_kernel_names(&module(&[(9 << 16) | OP_ENTRY_POINT, 1])), None);
         // A zero word count would never advance.
-        assert_eq!(sub_group_barriers_to_fences(&module(&[0])), None);
+        assert_eq!(shorten_kernel_names(&module(&[0])), None);
     }
 }
