@@ -169,42 +169,51 @@ int CV sub_group_any(int p);
 #define OP_logical_or(a, b) ((a) || (b))
 #define OP_logical_xor(a, b) (!(a) != !(b))
 
-/* Every sub-group function exchanges its operands through the scratch
- * array S of its type: each work-item writes its operand into its slot,
- * the row's first work-item runs STEP over the row's n slots (from base)
- * where there is one, and each work-item answers the slot RESULT. Barriers
- * separate the steps; as for the work-group functions, every work-item of
- * the group must reach the call (the non-uniform ones included: a
- * non-uniform call that only part of a row makes is not supported). */
-#define ROW_EXCHANGE(T, S, x, STEP, RESULT)                                        \
-  size_t id = local_linear_id(), base = id - get_local_id(0), n = get_local_size(0); \
-  size_t lid = get_local_id(0);                                                    \
-  (void)lid;                                                                       \
+/* The frame of every group function over the scratch array S of type T:
+ * each work-item writes its operand x into its slot, the first work-item
+ * of the n slots from `base` (the work-group's, or the row's for a
+ * sub-group function) runs STEP over them, and each work-item answers the
+ * slot RESULT. Barriers separate the steps, and a last one lets the next
+ * call reuse the array; every work-item of the group must reach the call
+ * (as the OpenCL C specification requires of work-group functions; for
+ * sub-group functions, the non-uniform ones included, a call that only
+ * part of a row makes is not supported). */
+#define EXCHANGE(T, S, x, BASE, N, SLOT, STEP, RESULT)                             \
+  size_t id = local_linear_id(), base = (BASE), n = (N), slot = (SLOT);            \
   (void)n;                                                                         \
+  (void)slot;                                                                      \
   scratch_##S[id] = (x);                                                           \
   barrier(CLK_LOCAL_MEM_FENCE);                                                    \
-  if (lid == 0) STEP                                                               \
+  if (id == base) STEP                                                             \
   barrier(CLK_LOCAL_MEM_FENCE);                                                    \
   T r = scratch_##S[RESULT];                                                       \
   barrier(CLK_LOCAL_MEM_FENCE);                                                    \
   return r;
 
+/* A sub-group function's exchange: over the caller's row. */
+#define ROW_EXCHANGE(T, S, x, STEP, RESULT)                                        \
+  EXCHANGE(T, S, x, id - get_local_id(0), get_local_size(0), base, STEP, RESULT)
+
 /* The slot of the row's work-item `from`, or the caller's own where there
  * is no such work-item. */
 #define ROW_SLOT(from) ((from) < n ? base + (from) : id)
 
-/* Reductions and scans over the row, for one type (scratch array S) and
- * operation. */
-#define SUB_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                                \
-  T CV sub_group_reduce_##NAME(T x) {                                              \
-    ROW_EXCHANGE(T, S, x, {                                                        \
+/* The reduction and the scans of one type (scratch array S) and operation
+ * over the slots an exchange FRAME covers (ROW_EXCHANGE for the sub-group
+ * functions, COLLECTIVE for the work-group ones), named PREFIX_reduce_NAME
+ * and so on. The reduction leaves its result in the frame's result slot:
+ * the row's first, or the group's extra one (never a constant index, see
+ * the scratch arrays). */
+#define GROUP_SCANS(T, S, PREFIX, FRAME, NAME, COMBINE, MIN, MAX)                  \
+  T CV PREFIX##_reduce_##NAME(T x) {                                               \
+    FRAME(T, S, x, {                                                               \
       T acc = ID_##NAME(T, MIN, MAX);                                              \
       for (size_t i = 0; i < n; ++i) acc = COMBINE(acc, scratch_##S[base + i]);    \
-      scratch_##S[base] = acc;                                                     \
-    }, base)                                                                       \
+      scratch_##S[slot] = acc;                                                     \
+    }, slot)                                                                       \
   }                                                                                \
-  T CV sub_group_scan_inclusive_##NAME(T x) {                                      \
-    ROW_EXCHANGE(T, S, x, {                                                        \
+  T CV PREFIX##_scan_inclusive_##NAME(T x) {                                       \
+    FRAME(T, S, x, {                                                               \
       T acc = ID_##NAME(T, MIN, MAX);                                              \
       for (size_t i = 0; i < n; ++i) {                                             \
         acc = COMBINE(acc, scratch_##S[base + i]);                                 \
@@ -212,8 +221,8 @@ int CV sub_group_any(int p);
       }                                                                            \
     }, id)                                                                         \
   }                                                                                \
-  T CV sub_group_scan_exclusive_##NAME(T x) {                                      \
-    ROW_EXCHANGE(T, S, x, {                                                        \
+  T CV PREFIX##_scan_exclusive_##NAME(T x) {                                       \
+    FRAME(T, S, x, {                                                               \
       T acc = ID_##NAME(T, MIN, MAX);                                              \
       for (size_t i = 0; i < n; ++i) {                                             \
         T v = scratch_##S[base + i];                                               \
@@ -221,7 +230,11 @@ int CV sub_group_any(int p);
         acc = COMBINE(acc, v);                                                     \
       }                                                                            \
     }, id)                                                                         \
-  }                                                                                \
+  }
+
+/* The sub-group functions of one type (scratch array S) and operation. */
+#define SUB_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                                \
+  GROUP_SCANS(T, S, sub_group, ROW_EXCHANGE, NAME, COMBINE, MIN, MAX)              \
   T CV sub_group_non_uniform_reduce_##NAME(T x) { return sub_group_reduce_##NAME(x); } \
   T CV sub_group_non_uniform_scan_inclusive_##NAME(T x) {                          \
     return sub_group_scan_inclusive_##NAME(x);                                     \
@@ -281,47 +294,13 @@ int CV sub_group_any(int p);
 
 /* ---- work-group collectives ---------------------------------------------- */
 
-/* The frame of every collective over the scratch array of type S: each
- * work-item writes its operand x into its slot, work-item 0 runs STEP over
- * the n slots, and each work-item answers the slot RESULT. */
+/* A work-group collective's exchange: over the whole group. */
 #define COLLECTIVE(T, S, x, STEP, RESULT)                                          \
-  size_t id = local_linear_id(), n = group_items();                                \
-  scratch_##S[id] = (x);                                                           \
-  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
-  if (id == 0) STEP                                                                \
-  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
-  T r = scratch_##S[RESULT];                                                       \
-  barrier(CLK_LOCAL_MEM_FENCE);                                                    \
-  return r;
+  EXCHANGE(T, S, x, 0, group_items(), n, STEP, RESULT)
 
-/* Reduction and scans of one type (scratch array S) and operation. */
+/* The work-group functions of one type (scratch array S) and operation. */
 #define WORK_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                               \
-  T CV work_group_reduce_##NAME(T x) {                                             \
-    COLLECTIVE(T, S, x, {                                                          \
-      T acc = ID_##NAME(T, MIN, MAX);                                              \
-      for (size_t i = 0; i < n; ++i) acc = COMBINE(acc, scratch_##S[i]);           \
-      scratch_##S[n] = acc;                                                        \
-    }, n)                                                                          \
-  }                                                                                \
-  T CV work_group_scan_inclusive_##NAME(T x) {                                     \
-    COLLECTIVE(T, S, x, {                                                          \
-      T acc = ID_##NAME(T, MIN, MAX);                                              \
-      for (size_t i = 0; i < n; ++i) {                                             \
-        acc = COMBINE(acc, scratch_##S[i]);                                        \
-        scratch_##S[i] = acc;                                                      \
-      }                                                                            \
-    }, id)                                                                         \
-  }                                                                                \
-  T CV work_group_scan_exclusive_##NAME(T x) {                                     \
-    COLLECTIVE(T, S, x, {                                                          \
-      T acc = ID_##NAME(T, MIN, MAX);                                              \
-      for (size_t i = 0; i < n; ++i) {                                             \
-        T v = scratch_##S[i];                                                      \
-        scratch_##S[i] = acc;                                                      \
-        acc = COMBINE(acc, v);                                                     \
-      }                                                                            \
-    }, id)                                                                         \
-  }
+  GROUP_SCANS(T, S, work_group, COLLECTIVE, NAME, COMBINE, MIN, MAX)
 
 /* Broadcasts from the work-item with the given local id, 1 to 3 dimensions. */
 #define WORK_GROUP_BROADCAST(T, S)                                                 \
@@ -342,36 +321,30 @@ int CV sub_group_any(int p);
     return broadcast_##S(a, (z * get_local_size(1) + y) * get_local_size(0) + x);  \
   }
 
+/* The work-group and sub-group functions of one type and operation. */
+#define GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                                    \
+  WORK_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)                                     \
+  SUB_GROUP_OP(T, S, NAME, COMBINE, MIN, MAX)
+
 /* Everything for an integer type. */
 #define INTEGER(T, S, MIN, MAX)                                                    \
-  WORK_GROUP_OP(T, S, add, OP_add, MIN, MAX)                                       \
-  WORK_GROUP_OP(T, S, mul, OP_mul, MIN, MAX)                                       \
-  WORK_GROUP_OP(T, S, min, OP_min, MIN, MAX)                                       \
-  WORK_GROUP_OP(T, S, max, OP_max, MIN, MAX)                                       \
-  WORK_GROUP_OP(T, S, and, OP_and, MIN, MAX)                                       \
-  WORK_GROUP_OP(T, S, or, OP_or, MIN, MAX)                                         \
-  WORK_GROUP_OP(T, S, xor, OP_xor, MIN, MAX)                                       \
+  GROUP_OP(T, S, add, OP_add, MIN, MAX)                                            \
+  GROUP_OP(T, S, mul, OP_mul, MIN, MAX)                                            \
+  GROUP_OP(T, S, min, OP_min, MIN, MAX)                                            \
+  GROUP_OP(T, S, max, OP_max, MIN, MAX)                                            \
+  GROUP_OP(T, S, and, OP_and, MIN, MAX)                                            \
+  GROUP_OP(T, S, or, OP_or, MIN, MAX)                                              \
+  GROUP_OP(T, S, xor, OP_xor, MIN, MAX)                                            \
   WORK_GROUP_BROADCAST(T, S)                                                       \
-  SUB_GROUP_OP(T, S, add, OP_add, MIN, MAX)                                        \
-  SUB_GROUP_OP(T, S, mul, OP_mul, MIN, MAX)                                        \
-  SUB_GROUP_OP(T, S, min, OP_min, MIN, MAX)                                        \
-  SUB_GROUP_OP(T, S, max, OP_max, MIN, MAX)                                        \
-  SUB_GROUP_OP(T, S, and, OP_and, MIN, MAX)                                        \
-  SUB_GROUP_OP(T, S, or, OP_or, MIN, MAX)                                          \
-  SUB_GROUP_OP(T, S, xor, OP_xor, MIN, MAX)                                        \
   SUB_GROUP_MOVES(T, T, S)
 
 /* Everything for a floating-point type (min and max as fmin and fmax). */
 #define FLOATING(T, S, INF)                                                        \
-  WORK_GROUP_OP(T, S, add, OP_add, -INF, INF)                                      \
-  WORK_GROUP_OP(T, S, mul, OP_mul, -INF, INF)                                      \
-  WORK_GROUP_OP(T, S, min, OP_fmin, -INF, INF)                                     \
-  WORK_GROUP_OP(T, S, max, OP_fmax, -INF, INF)                                     \
+  GROUP_OP(T, S, add, OP_add, -INF, INF)                                           \
+  GROUP_OP(T, S, mul, OP_mul, -INF, INF)                                           \
+  GROUP_OP(T, S, min, OP_fmin, -INF, INF)                                          \
+  GROUP_OP(T, S, max, OP_fmax, -INF, INF)                                          \
   WORK_GROUP_BROADCAST(T, S)                                                       \
-  SUB_GROUP_OP(T, S, add, OP_add, -INF, INF)                                       \
-  SUB_GROUP_OP(T, S, mul, OP_mul, -INF, INF)                                       \
-  SUB_GROUP_OP(T, S, min, OP_fmin, -INF, INF)                                      \
-  SUB_GROUP_OP(T, S, max, OP_fmax, -INF, INF)                                      \
   SUB_GROUP_MOVES(T, T, S)
 
 INTEGER(int, i, (-2147483647 - 1), 2147483647)
@@ -382,12 +355,9 @@ FLOATING(float, f, __builtin_inff())
 FLOATING(double, d, __builtin_inf())
 
 /* Logical operations on predicates, and all / any. */
-WORK_GROUP_OP(int, i, logical_and, OP_logical_and, 0, 0)
-WORK_GROUP_OP(int, i, logical_or, OP_logical_or, 0, 0)
-WORK_GROUP_OP(int, i, logical_xor, OP_logical_xor, 0, 0)
-SUB_GROUP_OP(int, i, logical_and, OP_logical_and, 0, 0)
-SUB_GROUP_OP(int, i, logical_or, OP_logical_or, 0, 0)
-SUB_GROUP_OP(int, i, logical_xor, OP_logical_xor, 0, 0)
+GROUP_OP(int, i, logical_and, OP_logical_and, 0, 0)
+GROUP_OP(int, i, logical_or, OP_logical_or, 0, 0)
+GROUP_OP(int, i, logical_xor, OP_logical_xor, 0, 0)
 int CV work_group_all(int p) { return work_group_reduce_logical_and(p != 0); }
 int CV work_group_any(int p) { return work_group_reduce_logical_or(p != 0); }
 int CV sub_group_all(int p) { return sub_group_reduce_logical_and(p != 0); }
