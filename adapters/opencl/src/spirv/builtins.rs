@@ -57,9 +57,21 @@
 //! wrong with rows, found and left (2026-11-28): dpnp's multi-pass radix
 //! sort of 1- and 2-byte keys where a segment's length is not a multiple
 //! of the sub-group (its reorder kernel's tail path): ascending random
-//! keys lose one key per value boundary, descending ones the first; a
-//! kernel written after its pattern (a sub-group scan and broadcast in a
-//! loop, then a partial tail) answers right, so the cause is not found.
+//! keys lose one key per value boundary, descending ones the first. Cause
+//! (found 2026-11-28, with the kernel as this module hands it to PoCL, run
+//! alone): PoCL 3.1's work-group compiler runs the tail's guarded store
+//! (`if (lid < tail) out[offset] = value`, after the loop of sub-group scans)
+//! for every work-item whenever work-item 0 takes it: the work-item loop of
+//! that region evaluates the branch for work-item 0 only and assumes the
+//! others (`llvm.assume` of the condition in PoCL's output), so the items
+//! beyond the tail store an undefined value at offset 0. The region runs
+//! from the loop's last barrier to the kernel's exit, which the kernel's
+//! early-return path (its no-reorder copy) shares. An explicit barrier where
+//! the guarded store's branch rejoins makes it right; one at the start of
+//! the branch's block or before the return does not. PoCL's later region
+//! fixes (pocl/pocl#2235, #2281) are about such shapes. Not worked around:
+//! a barrier there would need a control-flow analysis of the SPIR-V (it has
+//! no structured merge blocks) that this module does not have.
 //! Only
 //! SPIR-V programs get them: OpenCL C source is compiled by the runtime
 //! itself. `UR_SPIR_BUILTINS=0` turns them off.
