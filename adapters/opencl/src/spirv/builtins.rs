@@ -77,14 +77,14 @@
 //! itself. `UR_SPIR_BUILTINS=0` turns them off.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use ur_api::{Error, Result};
 
-use super::{io, run, scratch_dir, write};
+use super::{io, run, scratch_dir, tails, write};
 
 /// The C source of the builtins.
 const SOURCE: &str = include_str!("builtins.c");
@@ -191,14 +191,37 @@ impl Builtins {
             .arg(&linked);
         run(cmd, &self.llvm_link, "linking the SPIR builtins")?;
         // Every call inlined into the kernels (see the module docs), the
-        // builtins' own definitions then dropped.
+        // builtins' own definitions then dropped; every block and value
+        // named, in text, for the exit-tail rewrite.
+        let text = dir.path().join("inlined.ll");
         let mut cmd = Command::new(&self.opt);
-        cmd.args(["-passes=cgscc(inline),globaldce", "-inline-threshold=1000000"])
+        cmd.args(["-passes=cgscc(inline),globaldce,function(instnamer)", "-inline-threshold=1000000", "-S"])
             .arg(&linked)
             .arg("-o")
-            .arg(&output);
+            .arg(&text);
         run(cmd, &self.opt, "inlining the SPIR builtins")?;
+        let ir = std::fs::read_to_string(&text).map_err(|e| io("reading the linked module", e))?;
+        // The barriers the builtins brought in, with each region's own exit
+        // tails (see `tails`); LLVM reads the rewrite back and checks it,
+        // and where it refuses, the module goes as it was.
+        if let Some(separated) = tails::separate_exit_tails(&ir) {
+            let rewritten = dir.path().join("tails.ll");
+            write(&rewritten, separated.as_bytes())?;
+            match self.assemble(&rewritten, &output) {
+                Ok(()) => return std::fs::read(&output).map_err(|e| io("reading the linked module", e)),
+                Err(e) => tracing::warn!(error = %e, "exit tails not separated"),
+            }
+        }
+        self.assemble(&text, &output)?;
         std::fs::read(&output).map_err(|e| io("reading the linked module", e))
+    }
+
+    /// The module in text form at `text`, checked and written as bitcode
+    /// to `output`.
+    fn assemble(&self, text: &Path, output: &Path) -> Result<()> {
+        let mut cmd = Command::new(&self.opt);
+        cmd.arg("-passes=verify").arg(text).arg("-o").arg(output);
+        run(cmd, &self.opt, "assembling the SPIR module")
     }
 
     /// The compiled library for `wg_max`, compiled at the first call.

@@ -37,6 +37,7 @@ use ur_api::{Error, Result};
 
 pub mod builtins;
 pub mod rewrite;
+pub mod tails;
 
 use builtins::Builtins;
 
