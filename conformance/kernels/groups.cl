@@ -78,3 +78,39 @@ __kernel void sub_group_rows(__global const int *in, __global int *out) {
   o[6] = sub_group_broadcast(x, 1);
   o[7] = sub_group_reduce_min(x);
 }
+
+// dpnp's radix sort reorder, reduced: unless flag[0] says to copy (and
+// return early), the work-items of each group below `tail` order their
+// values by the low two bits through sub-group scans, each sub-group its
+// own, and only they store; sizes[group] is the sub-group size. The early
+// return shares the kernel's exit with the guarded store after the scans
+// (on PoCL 3.1 that needs each barrier region's own exit tail,
+// adapters/opencl/src/spirv/tails.rs).
+__kernel void guarded_tail(__global const int *flag, __global const int *in, __global int *out,
+                           __global uint *sizes, uint tail) {
+  uint lid = get_local_id(0);
+  size_t base = get_group_id(0) * get_local_size(0);
+  if (lid == 0) sizes[get_group_id(0)] = get_max_sub_group_size();
+  if (flag[0]) {
+    if (lid < tail) out[base + lid] = in[base + lid];
+    return;
+  }
+  int v = 0;
+  if (tail > 0) {
+    uint bucket = 4;
+    if (lid < tail) {
+      v = in[base + lid];
+      bucket = (uint)v & 3u;
+    }
+    uint pos = 0;
+    uint start = 0;
+    for (uint b = 0; b < 4; ++b) {
+      uint mine = bucket == b ? 1u : 0u;
+      uint before = sub_group_scan_exclusive_add(mine);
+      uint total = sub_group_broadcast(before + mine, get_sub_group_size() - 1);
+      if (mine) pos = start + before;
+      start += total;
+    }
+    if (lid < tail) out[base + get_sub_group_id() * get_max_sub_group_size() + pos] = v;
+  }
+}

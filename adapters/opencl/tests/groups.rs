@@ -310,3 +310,76 @@ fn group_functions_give_the_answers_of_their_definitions() {
         rt.release_context(ctx).unwrap();
     }
 }
+
+/// `guarded_tail`'s answer for one group: its first `tail` values, copied
+/// or ordered by their low two bits (stably) within each sub-group of
+/// `sub`, and the rest untouched.
+fn guarded_tail_want(group: &[i32], tail: usize, sub: usize, copy: bool) -> Vec<i32> {
+    let mut want = vec![-1; group.len()];
+    want[..tail].copy_from_slice(&group[..tail]);
+    if !copy {
+        for chunk in want[..tail].chunks_mut(sub) {
+            chunk.sort_by_key(|v| v & 3);
+        }
+    }
+    want
+}
+
+/// A store only some work-items make, after a loop of sub-group scans, in a
+/// kernel whose early return shares its exit (dpnp's radix sort, reduced):
+/// only the first `tail` work-items of a group may store. On PoCL 3.1 this
+/// needs each barrier region's own exit tail (`src/spirv/tails.rs`);
+/// without, every work-item took work-item 0's side of the guard.
+#[test]
+fn a_store_after_sub_group_scans_is_made_by_its_own_work_items() {
+    let Some(rt) = runtime("groups") else { return };
+    for d in spirv_devices(&rt, "groups") {
+        let name = rt.device_info(d).unwrap().name;
+        let ctx = rt.create_context(&[d]).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let prog = rt
+            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
+            .unwrap();
+        let k = rt.create_kernel(prog, "guarded_tail").unwrap();
+        let local = 64usize.min(rt.kernel_group_info(k, d).unwrap().work_group_size);
+        let n = local * 4;
+        let values: Vec<i32> = (0..n as i32).map(|i| (i * 7919) % 97 + 1).collect();
+        let inb = buffer_of(&rt, q, ctx, &values);
+        for copy in [0i32, 1] {
+            let flag = buffer_of(&rt, q, ctx, &[copy]);
+            for tail in [local - local / 4 + 3, 1, local] {
+                let outb = buffer_of(&rt, q, ctx, &vec![-1i32; n]);
+                let sizes = rt.create_buffer(ctx, &BufferDesc::new(4 * 4), None).unwrap();
+                let t = tail as u32;
+                let args = [
+                    ArgValue::Buffer(flag),
+                    ArgValue::Buffer(inb),
+                    ArgValue::Buffer(outb),
+                    ArgValue::Buffer(sizes),
+                    ArgValue::scalar(&t),
+                ];
+                let range = NdRange::d1(n).with_local([local, 1, 1]);
+                rt.complete(rt.enqueue_launch(q, k, &range, &args, &[]).unwrap())
+                    .unwrap();
+                let got: Vec<i32> = read_back(&rt, q, outb, n);
+                let sub: Vec<u32> = read_back(&rt, q, sizes, 4);
+                for (g, group) in values.chunks(local).enumerate() {
+                    assert_eq!(
+                        got[g * local..][..local],
+                        guarded_tail_want(group, tail, sub[g] as usize, copy == 1),
+                        "{name}: group {g}, {tail} of {local} storing, copy {copy}, sub-groups of {}",
+                        sub[g]
+                    );
+                }
+                rt.release_buffer(outb).unwrap();
+                rt.release_buffer(sizes).unwrap();
+            }
+            rt.release_buffer(flag).unwrap();
+        }
+        rt.release_buffer(inb).unwrap();
+        rt.release_kernel(k).unwrap();
+        rt.release_program(prog).unwrap();
+        rt.release_queue(q).unwrap();
+        rt.release_context(ctx).unwrap();
+    }
+}

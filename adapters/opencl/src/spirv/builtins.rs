@@ -53,26 +53,13 @@
 //! (with 1 it computed a work-group of 0 and left 1- and 2-byte keys of
 //! arrays over 16,384 items unsorted), and its small-filter convolve loads
 //! the filter one element per sub-group lane, assuming at least 8 lanes
-//! (170 wrong answers in `test_statistics.py`; none with rows). Still
-//! wrong with rows, found and left (2026-11-28): dpnp's multi-pass radix
-//! sort of 1- and 2-byte keys where a segment's length is not a multiple
-//! of the sub-group (its reorder kernel's tail path): ascending random
-//! keys lose one key per value boundary, descending ones the first. Cause
-//! (found 2026-11-28, with the kernel as this module hands it to PoCL, run
-//! alone): PoCL 3.1's work-group compiler runs the tail's guarded store
-//! (`if (lid < tail) out[offset] = value`, after the loop of sub-group scans)
-//! for every work-item whenever work-item 0 takes it: the work-item loop of
-//! that region evaluates the branch for work-item 0 only and assumes the
-//! others (`llvm.assume` of the condition in PoCL's output), so the items
-//! beyond the tail store an undefined value at offset 0. The region runs
-//! from the loop's last barrier to the kernel's exit, which the kernel's
-//! early-return path (its no-reorder copy) shares. An explicit barrier where
-//! the guarded store's branch rejoins makes it right; one at the start of
-//! the branch's block or before the return does not. PoCL's later region
-//! fixes (pocl/pocl#2235, #2281) are about such shapes. Not worked around:
-//! a barrier there would need a control-flow analysis of the SPIR-V (it has
-//! no structured merge blocks) that this module does not have.
-//! Only
+//! (170 wrong answers in `test_statistics.py`; none with rows). With rows,
+//! dpnp's multi-pass radix sort (1- and 2-byte keys, arrays over 16,384
+//! items) met a PoCL 3.1 miscompile of its reorder kernel's tail: the
+//! store after the loop of sub-group scans, guarded by the work-item's id,
+//! was made by every work-item or none. `tails.rs` says why and rewrites
+//! the linked module so that PoCL compiles it right (each barrier region
+//! its own copy of the exit tails); [`Builtins::link`] runs it. Only
 //! SPIR-V programs get them: OpenCL C source is compiled by the runtime
 //! itself. `UR_SPIR_BUILTINS=0` turns them off.
 
@@ -195,10 +182,14 @@ impl Builtins {
         // named, in text, for the exit-tail rewrite.
         let text = dir.path().join("inlined.ll");
         let mut cmd = Command::new(&self.opt);
-        cmd.args(["-passes=cgscc(inline),globaldce,function(instnamer)", "-inline-threshold=1000000", "-S"])
-            .arg(&linked)
-            .arg("-o")
-            .arg(&text);
+        cmd.args([
+            "-passes=cgscc(inline),globaldce,function(instnamer)",
+            "-inline-threshold=1000000",
+            "-S",
+        ])
+        .arg(&linked)
+        .arg("-o")
+        .arg(&text);
         run(cmd, &self.opt, "inlining the SPIR builtins")?;
         let ir = std::fs::read_to_string(&text).map_err(|e| io("reading the linked module", e))?;
         // The barriers the builtins brought in, with each region's own exit

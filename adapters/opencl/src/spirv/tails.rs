@@ -28,6 +28,11 @@
 //! Nothing else changes: copies run the same instructions on the same
 //! values, so the kernel computes what it did.
 //!
+//! It runs on the modules the group builtins are linked into (`Builtins::
+//! link`), the ones whose barriers mostly come from those builtins; a
+//! module with barriers of its own and no group function goes to PoCL as
+//! the translator made it.
+//!
 //! The rewrite reads LLVM's text form as `opt` prints it after
 //! `instnamer` (every block and value named): blocks, their terminators
 //! (`br`, `switch`, `ret`, `unreachable`; a kernel with another is left as
@@ -133,7 +138,10 @@ impl Function {
                 continue;
             }
             if !line.starts_with(' ') {
-                blocks.push(Block { label: label_line(line)?, code: Vec::new() });
+                blocks.push(Block {
+                    label: label_line(line)?,
+                    code: Vec::new(),
+                });
                 continue;
             }
             let block = blocks.last_mut()?;
@@ -144,7 +152,10 @@ impl Function {
         let mut succ = Vec::with_capacity(blocks.len());
         for b in &blocks {
             let t = b.terminator();
-            if !["br ", "switch ", "ret", "unreachable"].iter().any(|k| t.starts_with(k)) {
+            if !["br ", "switch ", "ret", "unreachable"]
+                .iter()
+                .any(|k| t.starts_with(k))
+            {
                 return None;
             }
             let targets: Option<Vec<usize>> = labels_in(t).iter().map(|l| index.get(l).copied()).collect();
@@ -177,7 +188,9 @@ impl Function {
         // The exit tails: barrier-free blocks whose successors all are.
         let mut tail: Vec<bool> = (0..n).map(|b| reachable[b] && !starts[b]).collect();
         loop {
-            let drop: Vec<usize> = (0..n).filter(|&b| tail[b] && self.succ[b].iter().any(|&s| !tail[s])).collect();
+            let drop: Vec<usize> = (0..n)
+                .filter(|&b| tail[b] && self.succ[b].iter().any(|&s| !tail[s]))
+                .collect();
             if drop.is_empty() {
                 break;
             }
@@ -222,7 +235,9 @@ impl Function {
                 }
             }
         }
-        let shared: HashSet<usize> = (0..n).filter(|t| reach.iter().filter(|s| s.contains(t)).count() > 1).collect();
+        let shared: HashSet<usize> = (0..n)
+            .filter(|t| reach.iter().filter(|s| s.contains(t)).count() > 1)
+            .collect();
         let mut blocks = self.blocks.clone();
         let mut copies: Vec<Block> = Vec::new();
         let mut copied = 0;
@@ -281,7 +296,10 @@ impl Function {
                 if self.blocks[c].terminator().starts_with("ret") {
                     code.insert(code.len() - 1, MARKER.to_owned());
                 }
-                copies.push(Block { label: names[&self.blocks[c].label].clone(), code });
+                copies.push(Block {
+                    label: names[&self.blocks[c].label].clone(),
+                    code,
+                });
             }
         }
         if copied == 0 {
@@ -403,7 +421,11 @@ fn print_reachable(blocks: Vec<Block>) -> Vec<String> {
     while let Some(b) = stack.pop() {
         if !live[b] {
             live[b] = true;
-            stack.extend(labels_in(blocks[b].terminator()).iter().filter_map(|l| index.get(l.as_str())));
+            stack.extend(
+                labels_in(blocks[b].terminator())
+                    .iter()
+                    .filter_map(|l| index.get(l.as_str())),
+            );
         }
     }
     let live_labels: HashSet<&str> = blocks
@@ -617,7 +639,10 @@ declare spir_func void @_Z7barrierj(i32)
         assert!(out.contains("%ur.tail1.x = phi i32 [ %v, %store ]\n"), "{out}");
         assert!(out.contains("  %x = phi i32 [ 7, %bb1 ]\n"), "{out}");
         assert!(out.contains("store i32 %ur.tail1.x, ptr addrspace(1) %out"), "{out}");
-        assert!(out.contains("ur.tail1.exit:\n  call void @llvm.sideeffect()\n  ret void\n"), "{out}");
+        assert!(
+            out.contains("ur.tail1.exit:\n  call void @llvm.sideeffect()\n  ret void\n"),
+            "{out}"
+        );
         assert!(out.contains("\ndeclare void @llvm.sideeffect()\n"), "{out}");
         // The copy path keeps the originals.
         assert!(out.contains("bb1:\n  br label %join\n"), "{out}");
@@ -625,9 +650,15 @@ declare spir_func void @_Z7barrierj(i32)
 
     #[test]
     fn kernels_without_shared_tails_or_barriers_are_left_alone() {
-        assert_eq!(separate_exit_tails(&SHARED.replace("call spir_func void @_Z7barrierj(i32 1)\n", "")), None);
+        assert_eq!(
+            separate_exit_tails(&SHARED.replace("call spir_func void @_Z7barrierj(i32 1)\n", "")),
+            None
+        );
         // The copy path returning on its own: nothing shared.
-        let own = SHARED.replace("bb1:                                              ; preds = %bb\n  br label %join", "bb1:\n  ret void");
+        let own = SHARED.replace(
+            "bb1:                                              ; preds = %bb\n  br label %join",
+            "bb1:\n  ret void",
+        );
         assert_eq!(separate_exit_tails(&own), None);
         // Not a kernel.
         assert_eq!(separate_exit_tails(&SHARED.replace("spir_kernel ", "spir_func ")), None);
@@ -669,7 +700,10 @@ exit:                                             ; preds = %join
         // two regions, a copy each, and the originals unreachable, dropped.
         assert!(out.contains("br i1 %none, label %ur.tail1.join, label %loop"), "{out}");
         assert!(out.contains("br i1 %in, label %store, label %ur.tail2.join"), "{out}");
-        assert!(out.contains("store:\n  store i32 %next, ptr addrspace(1) %out, align 4\n  br label %ur.tail2.join"), "{out}");
+        assert!(
+            out.contains("store:\n  store i32 %next, ptr addrspace(1) %out, align 4\n  br label %ur.tail2.join"),
+            "{out}"
+        );
         assert!(!out.contains("\njoin:") && !out.contains("\nexit:"), "{out}");
     }
 
@@ -680,7 +714,10 @@ exit:                                             ; preds = %join
             phi_entries(ins, |b| b == "b").unwrap(),
             "  %p = phi { i32, [2 x i8] } [ %q, %b ], !dbg !7"
         );
-        assert_eq!(phi_entries("  store i32 1, ptr %p", |_| false).unwrap(), "  store i32 1, ptr %p");
+        assert_eq!(
+            phi_entries("  store i32 1, ptr %p", |_| false).unwrap(),
+            "  store i32 1, ptr %p"
+        );
     }
 
     #[test]
