@@ -474,14 +474,27 @@ fn defined(ins: &str) -> Option<&str> {
 /// The labels a terminator branches to, in order.
 fn labels_in(terminator: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut rest = terminator;
-    while let Some(at) = rest.find("label %") {
-        rest = &rest[at + 7..];
+    map_names(terminator, "label %", |name| {
+        out.push(name.to_owned());
+        None
+    });
+    out
+}
+
+/// `s` with each name written after `marker` (`%`, `label %`) replaced by
+/// what `f` answers for it (kept where it answers `None`).
+fn map_names(s: &str, marker: &str, mut f: impl FnMut(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut rest = s;
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at + marker.len()]);
+        rest = &rest[at + marker.len()..];
         if let Some((name, after)) = value_name(rest) {
-            out.push(name.to_owned());
+            out.push_str(&f(name).unwrap_or_else(|| name.to_owned()));
             rest = after;
         }
     }
+    out.push_str(rest);
     out
 }
 
@@ -495,34 +508,12 @@ fn renamed(name: &str, prefix: &str) -> String {
 
 /// `ins` with every `%name` in `names` replaced by its new name.
 fn rename_values(ins: &str, names: &HashMap<String, String>) -> String {
-    let mut out = String::with_capacity(ins.len() + 16);
-    let mut rest = ins;
-    while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..=at]);
-        rest = &rest[at + 1..];
-        if let Some((name, after)) = value_name(rest) {
-            out.push_str(names.get(name).map_or(name, String::as_str));
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
+    map_names(ins, "%", |name| names.get(name).cloned())
 }
 
 /// A terminator with its branch targets in `labels` replaced.
 fn relabel(terminator: &str, labels: &HashMap<String, String>) -> String {
-    let mut out = String::with_capacity(terminator.len() + 16);
-    let mut rest = terminator;
-    while let Some(at) = rest.find("label %") {
-        out.push_str(&rest[..at + 7]);
-        rest = &rest[at + 7..];
-        if let Some((name, after)) = value_name(rest) {
-            out.push_str(labels.get(name).map_or(name, String::as_str));
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
+    map_names(terminator, "label %", |name| labels.get(name).cloned())
 }
 
 /// `ins` with only the `phi` entries whose block `keep` accepts (`ins`
