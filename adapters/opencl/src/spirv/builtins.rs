@@ -291,6 +291,42 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 1);
     }
 
+    /// Where LLVM refuses the exit-tail rewrite, the module goes to the
+    /// runtime as it was before it.
+    #[test]
+    fn a_refused_rewrite_leaves_the_module_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let shared = dir.path().join("shared.ll");
+        std::fs::write(&shared, super::super::tails::tests::SHARED).unwrap();
+        let tool = |name: &str, script: String| {
+            let p = dir.path().join(name);
+            super::super::tests::fake_tool(&p, &script);
+            p
+        };
+        let last = "for a; do last=$a; done";
+        let b = Builtins {
+            clang: tool("clang-99", format!("#!/bin/sh\n{last}\necho lib > \"$last\"\n")),
+            llvm_link: tool("llvm-link-99", format!("#!/bin/sh\n{last}\necho linked > \"$last\"\n")),
+            opt: tool(
+                "opt-99",
+                format!(
+                    "#!/bin/sh\n{last}\ncase \"$*\" in\n\
+                     *-S*) cp {} \"$last\" ;;\n\
+                     *tails.ll*) echo x >> {d}/refused; echo 'tails.ll: error: refused' >&2; exit 1 ;;\n\
+                     *) for a; do case \"$a\" in *inlined.ll) cp \"$a\" \"$last\" ;; esac; done ;;\n\
+                     esac\n",
+                    shared.display()
+                ),
+            ),
+            compiled: Mutex::new(HashMap::new()),
+        };
+        let out = b.link(b"module", 16).expect("the unrewritten module");
+        assert_eq!(out, super::super::tails::tests::SHARED.as_bytes());
+        let refused = std::fs::read_to_string(dir.path().join("refused")).unwrap();
+        assert_eq!(refused.lines().count(), 1, "the rewrite was tried once");
+    }
+
     /// The library as LLVM 15 compiles it (where installed) indexes its
     /// local arrays only with run-time values: a constant-expression
     /// address into one crashes PoCL 3.1's kernel compiler (`builtins.c`).

@@ -586,12 +586,12 @@ fn top_level_items(s: &str) -> Option<Vec<&str>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// dpnp's radix reorder, reduced: a copy path that returns through the
     /// same blocks as the store after the barrier.
-    const SHARED: &str = r#"define spir_kernel void @k(i32 %flag, i32 %lid, ptr addrspace(1) %out) {
+    pub(crate) const SHARED: &str = r#"define spir_kernel void @k(i32 %flag, i32 %lid, ptr addrspace(1) %out) {
 bb:
   %copy = icmp ne i32 %flag, 0
   br i1 %copy, label %bb1, label %bb2
