@@ -195,15 +195,19 @@ impl Builtins {
         // The barriers the builtins brought in, with each region's own exit
         // tails (see `tails`); LLVM reads the rewrite back and checks it,
         // and where it refuses, the module goes as it was.
-        if let Some(separated) = tails::separate_exit_tails(&ir) {
-            let rewritten = dir.path().join("tails.ll");
-            write(&rewritten, separated.as_bytes())?;
-            match self.assemble(&rewritten, &output) {
-                Ok(()) => return std::fs::read(&output).map_err(|e| io("reading the linked module", e)),
-                Err(e) => tracing::warn!(error = %e, "exit tails not separated"),
+        let separated = match tails::separate_exit_tails(&ir) {
+            Some(separated) => {
+                let rewritten = dir.path().join("tails.ll");
+                write(&rewritten, separated.as_bytes())?;
+                self.assemble(&rewritten, &output)
+                    .map_err(|e| tracing::warn!(error = %e, "exit tails not separated"))
+                    .is_ok()
             }
+            None => false,
+        };
+        if !separated {
+            self.assemble(&text, &output)?;
         }
-        self.assemble(&text, &output)?;
         std::fs::read(&output).map_err(|e| io("reading the linked module", e))
     }
 

@@ -148,21 +148,7 @@ impl Function {
             block.code.push((*line).to_owned());
             in_switch = line.trim_start().starts_with("switch ") && !line.trim_end().ends_with(']');
         }
-        let index: HashMap<String, usize> = blocks.iter().enumerate().map(|(i, b)| (b.label.clone(), i)).collect();
-        let mut succ = Vec::with_capacity(blocks.len());
-        for b in &blocks {
-            let t = b.terminator();
-            if !["br ", "switch ", "ret", "unreachable"]
-                .iter()
-                .any(|k| t.starts_with(k))
-            {
-                return None;
-            }
-            let targets: Option<Vec<usize>> = labels_in(t).iter().map(|l| index.get(l).copied()).collect();
-            let mut targets = targets?;
-            targets.dedup();
-            succ.push(targets);
-        }
+        let succ = successors(&blocks)?;
         let mut pred = vec![Vec::new(); blocks.len()];
         for (b, s) in succ.iter().enumerate() {
             for &t in s {
@@ -270,14 +256,10 @@ impl Function {
                     }
                 }
             }
-            let labels: HashMap<String, String> = copy
-                .iter()
-                .map(|&c| (self.blocks[c].label.clone(), names[&self.blocks[c].label].clone()))
-                .collect();
             let mover_labels: HashSet<&str> = movers.iter().map(|&m| self.blocks[m].label.as_str()).collect();
             for &m in &movers {
                 let t = blocks[m].code.last_mut()?;
-                *t = relabel(t, &labels);
+                *t = relabel(t, &names);
             }
             for &c in &copy {
                 // The original keeps the edges of the other regions.
@@ -290,7 +272,7 @@ impl Function {
                 }
                 let mut code = Vec::with_capacity(self.blocks[c].code.len() + 1);
                 for ins in &self.blocks[c].code {
-                    let kept = phi_entries(ins, |b| mover_labels.contains(b) || labels.contains_key(b))?;
+                    let kept = phi_entries(ins, |b| mover_labels.contains(b) || names.contains_key(b))?;
                     code.push(rename_values(&kept, &names));
                 }
                 if self.blocks[c].terminator().starts_with("ret") {
@@ -306,7 +288,7 @@ impl Function {
             return None;
         }
         blocks.extend(copies);
-        Some(print_reachable(blocks))
+        print_reachable(blocks)
     }
 
     /// Blocks where PoCL's regions start: those holding a barrier, and the
@@ -339,6 +321,27 @@ impl Function {
         }
         starts
     }
+}
+
+/// Each block's successors, by index; `None` where a terminator is one
+/// this does not read or names a label that is not a block.
+fn successors(blocks: &[Block]) -> Option<Vec<Vec<usize>>> {
+    let index: HashMap<&str, usize> = blocks.iter().enumerate().map(|(i, b)| (b.label.as_str(), i)).collect();
+    let mut succ = Vec::with_capacity(blocks.len());
+    for b in blocks {
+        let t = b.terminator();
+        if !["br ", "switch ", "ret", "unreachable"]
+            .iter()
+            .any(|k| t.starts_with(k))
+        {
+            return None;
+        }
+        let targets: Option<Vec<usize>> = labels_in(t).iter().map(|l| index.get(l.as_str()).copied()).collect();
+        let mut targets = targets?;
+        targets.dedup();
+        succ.push(targets);
+    }
+    Some(succ)
 }
 
 /// Immediate dominators (Cooper, Harvey and Kennedy), block 0 the entry;
@@ -413,19 +416,16 @@ fn dominates(idom: &[Option<usize>], a: usize, b: usize) -> bool {
 }
 
 /// The blocks reachable from the entry, printed (unreachable ones dropped,
-/// with the `phi` entries naming them).
-fn print_reachable(blocks: Vec<Block>) -> Vec<String> {
-    let index: HashMap<&str, usize> = blocks.iter().enumerate().map(|(i, b)| (b.label.as_str(), i)).collect();
+/// with the `phi` entries naming them); `None` where a terminator is not
+/// read.
+fn print_reachable(blocks: Vec<Block>) -> Option<Vec<String>> {
+    let succ = successors(&blocks)?;
     let mut live = vec![false; blocks.len()];
     let mut stack = vec![0usize];
     while let Some(b) = stack.pop() {
         if !live[b] {
             live[b] = true;
-            stack.extend(
-                labels_in(blocks[b].terminator())
-                    .iter()
-                    .filter_map(|l| index.get(l.as_str())),
-            );
+            stack.extend(succ[b].iter().copied());
         }
     }
     let live_labels: HashSet<&str> = blocks
@@ -444,7 +444,7 @@ fn print_reachable(blocks: Vec<Block>) -> Vec<String> {
         out.push(text);
     }
     out.iter_mut().skip(1).for_each(|t| t.insert(0, '\n'));
-    out
+    Some(out)
 }
 
 /// The label a label line defines (`bb12:`, `"a b":`, with or without a
@@ -511,9 +511,10 @@ fn rename_values(ins: &str, names: &HashMap<String, String>) -> String {
     map_names(ins, "%", |name| names.get(name).cloned())
 }
 
-/// A terminator with its branch targets in `labels` replaced.
-fn relabel(terminator: &str, labels: &HashMap<String, String>) -> String {
-    map_names(terminator, "label %", |name| labels.get(name).cloned())
+/// A terminator with its branch targets in `names` replaced (labels and
+/// values share one namespace in a function).
+fn relabel(terminator: &str, names: &HashMap<String, String>) -> String {
+    map_names(terminator, "label %", |name| names.get(name).cloned())
 }
 
 /// `ins` with only the `phi` entries whose block `keep` accepts (`ins`
