@@ -12,10 +12,13 @@ use ur_api::{ArgValue, BufferDesc, NdRange, ProgramSource, QueueProps};
 
 /// The committed module.
 const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/groups.spv");
+/// A module with barriers of its own and no group function.
+const BARRIERS_MODULE: &[u8] = include_bytes!("../../../conformance/kernels/barriers.spv");
 
 #[test]
-fn the_committed_module_is_what_the_tools_make() {
+fn the_committed_modules_are_what_the_tools_make() {
     check_committed_module("groups", Recipe::CL20, MODULE);
+    check_committed_module("barriers", Recipe::CL12, BARRIERS_MODULE);
 }
 
 /// What each work-group function must answer, computed here per group, for
@@ -332,15 +335,39 @@ fn guarded_tail_want(group: &[i32], tail: usize, sub: usize, copy: bool) -> Vec<
 /// without, every work-item took work-item 0's side of the guard.
 #[test]
 fn a_store_after_sub_group_scans_is_made_by_its_own_work_items() {
-    let Some(rt) = runtime("groups") else { return };
-    for d in spirv_devices(&rt, "groups") {
+    check_guarded_tail("groups", MODULE, "guarded_tail", |_, sizes| ArgValue::Buffer(sizes));
+}
+
+/// The same kernel with its scans written out over local memory between
+/// work-group barriers of its own (`barriers.cl`): a module that calls no
+/// group function, which PoCL 3.1 miscompiled the same way.
+#[test]
+fn a_store_after_barrier_loops_is_made_by_its_own_work_items() {
+    check_guarded_tail("barriers", BARRIERS_MODULE, "local_guarded_tail", |local, _| {
+        ArgValue::Local(4 * local)
+    });
+}
+
+/// Runs `kernel` of `module` (arguments `flag, in, out, <fourth>, tail`,
+/// the fourth from `fourth(local size, a buffer of four sub-group sizes)`)
+/// on every SPIR-V device, with the copy path on and off and three tail
+/// sizes, and checks each group's output (its sub-group size as the kernel
+/// wrote it, or the whole group where the kernel writes none).
+fn check_guarded_tail(
+    test: &str,
+    module: &[u8],
+    kernel: &str,
+    fourth: impl Fn(usize, ur_api::BufferId) -> ArgValue<'static>,
+) {
+    let Some(rt) = runtime(test) else { return };
+    for d in spirv_devices(&rt, test) {
         let name = rt.device_info(d).unwrap().name;
         let ctx = rt.create_context(&[d]).unwrap();
         let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
         let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
+            .create_program(ctx, &ProgramSource::SpirV(module.to_vec()), "")
             .unwrap();
-        let k = rt.create_kernel(prog, "guarded_tail").unwrap();
+        let k = rt.create_kernel(prog, kernel).unwrap();
         let local = 64usize.min(rt.kernel_group_info(k, d).unwrap().work_group_size);
         let n = local * 4;
         let values: Vec<i32> = (0..n as i32).map(|i| (i * 7919) % 97 + 1).collect();
@@ -349,13 +376,13 @@ fn a_store_after_sub_group_scans_is_made_by_its_own_work_items() {
             let flag = buffer_of(&rt, q, ctx, &[copy]);
             for tail in [local - local / 4 + 3, 1, local] {
                 let outb = buffer_of(&rt, q, ctx, &vec![-1i32; n]);
-                let sizes = rt.create_buffer(ctx, &BufferDesc::new(4 * 4), None).unwrap();
+                let sizes = buffer_of(&rt, q, ctx, &[local as u32; 4]);
                 let t = tail as u32;
                 let args = [
                     ArgValue::Buffer(flag),
                     ArgValue::Buffer(inb),
                     ArgValue::Buffer(outb),
-                    ArgValue::Buffer(sizes),
+                    fourth(local, sizes),
                     ArgValue::scalar(&t),
                 ];
                 let range = NdRange::d1(n).with_local([local, 1, 1]);
@@ -367,7 +394,7 @@ fn a_store_after_sub_group_scans_is_made_by_its_own_work_items() {
                     assert_eq!(
                         got[g * local..][..local],
                         guarded_tail_want(group, tail, sub[g] as usize, copy == 1),
-                        "{name}: group {g}, {tail} of {local} storing, copy {copy}, sub-groups of {}",
+                        "{name}: {kernel}, group {g}, {tail} of {local} storing, copy {copy}, sub-groups of {}",
                         sub[g]
                     );
                 }

@@ -59,7 +59,9 @@
 //! store after the loop of sub-group scans, guarded by the work-item's id,
 //! was made by every work-item or none. `tails.rs` says why and rewrites
 //! the linked module so that PoCL compiles it right (each barrier region
-//! its own copy of the exit tails); [`Builtins::link`] runs it. Only
+//! its own copy of the exit tails); [`Builtins::link`] runs it, and
+//! [`Builtins::separate_tails`] on modules with barriers of their own that
+//! call no builtin. Only
 //! SPIR-V programs get them: OpenCL C source is compiled by the runtime
 //! itself. `UR_SPIR_BUILTINS=0` turns them off.
 
@@ -191,24 +193,63 @@ impl Builtins {
         .arg("-o")
         .arg(&text);
         run(cmd, &self.opt, "inlining the SPIR builtins")?;
-        let ir = std::fs::read_to_string(&text).map_err(|e| io("reading the linked module", e))?;
         // The barriers the builtins brought in, with each region's own exit
-        // tails (see `tails`); LLVM reads the rewrite back and checks it,
-        // and where it refuses, the module goes as it was.
-        let separated = match tails::separate_exit_tails(&ir) {
-            Some(separated) => {
-                let rewritten = dir.path().join("tails.ll");
-                write(&rewritten, separated.as_bytes())?;
-                self.assemble(&rewritten, &output)
-                    .map_err(|e| tracing::warn!(error = %e, "exit tails not separated"))
-                    .is_ok()
-            }
-            None => false,
-        };
-        if !separated {
+        // tails (see `tails`).
+        if !self.separated(dir.path(), &text, &output)? {
             self.assemble(&text, &output)?;
         }
         std::fs::read(&output).map_err(|e| io("reading the linked module", e))
+    }
+
+    /// `module` (bitcode with barriers of its own and no builtin to link)
+    /// with each barrier region's own copy of the exit tails it shares
+    /// ([`tails`]): the module as it was where no kernel shares one, or
+    /// where LLVM refuses to name its blocks or to read the rewrite back
+    /// (logged), so a module that built before still builds.
+    pub fn separate_tails(&self, module: &[u8]) -> Vec<u8> {
+        let rewrite = || -> Result<Option<Vec<u8>>> {
+            let dir = scratch_dir()?;
+            let input = dir.path().join("module.bc");
+            let text = dir.path().join("named.ll");
+            let output = dir.path().join("separated.bc");
+            write(&input, module)?;
+            let mut cmd = Command::new(&self.opt);
+            cmd.args(["-passes=function(instnamer)", "-S"])
+                .arg(&input)
+                .arg("-o")
+                .arg(&text);
+            run(cmd, &self.opt, "naming the SPIR module's blocks")?;
+            if !self.separated(dir.path(), &text, &output)? {
+                return Ok(None);
+            }
+            let bc = std::fs::read(&output).map_err(|e| io("reading the rewritten module", e))?;
+            Ok(Some(bc))
+        };
+        match rewrite() {
+            Ok(Some(bc)) => bc,
+            Ok(None) => module.to_vec(),
+            Err(e) => {
+                tracing::warn!(error = %e, "exit tails not separated");
+                module.to_vec()
+            }
+        }
+    }
+
+    /// Writes to `output` the module in text form at `text` with its
+    /// kernels' exit tails separated per barrier region, checked by LLVM
+    /// reading it back; false (`output` not written) where no kernel shares
+    /// a tail or LLVM refuses the rewrite (logged).
+    fn separated(&self, dir: &Path, text: &Path, output: &Path) -> Result<bool> {
+        let ir = std::fs::read_to_string(text).map_err(|e| io("reading the module's text", e))?;
+        let Some(separated) = tails::separate_exit_tails(&ir) else {
+            return Ok(false);
+        };
+        let rewritten = dir.join("tails.ll");
+        write(&rewritten, separated.as_bytes())?;
+        Ok(self
+            .assemble(&rewritten, output)
+            .map_err(|e| tracing::warn!(error = %e, "exit tails not separated"))
+            .is_ok())
     }
 
     /// The module in text form at `text`, checked and written as bitcode
@@ -329,6 +370,53 @@ mod tests {
         assert_eq!(out, super::super::tails::tests::SHARED.as_bytes());
         let refused = std::fs::read_to_string(dir.path().join("refused")).unwrap();
         assert_eq!(refused.lines().count(), 1, "the rewrite was tried once");
+    }
+
+    /// A module with barriers of its own goes through the exit-tail rewrite
+    /// alone: rewritten where a kernel shares a tail, as it was where none
+    /// does or where `opt` fails.
+    #[test]
+    fn a_module_with_its_own_barriers_has_its_tails_separated() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let text = dir.path().join("text.ll");
+        let last = "for a; do last=$a; done";
+        let opt = dir.path().join("opt-99");
+        // `-S` prints `text.ll` (the test's), reading back copies its input.
+        super::super::tests::fake_tool(
+            &opt,
+            &format!(
+                "#!/bin/sh\n{last}\necho \"$*\" >> {d}/calls\ncase \"$*\" in\n\
+                 *-S*) cp {} \"$last\" ;;\n\
+                 *) for a; do case \"$a\" in *.ll) cp \"$a\" \"$last\" ;; esac; done ;;\n\
+                 esac\n",
+                text.display()
+            ),
+        );
+        let b = Builtins {
+            clang: PathBuf::from("/nonexistent/clang"),
+            llvm_link: PathBuf::from("/nonexistent/llvm-link"),
+            opt: opt.clone(),
+            compiled: Mutex::new(HashMap::new()),
+        };
+        let calls = || std::fs::read_to_string(dir.path().join("calls")).map_or(0, |c| c.lines().count());
+        std::fs::write(&text, super::super::tails::tests::SHARED).unwrap();
+        let out = String::from_utf8(b.separate_tails(b"module")).unwrap();
+        assert!(out.contains("llvm.sideeffect"), "the shared tail copied: {out}");
+        assert_eq!(calls(), 2, "named, then read back");
+        std::fs::write(&text, "define spir_kernel void @k() {\nentry:\n  ret void\n}\n").unwrap();
+        assert_eq!(b.separate_tails(b"module"), b"module", "nothing shared");
+        assert_eq!(calls(), 3, "named only");
+        super::super::tests::fake_tool(&opt, "#!/bin/sh\necho 'opt: error: no' >&2\nexit 1\n");
+        assert_eq!(b.separate_tails(b"module"), b"module", "opt failing");
+    }
+
+    #[test]
+    fn only_modules_naming_a_barrier_are_rewritten_alone() {
+        assert!(tails::may_call_a_barrier(b"..._Z7barrierj..."));
+        assert!(tails::may_call_a_barrier(b"_Z18work_group_barrierj12memory_scope"));
+        assert!(tails::may_call_a_barrier(b"__spirv_ControlBarrier"));
+        assert!(!tails::may_call_a_barrier(b"_Z13get_global_idj _Z9mem_fencej"));
     }
 
     /// The library as LLVM 15 compiles it (where installed) indexes its

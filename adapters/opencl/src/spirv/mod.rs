@@ -19,7 +19,9 @@
 //! context and option string.
 //!
 //! Where the runtime's kernel library lacks sub-groups and work-group
-//! collectives, the translated module gets them linked in ([`builtins`]).
+//! collectives (PoCL 3.1), the translated module gets them linked in
+//! ([`builtins`]), and a module with barriers has each barrier region's
+//! exit tails separated for PoCL's work-group compiler ([`tails`]).
 //!
 //! Several modules that import each other's functions (SYCL runtimes link
 //! device images so, oneMKL's among them) are translated one by one and
@@ -159,10 +161,14 @@ impl Translator {
         }
     }
 
-    /// `bc` with the group builtins linked in, where they are wanted.
+    /// `bc` with the group builtins linked in, where they are wanted, and
+    /// its kernels' exit tails separated per barrier region where it has
+    /// barriers ([`tails`]: for PoCL 3.1's work-group compiler, the runtime
+    /// the builtins are for).
     fn with_builtins(&self, bc: Vec<u8>, builtins_for: Option<usize>) -> Result<Vec<u8>> {
         match (builtins_for, &self.builtins) {
             (Some(wg_max), Some(b)) if Builtins::wanted_by(&bc) => b.link(&bc, wg_max),
+            (Some(_), Some(b)) if tails::may_call_a_barrier(&bc) => Ok(b.separate_tails(&bc)),
             _ => Ok(bc),
         }
     }

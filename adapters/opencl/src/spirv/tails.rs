@@ -28,10 +28,12 @@
 //! Nothing else changes: copies run the same instructions on the same
 //! values, so the kernel computes what it did.
 //!
-//! It runs on the modules the group builtins are linked into (`Builtins::
-//! link`), the ones whose barriers mostly come from those builtins; a
-//! module with barriers of its own and no group function goes to PoCL as
-//! the translator made it.
+//! It runs on every translated module with a barrier, for the devices
+//! that get the group builtins (PoCL 3.1): after the builtins are linked
+//! and inlined into a module that calls them (`Builtins::link`), and alone
+//! on a module with barriers of its own and no group function
+//! (`Builtins::separate_tails`; `conformance/kernels/barriers.cl` is such
+//! a kernel, miscompiled by PoCL 3.1 without it).
 //!
 //! The rewrite reads LLVM's text form as `opt` prints it after
 //! `instnamer` (every block and value named): blocks, their terminators
@@ -49,6 +51,16 @@ const BARRIERS: [&str; 4] = [
     "@_Z17sub_group_barrierj",
     "@__spirv_ControlBarrier",
 ];
+
+/// May the bitcode `module` call a barrier? A bitcode module keeps its
+/// symbol names verbatim in its string table, so one without a barrier's
+/// name calls none and has no region to separate.
+pub fn may_call_a_barrier(module: &[u8]) -> bool {
+    BARRIERS.iter().any(|call| {
+        let name = call.trim_start_matches('@').trim_end_matches('(').as_bytes();
+        module.windows(name.len()).any(|w| w == name)
+    })
+}
 /// What keeps a copied return block from being merged with the others.
 const MARKER: &str = "  call void @llvm.sideeffect()";
 const MARKER_DECLARATION: &str = "declare void @llvm.sideeffect()";
