@@ -11,10 +11,8 @@
 
 mod common;
 
-use common::{buffer_of, check_committed_module, read_back, runtime, spirv_devices, Recipe};
-use ur_api::{
-    ArgValue, BufferId, ContextId, DeviceId, NdRange, ProgramId, ProgramSource, QueueId, QueueProps, Runtime,
-};
+use common::{check_committed_module, runtime, spirv_devices, Built, Recipe};
+use ur_api::{ArgValue, BufferId, DeviceId, NdRange, Runtime};
 
 /// The committed module.
 const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/generic.spv");
@@ -43,53 +41,39 @@ fn the_committed_module_is_what_the_tools_make() {
     check_committed_module("generic", RECIPE, MODULE);
 }
 
-/// One device's context, queue and the module built for it.
-struct On<'a> {
-    rt: &'a Runtime,
-    ctx: ContextId,
-    q: QueueId,
-    prog: ProgramId,
-    name: String,
-}
+/// One device's context, queue and the module built for it ([`Built`]),
+/// with the launches and reads these tests make.
+struct On<'a>(Built<'a>);
 
 impl<'a> On<'a> {
     fn new(rt: &'a Runtime, d: DeviceId) -> On<'a> {
-        let name = rt.device_info(d).unwrap().name;
-        eprintln!("generic pointers on {name}");
-        let ctx = rt.create_context(&[d]).unwrap();
-        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
-        let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
-            .unwrap_or_else(|e| panic!("the module builds on {name}: {e}"));
-        On { rt, ctx, q, prog, name }
+        let on = Built::new(rt, d, MODULE);
+        eprintln!("generic pointers on {}", on.name);
+        On(on)
     }
 
     /// Runs `kernel` over `items` work-items in groups of [`LOCAL`].
     fn launch(&self, kernel: &str, items: usize, args: &[BufferId]) {
-        let k = self.rt.create_kernel(self.prog, kernel).unwrap();
         let args: Vec<ArgValue<'_>> = args.iter().map(|&b| ArgValue::Buffer(b)).collect();
-        let range = NdRange::d1(items).with_local([LOCAL, 1, 1]);
-        let done = self.rt.enqueue_launch(self.q, k, &range, &args, &[]).unwrap();
-        self.rt.complete(done).unwrap();
-        self.rt.release_kernel(k).unwrap();
+        self.run(
+            self.kernel(kernel),
+            &NdRange::d1(items).with_local([LOCAL, 1, 1]),
+            &args,
+        );
     }
 
-    fn buffer<T: Copy>(&self, data: &[T]) -> BufferId {
-        buffer_of(self.rt, self.q, self.ctx, data)
-    }
-
-    fn read<T: Copy + Default>(&self, b: BufferId, n: usize) -> Vec<T> {
-        let v = read_back(self.rt, self.q, b, n);
+    /// The first `n` values of `b`, which is released.
+    fn take<T: Copy + Default>(&self, b: BufferId, n: usize) -> Vec<T> {
+        let v = self.read(b, n);
         self.rt.release_buffer(b).unwrap();
         v
     }
 }
 
-impl Drop for On<'_> {
-    fn drop(&mut self) {
-        let _ = self.rt.release_program(self.prog);
-        let _ = self.rt.release_queue(self.q);
-        let _ = self.rt.release_context(self.ctx);
+impl<'a> std::ops::Deref for On<'a> {
+    type Target = Built<'a>;
+    fn deref(&self) -> &Built<'a> {
+        &self.0
     }
 }
 
@@ -106,8 +90,8 @@ fn atomics_on_generic_pointers_to_global_and_local_memory() {
         let (oi, ol) = (on.buffer(&vec![0i32; rows]), on.buffer(&vec![0i64; rows]));
         let (of, od) = (on.buffer(&vec![0f32; rows]), on.buffer(&vec![0f64; rows]));
         on.launch("generic_atomics", ITEMS, &[oi, ol, of, od]);
-        let (oi, ol) = (on.read::<i32>(oi, rows), on.read::<i64>(ol, rows));
-        let (of, od) = (on.read::<f32>(of, rows), on.read::<f64>(od, rows));
+        let (oi, ol) = (on.take::<i32>(oi, rows), on.take::<i64>(ol, rows));
+        let (of, od) = (on.take::<f32>(of, rows), on.take::<f64>(od, rows));
         // Row 0: all work-items (global memory); row 1 + g: group g's (local).
         let spans = std::iter::once(1..=ITEMS as i64).chain((0..GROUPS as i64).map(|g| {
             let first = g * LOCAL as i64 + 1;
@@ -154,8 +138,8 @@ fn compare_exchange_on_generic_pointers_has_one_winner() {
         let sl = on.buffer(&vec![-1i64; GROUPS + 1]);
         let won = on.buffer(&vec![0i32; ITEMS]);
         on.launch("generic_cmpxchg", ITEMS, &[si, sl, won]);
-        let (si, sl) = (on.read::<i32>(si, GROUPS + 1), on.read::<i64>(sl, GROUPS + 1));
-        let won = on.read::<i32>(won, ITEMS);
+        let (si, sl) = (on.take::<i32>(si, GROUPS + 1), on.take::<i64>(sl, GROUPS + 1));
+        let won = on.take::<i32>(won, ITEMS);
         let wide = |id: usize| ((id as i64) << 40) | id as i64;
         // The winners of `bit` among the work-items `ids`.
         let winners =
@@ -202,8 +186,8 @@ fn floating_point_atomics_lose_no_update_under_contention() {
         let (f, dd) = (on.buffer(&[0f32]), on.buffer(&[0f64]));
         let seen = on.buffer(&vec![0f32; CONTENDERS]);
         on.launch("generic_contention", CONTENDERS, &[f, dd, seen]);
-        let (f, dd) = (on.read::<f32>(f, 1)[0], on.read::<f64>(dd, 1)[0]);
-        let seen = on.read::<f32>(seen, CONTENDERS);
+        let (f, dd) = (on.take::<f32>(f, 1)[0], on.take::<f64>(dd, 1)[0]);
+        let seen = on.take::<f32>(seen, CONTENDERS);
         // Exact: whole numbers below 2^24.
         let total = (CONTENDERS * CONTEND) as f64;
         assert_eq!(
@@ -264,7 +248,7 @@ where
     );
     on.launch(kernel, n, &[x, o, e]);
     on.rt.release_buffer(x).unwrap();
-    let (o, e) = (on.read::<T>(o, n * 9), on.read::<i32>(e, n * 3));
+    let (o, e) = (on.take::<T>(o, n * 9), on.take::<i32>(e, n * 3));
     for (i, &x) in xs.iter().enumerate() {
         let ((m, ex), (ip, fr)) = (frexp(x), (trunc(x), x - trunc(x)));
         assert_eq!(

@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::{buffer_of, check_committed_module, read_back, runtime, spirv_devices, Recipe};
-use ur_api::{ArgValue, BufferDesc, NdRange, ProgramSource, QueueProps};
+use common::{buffer_of, check_committed_module, read_back, runtime, spirv_devices, Built, Recipe};
+use ur_api::{ArgValue, BufferDesc, NdRange};
 
 /// The committed module.
 const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/groups.spv");
@@ -198,11 +198,8 @@ fn group_functions_give_the_answers_of_their_definitions() {
             !info.limits.sub_group_sizes.is_empty(),
             "{name} runs sub-group kernels, so it reports a size"
         );
-        let ctx = rt.create_context(&[d]).unwrap();
-        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
-        let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
-            .unwrap();
+        let on = Built::new(&rt, d, MODULE);
+        let (ctx, q, prog) = (on.ctx, on.q, on.prog);
         // Small groups, and the largest the kernels allow on the device (the
         // builtins' scratch arrays are sized by the device's largest).
         let largest = [
@@ -308,9 +305,6 @@ fn group_functions_give_the_answers_of_their_definitions() {
                 rt.release_kernel(k).unwrap();
             }
         }
-        rt.release_program(prog).unwrap();
-        rt.release_queue(q).unwrap();
-        rt.release_context(ctx).unwrap();
     }
 }
 
@@ -361,22 +355,17 @@ fn check_guarded_tail(
 ) {
     let Some(rt) = runtime(test) else { return };
     for d in spirv_devices(&rt, test) {
-        let name = rt.device_info(d).unwrap().name;
-        let ctx = rt.create_context(&[d]).unwrap();
-        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
-        let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(module.to_vec()), "")
-            .unwrap();
-        let k = rt.create_kernel(prog, kernel).unwrap();
+        let on = Built::new(&rt, d, module);
+        let k = on.kernel(kernel);
         let local = 64usize.min(rt.kernel_group_info(k, d).unwrap().work_group_size);
         let n = local * 4;
         let values: Vec<i32> = (0..n as i32).map(|i| (i * 7919) % 97 + 1).collect();
-        let inb = buffer_of(&rt, q, ctx, &values);
+        let inb = on.buffer(&values);
         for copy in [0i32, 1] {
-            let flag = buffer_of(&rt, q, ctx, &[copy]);
+            let flag = on.buffer(&[copy]);
             for tail in [local - local / 4 + 3, 1, local] {
-                let outb = buffer_of(&rt, q, ctx, &vec![-1i32; n]);
-                let sizes = buffer_of(&rt, q, ctx, &[local as u32; 4]);
+                let outb = on.buffer(&vec![-1i32; n]);
+                let sizes = on.buffer(&[local as u32; 4]);
                 let t = tail as u32;
                 let args = [
                     ArgValue::Buffer(flag),
@@ -385,16 +374,15 @@ fn check_guarded_tail(
                     fourth(local, sizes),
                     ArgValue::scalar(&t),
                 ];
-                let range = NdRange::d1(n).with_local([local, 1, 1]);
-                rt.complete(rt.enqueue_launch(q, k, &range, &args, &[]).unwrap())
-                    .unwrap();
-                let got: Vec<i32> = read_back(&rt, q, outb, n);
-                let sub: Vec<u32> = read_back(&rt, q, sizes, 4);
+                on.run(k, &NdRange::d1(n).with_local([local, 1, 1]), &args);
+                let got: Vec<i32> = on.read(outb, n);
+                let sub: Vec<u32> = on.read(sizes, 4);
                 for (g, group) in values.chunks(local).enumerate() {
                     assert_eq!(
                         got[g * local..][..local],
                         guarded_tail_want(group, tail, sub[g] as usize, copy == 1),
-                        "{name}: {kernel}, group {g}, {tail} of {local} storing, copy {copy}, sub-groups of {}",
+                        "{}: {kernel}, group {g}, {tail} of {local} storing, copy {copy}, sub-groups of {}",
+                        on.name,
                         sub[g]
                     );
                 }
@@ -404,9 +392,5 @@ fn check_guarded_tail(
             rt.release_buffer(flag).unwrap();
         }
         rt.release_buffer(inb).unwrap();
-        rt.release_kernel(k).unwrap();
-        rt.release_program(prog).unwrap();
-        rt.release_queue(q).unwrap();
-        rt.release_context(ctx).unwrap();
     }
 }

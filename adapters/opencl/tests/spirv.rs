@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{check_committed_module, runtime, skip, spirv_devices, Recipe};
-use ur_api::{ArgValue, BufferDesc, NdRange, ProgramFormats, ProgramSource, QueueProps, UsmDesc, UsmKind};
+use common::{check_committed_module, runtime, skip, spirv_devices, Built, Recipe};
+use ur_api::{ArgValue, BufferDesc, NdRange, ProgramFormats, UsmDesc, UsmKind};
 
 /// The committed module.
 const MODULE: &[u8] = include_bytes!("../../../conformance/kernels/kernels.spv");
@@ -27,13 +27,10 @@ fn spirv_kernels_run_with_buffers_scalars_and_usm() {
     for d in il {
         let info = rt.device_info(d).unwrap();
         eprintln!("SPIR-V on {}", info.name);
-        let ctx = rt.create_context(&[d]).unwrap();
-        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
-        let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
-            .unwrap();
-        let fill = rt.create_kernel(prog, "fill_index").unwrap();
-        let add = rt.create_kernel(prog, "add_scalar").unwrap();
+        let on = Built::new(&rt, d, MODULE);
+        let (ctx, q) = (on.ctx, on.q);
+        let fill = on.kernel("fill_index");
+        let add = on.kernel("add_scalar");
         let buf = rt.create_buffer(ctx, &BufferDesc::new(n * 4).on(d), None).unwrap();
         rt.complete(
             rt.enqueue_launch(q, fill, &NdRange::d1(n), &[ArgValue::Buffer(buf)], &[])
@@ -72,11 +69,6 @@ fn spirv_kernels_run_with_buffers_scalars_and_usm() {
             rt.usm_free(ctx, p).unwrap();
         }
         rt.release_buffer(buf).unwrap();
-        rt.release_kernel(fill).unwrap();
-        rt.release_kernel(add).unwrap();
-        rt.release_program(prog).unwrap();
-        rt.release_queue(q).unwrap();
-        rt.release_context(ctx).unwrap();
     }
 }
 
@@ -101,12 +93,9 @@ fn spirv_builds_for_every_device_of_a_multi_device_context() {
         }
         tried = true;
         let last = *devices.last().unwrap();
-        let ctx = rt.create_context(&devices).unwrap();
-        let q = rt.create_queue(ctx, last, &QueueProps::default()).unwrap();
-        let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(MODULE.to_vec()), "")
-            .unwrap();
-        let fill = rt.create_kernel(prog, "fill_index").unwrap();
+        let on = Built::over(&rt, &devices, last, MODULE);
+        let (ctx, q) = (on.ctx, on.q);
+        let fill = on.kernel("fill_index");
         let n = 256usize;
         let buf = rt.create_buffer(ctx, &BufferDesc::new(n * 4).on(last), None).unwrap();
         rt.complete(
@@ -119,10 +108,6 @@ fn spirv_builds_for_every_device_of_a_multi_device_context() {
         let want: Vec<u8> = (0..n as u32).flat_map(|i| i.to_ne_bytes()).collect();
         assert_eq!(back, want);
         rt.release_buffer(buf).unwrap();
-        rt.release_kernel(fill).unwrap();
-        rt.release_program(prog).unwrap();
-        rt.release_queue(q).unwrap();
-        rt.release_context(ctx).unwrap();
     }
     if !tried {
         skip(
@@ -151,19 +136,15 @@ fn a_kernel_named_longer_than_a_file_name_runs() {
     let name = format!("add_two_{}end", "with_a_name_longer_than_a_file_name_may_be_".repeat(6));
     assert!(name.len() > 255);
     for d in spirv_devices(&rt, "spirv") {
-        let info = rt.device_info(d).unwrap();
-        let ctx = rt.create_context(&[d]).unwrap();
-        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
-        let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(LONG_NAME_MODULE.to_vec()), "")
-            .unwrap();
+        let on = Built::new(&rt, d, LONG_NAME_MODULE);
+        let (ctx, q) = (on.ctx, on.q);
         assert_eq!(
-            rt.kernel_names(prog).unwrap(),
+            rt.kernel_names(on.prog).unwrap(),
             std::slice::from_ref(&name),
             "{}",
-            info.name
+            on.name
         );
-        let k = rt.create_kernel(prog, &name).unwrap();
+        let k = on.kernel(&name);
         let n = 64usize;
         let buf = rt.create_buffer(ctx, &BufferDesc::new(n * 4).on(d), None).unwrap();
         let init: Vec<u8> = (0..n as u32).flat_map(|i| i.to_ne_bytes()).collect();
@@ -176,11 +157,7 @@ fn a_kernel_named_longer_than_a_file_name_runs() {
         let mut back = vec![0u8; n * 4];
         rt.read(q, buf, 0, &mut back).unwrap();
         let want: Vec<u8> = (0..n as u32).flat_map(|i| (i + 2).to_ne_bytes()).collect();
-        assert_eq!(back, want, "{}", info.name);
+        assert_eq!(back, want, "{}", on.name);
         rt.release_buffer(buf).unwrap();
-        rt.release_kernel(k).unwrap();
-        rt.release_program(prog).unwrap();
-        rt.release_queue(q).unwrap();
-        rt.release_context(ctx).unwrap();
     }
 }

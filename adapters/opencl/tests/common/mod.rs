@@ -2,11 +2,15 @@
 
 #![allow(dead_code)] // reason: each test binary uses a different part of this module.
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Once;
 
-use ur_api::{BufferDesc, BufferId, ContextId, DeviceId, DynAdapter, ProgramFormats, QueueId, Runtime};
+use ur_api::{
+    ArgValue, BufferDesc, BufferId, ContextId, DeviceId, DynAdapter, KernelId, NdRange, ProgramFormats, ProgramId,
+    ProgramSource, QueueId, QueueProps, Runtime,
+};
 
 /// Asks PoCL for two pthread devices and rusticl for its llvmpipe device,
 /// and the ICD loader for the vendors folder where `cargo xtask setup`
@@ -228,4 +232,88 @@ pub fn read_back<T: Copy + Default>(rt: &Runtime, q: QueueId, b: BufferId, n: us
     let raw = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes) };
     rt.read(q, b, 0, raw).unwrap();
     out
+}
+
+/// A context, an in-order queue on one of its devices and a SPIR-V module
+/// built for it, with the kernels made from it: what most tests here set up
+/// per device. Dropping it releases the kernels, the program, the queue and
+/// the context, and checks each release unless the test is failing already.
+pub struct Built<'a> {
+    pub rt: &'a Runtime,
+    pub ctx: ContextId,
+    pub q: QueueId,
+    pub prog: ProgramId,
+    /// The queue's device's name, for messages.
+    pub name: String,
+    kernels: RefCell<Vec<KernelId>>,
+}
+
+impl<'a> Built<'a> {
+    /// `module` built in a context of device `d` alone.
+    pub fn new(rt: &'a Runtime, d: DeviceId, module: &[u8]) -> Built<'a> {
+        Built::over(rt, &[d], d, module)
+    }
+
+    /// `module` built in a context over `devices`, the queue on `d`.
+    pub fn over(rt: &'a Runtime, devices: &[DeviceId], d: DeviceId, module: &[u8]) -> Built<'a> {
+        let name = rt.device_info(d).unwrap().name;
+        let ctx = rt.create_context(devices).unwrap();
+        let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
+        let prog = rt
+            .create_program(ctx, &ProgramSource::SpirV(module.to_vec()), "")
+            .unwrap_or_else(|e| panic!("the module builds on {name}: {e}"));
+        Built {
+            rt,
+            ctx,
+            q,
+            prog,
+            name,
+            kernels: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The kernel `name` of the module, released with the rest.
+    pub fn kernel(&self, name: &str) -> KernelId {
+        let k = self.rt.create_kernel(self.prog, name).unwrap();
+        self.kernels.borrow_mut().push(k);
+        k
+    }
+
+    /// Launches `k` over `range` and waits for it.
+    pub fn run(&self, k: KernelId, range: &NdRange, args: &[ArgValue<'_>]) {
+        let done = self.rt.enqueue_launch(self.q, k, range, args, &[]).unwrap();
+        self.rt.complete(done).unwrap();
+    }
+
+    /// A buffer of the context holding `data`.
+    pub fn buffer<T: Copy>(&self, data: &[T]) -> BufferId {
+        buffer_of(self.rt, self.q, self.ctx, data)
+    }
+
+    /// The first `n` values of `b`.
+    pub fn read<T: Copy + Default>(&self, b: BufferId, n: usize) -> Vec<T> {
+        read_back(self.rt, self.q, b, n)
+    }
+}
+
+impl Drop for Built<'_> {
+    fn drop(&mut self) {
+        let rt = self.rt;
+        let released = self
+            .kernels
+            .take()
+            .into_iter()
+            .map(|k| rt.release_kernel(k))
+            .chain([
+                rt.release_program(self.prog),
+                rt.release_queue(self.q),
+                rt.release_context(self.ctx),
+            ])
+            .collect::<Vec<_>>();
+        if !std::thread::panicking() {
+            for r in released {
+                r.unwrap();
+            }
+        }
+    }
 }
