@@ -234,8 +234,9 @@ pub fn read_back<T: Copy + Default>(rt: &Runtime, q: QueueId, b: BufferId, n: us
     out
 }
 
-/// A context, an in-order queue on one of its devices and a SPIR-V module
-/// built for it, with the kernels made from it: what most tests here set up
+/// A context, an in-order queue on one of its devices and a program (a
+/// SPIR-V module, or any [`ProgramSource`]) built for it, with the kernels
+/// made from it: what most tests here set up
 /// per device. Dropping it releases the kernels, the program, the queue and
 /// the context, and checks each release unless the test is failing already.
 pub struct Built<'a> {
@@ -256,12 +257,17 @@ impl<'a> Built<'a> {
 
     /// `module` built in a context over `devices`, the queue on `d`.
     pub fn over(rt: &'a Runtime, devices: &[DeviceId], d: DeviceId, module: &[u8]) -> Built<'a> {
+        Built::from_source(rt, devices, d, &ProgramSource::SpirV(module.to_vec()))
+    }
+
+    /// `source` built in a context over `devices`, the queue on `d`.
+    pub fn from_source(rt: &'a Runtime, devices: &[DeviceId], d: DeviceId, source: &ProgramSource) -> Built<'a> {
         let name = rt.device_info(d).unwrap().name;
         let ctx = rt.create_context(devices).unwrap();
         let q = rt.create_queue(ctx, d, &QueueProps::default()).unwrap();
         let prog = rt
-            .create_program(ctx, &ProgramSource::SpirV(module.to_vec()), "")
-            .unwrap_or_else(|e| panic!("the module builds on {name}: {e}"));
+            .create_program(ctx, source, "")
+            .unwrap_or_else(|e| panic!("the program builds on {name}: {e}"));
         Built {
             rt,
             ctx,
