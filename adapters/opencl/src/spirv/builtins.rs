@@ -155,9 +155,7 @@ impl Builtins {
 
     /// May the bitcode `module` call a builtin (see [`GROUP_MARKS`])?
     pub fn wanted_by(module: &[u8]) -> bool {
-        GROUP_MARKS
-            .iter()
-            .any(|mark| module.windows(mark.len()).any(|w| w == *mark))
+        GROUP_MARKS.iter().any(|mark| super::mentions(module, mark))
     }
 
     /// `module` with the builtins it calls linked in, for devices whose

@@ -185,6 +185,12 @@ impl Translator {
     }
 }
 
+/// Does the bitcode `module` hold `name` (a symbol name: bitcode keeps
+/// them verbatim in its string table)?
+fn mentions(module: &[u8], name: &[u8]) -> bool {
+    module.windows(name.len()).any(|w| w == name)
+}
+
 /// A failure around the LLVM tools (files, starting a tool): unsupported,
 /// with what was being done.
 fn io(what: &str, e: std::io::Error) -> Error {

@@ -52,15 +52,15 @@ const BARRIERS: [&str; 4] = [
     "@__spirv_ControlBarrier",
 ];
 
-/// May the bitcode `module` call a barrier? A bitcode module keeps its
-/// symbol names verbatim in its string table, so one without a barrier's
-/// name calls none and has no region to separate.
+/// May the bitcode `module` call a barrier? One without a barrier's
+/// symbol name calls none and has no region to separate.
 pub fn may_call_a_barrier(module: &[u8]) -> bool {
     BARRIERS.iter().any(|call| {
-        let name = call.trim_start_matches('@').trim_end_matches('(').as_bytes();
-        module.windows(name.len()).any(|w| w == name)
+        let name = call.trim_start_matches('@').trim_end_matches('(');
+        super::mentions(module, name.as_bytes())
     })
 }
+
 /// What keeps a copied return block from being merged with the others.
 const MARKER: &str = "  call void @llvm.sideeffect()";
 const MARKER_DECLARATION: &str = "declare void @llvm.sideeffect()";

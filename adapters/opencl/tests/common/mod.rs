@@ -236,9 +236,9 @@ pub fn read_back<T: Copy + Default>(rt: &Runtime, q: QueueId, b: BufferId, n: us
 
 /// A context, an in-order queue on one of its devices and a program (a
 /// SPIR-V module, or any [`ProgramSource`]) built for it, with the kernels
-/// made from it: what most tests here set up
-/// per device. Dropping it releases the kernels, the program, the queue and
-/// the context, and checks each release unless the test is failing already.
+/// made from it: what most tests here set up per device. Dropping it
+/// releases the kernels, the program, the queue and the context, and
+/// checks each release unless the test is failing already.
 pub struct Built<'a> {
     pub rt: &'a Runtime,
     pub ctx: ContextId,
