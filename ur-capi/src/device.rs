@@ -113,12 +113,17 @@ fn or<T: PartialEq + Default>(v: T, fallback: T) -> T {
     }
 }
 
+/// The queue flags every queue of the device honours: out-of-order
+/// execution on every device (`urQueueCreate` accepts it and runs the
+/// queue's commands in submission order, one valid out-of-order schedule,
+/// as UR's native CPU adapter does), profiling where the device has it.
 fn queue_flags(info: &DeviceInfo) -> ur_queue_flags_t {
-    if info.caps.contains(DeviceCaps::PROFILING) {
+    let profiling = if info.caps.contains(DeviceCaps::PROFILING) {
         UR_QUEUE_FLAG_PROFILING_ENABLE
     } else {
         0
-    }
+    };
+    UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE | profiling
 }
 
 /// Answers one device property. Properties the project has no truthful

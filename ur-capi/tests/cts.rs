@@ -5,7 +5,8 @@
 //! placeholder events from native handle 0, event callbacks, fills with
 //! any power-of-two pattern and their size checks, partitions of read-only
 //! buffers and out-of-range regions, USM pointer queries, memory objects
-//! of another context, and oversized buffers of multi-device contexts.
+//! of another context, oversized buffers of multi-device contexts, and
+//! out-of-order queues.
 
 #![allow(missing_docs)]
 
@@ -879,5 +880,79 @@ fn queues_answer_whether_they_are_empty() {
         // SAFETY: a buffer of this test, released once.
         ok(unsafe { t.Mem.pfnRelease.unwrap()(b) }, "urMemRelease");
         release(c, q);
+    }
+}
+
+/// Out-of-order queues (UR's `urQueueCreateWithParamTest` with
+/// `OUT_OF_ORDER_EXEC_MODE_ENABLE`): every device lists the flag among its
+/// host-queue properties, a queue made with it reports exactly that flag,
+/// and its commands still run in submission order (the one schedule this
+/// library gives any queue): a write and then a read of the same buffer,
+/// neither waiting on the other, read what was written.
+#[test]
+fn every_device_takes_out_of_order_queues_and_runs_them_in_order() {
+    let t = t();
+    for p in platforms() {
+        let d = p.devices[0];
+        for prop in [UR_DEVICE_INFO_QUEUE_ON_HOST_PROPERTIES, UR_DEVICE_INFO_QUEUE_PROPERTIES] {
+            // SAFETY: a device handle of this library, a flags output.
+            let flags = unsafe { capi::device_value::<ur_queue_flags_t>(t, d, prop) };
+            assert_ne!(
+                flags & UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+                0,
+                "{}: property {prop} is {flags:#x}",
+                p.name
+            );
+        }
+        let (c, plain) = context_queue(&p.devices[..1]);
+        let props = ur_queue_properties_t {
+            stype: UR_STRUCTURE_TYPE_QUEUE_PROPERTIES,
+            pNext: null_mut(),
+            flags: UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+        };
+        let mut q = null_mut();
+        // SAFETY: a live context and device, a properties struct and an
+        // out-pointer that outlive the call.
+        ok(
+            unsafe { t.Queue.pfnCreate.unwrap()(c, d, &props, &mut q) },
+            &format!("{}: urQueueCreate(OUT_OF_ORDER)", p.name),
+        );
+        let mut flags: ur_queue_flags_t = 0;
+        // SAFETY: a live queue; a flags output of its size.
+        ok(
+            unsafe {
+                t.Queue.pfnGetInfo.unwrap()(
+                    q,
+                    UR_QUEUE_INFO_FLAGS,
+                    size_of::<ur_queue_flags_t>(),
+                    (&raw mut flags).cast(),
+                    null_mut(),
+                )
+            },
+            "urQueueGetInfo(FLAGS)",
+        );
+        assert_eq!(flags, UR_QUEUE_FLAG_OUT_OF_ORDER_EXEC_MODE_ENABLE, "{}", p.name);
+        let b = buffer(c, UR_MEM_FLAG_READ_WRITE, 4096);
+        let data = pattern(4096);
+        let mut back = vec![0u8; 4096];
+        // SAFETY: live handles; `data` and `back` outlive the finish that
+        // ends both commands.
+        unsafe {
+            let write = t.Enqueue.pfnMemBufferWrite.unwrap();
+            let read = t.Enqueue.pfnMemBufferRead.unwrap();
+            ok(
+                write(q, b, false, 0, 4096, data.as_ptr().cast(), 0, null(), null_mut()),
+                "urEnqueueMemBufferWrite",
+            );
+            ok(
+                read(q, b, false, 0, 4096, back.as_mut_ptr().cast(), 0, null(), null_mut()),
+                "urEnqueueMemBufferRead",
+            );
+            ok(t.Queue.pfnFinish.unwrap()(q), "urQueueFinish");
+            ok(t.Mem.pfnRelease.unwrap()(b), "urMemRelease");
+            ok(t.Queue.pfnRelease.unwrap()(q), "urQueueRelease");
+        }
+        assert!(back == data, "{}: the read ran before the write", p.name);
+        release(c, plain);
     }
 }
