@@ -17,8 +17,9 @@
 //! which call the global overloads (its devices run kernels on the CPU, one
 //! address space) or loop on a compare-exchange (floating-point atomics
 //! OpenCL C 1.2 lacks).
-//! It is compiled once per process with the `clang` of the runtime's LLVM
-//! (`clang-15` for PoCL 3.1) and linked with `llvm-link --only-needed
+//! It is compiled with the `clang` of the runtime's LLVM (`clang-15` for
+//! PoCL 3.1) once per process, or once per compiler where the compiled
+//! library is kept between processes (`kept.rs`), and linked with `llvm-link --only-needed
 //! --internalize` into each translated module that calls a group function,
 //! so a kernel gets only what it calls.
 //!
@@ -73,6 +74,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use ur_api::{Error, Result};
 
+use super::kept::Kept;
 use super::{io, run, scratch_dir, tails, write};
 
 /// The C source of the builtins.
@@ -80,6 +82,22 @@ const SOURCE: &str = include_str!("builtins.c");
 
 /// The environment variable that turns the builtins off (`0`).
 pub const BUILTINS_ENV: &str = "UR_SPIR_BUILTINS";
+
+/// How `clang` compiles the library (its scratch size and the file names
+/// follow).
+const CLANG_ARGS: [&str; 11] = [
+    "-x",
+    "c",
+    "-std=c11",
+    "-target",
+    "spir64",
+    "-emit-llvm",
+    "-c",
+    "-O2",
+    "-ffreestanding",
+    "-fno-builtin",
+    "-Werror",
+];
 
 /// Texts one of which every builtin's mangled name contains
 /// (`_Z18get_sub_group_sizev`, `_Z18get_num_sub_groupsv`,
@@ -130,6 +148,8 @@ pub struct Builtins {
     /// of the devices it is linked for); a failed compilation is kept as
     /// its message, so it is not retried for every module.
     compiled: Mutex<HashMap<usize, std::result::Result<Arc<[u8]>, String>>>,
+    /// Where compiled libraries are kept between processes (`kept.rs`).
+    kept: Option<Kept>,
 }
 
 impl Builtins {
@@ -150,6 +170,7 @@ impl Builtins {
             llvm_link,
             opt,
             compiled: Mutex::new(HashMap::new()),
+            kept: Kept::from_env(),
         })
     }
 
@@ -271,21 +292,32 @@ impl Builtins {
         result.map_err(|log| Error::ProgramBuild { log })
     }
 
+    /// The library for `wg_max`: the kept one where this compiler made it
+    /// before (`kept.rs`), else compiled now (and kept).
     fn compile(&self, wg_max: usize) -> Result<Arc<[u8]>> {
+        let define = format!("-DUR_WG_MAX={wg_max}");
+        let mut inputs: Vec<&[u8]> = vec![SOURCE.as_bytes(), define.as_bytes()];
+        inputs.extend(CLANG_ARGS.iter().map(|a| a.as_bytes()));
+        let kept = self
+            .kept
+            .as_ref()
+            .and_then(|k| Some((k, Kept::key(&self.clang, &inputs)?)));
+        if let Some(bc) = kept.as_ref().and_then(|(k, key)| k.load(key)) {
+            tracing::debug!(wg_max, bytes = bc.len(), "SPIR builtins kept from an earlier process");
+            return Ok(bc.into());
+        }
         let dir = scratch_dir()?;
         let source = dir.path().join("builtins.c");
         let output = dir.path().join("builtins.bc");
         write(&source, SOURCE.as_bytes())?;
         let mut cmd = Command::new(&self.clang);
-        cmd.args(["-x", "c", "-std=c11", "-target", "spir64", "-emit-llvm", "-c", "-O2"])
-            .args(["-ffreestanding", "-fno-builtin", "-Werror"])
-            .arg(format!("-DUR_WG_MAX={wg_max}"))
-            .arg(&source)
-            .arg("-o")
-            .arg(&output);
+        cmd.args(CLANG_ARGS).arg(&define).arg(&source).arg("-o").arg(&output);
         run(cmd, &self.clang, "compiling the SPIR builtins")?;
         let bc = std::fs::read(&output).map_err(|e| io("reading the compiled builtins", e))?;
         tracing::debug!(wg_max, bytes = bc.len(), "SPIR builtins compiled");
+        if let Some((k, key)) = &kept {
+            k.store(key, &bc);
+        }
         Ok(bc.into())
     }
 }
@@ -324,6 +356,7 @@ mod tests {
             llvm_link: PathBuf::from("/nonexistent/llvm-link"),
             opt: PathBuf::from("/nonexistent/opt"),
             compiled: Mutex::new(HashMap::new()),
+            kept: None,
         };
         for _ in 0..2 {
             match b.link(b"module", 16) {
@@ -332,6 +365,58 @@ mod tests {
             }
         }
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 1);
+    }
+
+    /// The compiled library is kept between processes: a second
+    /// `Builtins` (another process) over the same compiler reads it
+    /// instead of compiling; another scratch size, or a changed compiler,
+    /// compiles again; a failure is not kept.
+    #[test]
+    fn the_compiled_library_is_kept_for_the_next_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let clang = dir.path().join("clang-99");
+        let count = dir.path().join("count");
+        let compiler = |extra: &str| {
+            super::super::tests::fake_tool(
+                &clang,
+                &format!(
+                    "#!/bin/sh
+for a; do last=$a; done
+echo x >> {}
+printf 'BC\\300\\336lib{extra}' > \"$last\"\n",
+                    count.display()
+                ),
+            )
+        };
+        let runs = || std::fs::read_to_string(&count).map_or(0, |c| c.lines().count());
+        let process = || Builtins {
+            clang: clang.clone(),
+            llvm_link: PathBuf::from("/nonexistent/llvm-link"),
+            opt: PathBuf::from("/nonexistent/opt"),
+            compiled: Mutex::new(HashMap::new()),
+            kept: Some(Kept::at(dir.path().join("kept"))),
+        };
+        compiler("");
+        let first = process().library(16).unwrap();
+        assert!(first.starts_with(b"BC\xC0\xDElib"), "{first:?}");
+        assert_eq!(runs(), 1);
+        assert_eq!(process().library(16).unwrap(), first, "read back");
+        assert_eq!(runs(), 1, "not compiled again");
+        process().library(32).unwrap();
+        assert_eq!(runs(), 2, "another scratch size");
+        compiler(" v2");
+        assert!(process().library(16).unwrap().ends_with(b"lib v2"));
+        assert_eq!(runs(), 3, "another compiler");
+        super::super::tests::fake_tool(
+            &clang,
+            &format!(
+                "#!/bin/sh\necho x >> {}\necho 'error: no' >&2\nexit 1\n",
+                count.display()
+            ),
+        );
+        assert!(process().library(64).is_err());
+        assert!(process().library(64).is_err());
+        assert_eq!(runs(), 5, "a failure is not kept");
     }
 
     /// Where LLVM refuses the exit-tail rewrite, the module goes to the
@@ -363,6 +448,7 @@ mod tests {
                 ),
             ),
             compiled: Mutex::new(HashMap::new()),
+            kept: None,
         };
         let out = b.link(b"module", 16).expect("the unrewritten module");
         assert_eq!(out, super::super::tails::tests::SHARED.as_bytes());
@@ -396,6 +482,7 @@ mod tests {
             llvm_link: PathBuf::from("/nonexistent/llvm-link"),
             opt: opt.clone(),
             compiled: Mutex::new(HashMap::new()),
+            kept: None,
         };
         let calls = || std::fs::read_to_string(dir.path().join("calls")).map_or(0, |c| c.lines().count());
         std::fs::write(&text, super::super::tails::tests::SHARED).unwrap();

@@ -20,8 +20,9 @@
 //!
 //! Where the runtime's kernel library lacks sub-groups and work-group
 //! collectives (PoCL 3.1), the translated module gets them linked in
-//! ([`builtins`]), and a module with barriers has each barrier region's
-//! exit tails separated for PoCL's work-group compiler ([`tails`]).
+//! ([`builtins`], compiled once per compiler and kept between processes:
+//! [`kept`]), and a module with barriers has each barrier region's exit
+//! tails separated for PoCL's work-group compiler ([`tails`]).
 //!
 //! Several modules that import each other's functions (SYCL runtimes link
 //! device images so, oneMKL's among them) are translated one by one and
@@ -38,6 +39,7 @@ use parking_lot::Mutex;
 use ur_api::{Error, Result};
 
 pub mod builtins;
+pub mod kept;
 pub mod rewrite;
 pub mod tails;
 
