@@ -19,9 +19,9 @@
 //! OpenCL C 1.2 lacks).
 //! It is compiled with the `clang` of the runtime's LLVM (`clang-15` for
 //! PoCL 3.1) once per process, or once per compiler where the compiled
-//! library is kept between processes (`kept.rs`), and linked with `llvm-link --only-needed
-//! --internalize` into each translated module that calls a group function,
-//! so a kernel gets only what it calls.
+//! library is kept between processes (`kept.rs`), and linked with
+//! `llvm-link --only-needed --internalize` into each translated module
+//! that calls a group function, so a kernel gets only what it calls.
 //!
 //! With the generic-address-space atomics dpnp's `histogramdd` and
 //! `histogram2d` kernels build on PoCL, and give wrong counts or crash the
@@ -152,7 +152,36 @@ pub struct Builtins {
     kept: Option<Kept>,
 }
 
+/// A module the builtins' tools made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Made {
+    /// The bitcode.
+    pub bitcode: Vec<u8>,
+    /// False where a step fell back to the module without it (a rewrite
+    /// LLVM refused, a tool that failed): the module builds as before, but
+    /// is not what the same tools give when they succeed, so it is not
+    /// kept for other processes.
+    pub exact: bool,
+}
+
+/// What the exit-tail rewrite did with a module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Separation {
+    /// Rewritten and checked.
+    Rewritten,
+    /// No kernel shares an exit tail: nothing to do.
+    NothingShared,
+    /// LLVM refused the rewrite (logged).
+    Refused,
+}
+
 impl Builtins {
+    /// The tools this library is compiled and linked with (part of the key
+    /// of a kept module, `kept.rs`).
+    pub fn tools(&self) -> [&Path; 3] {
+        [&self.clang, &self.llvm_link, &self.opt]
+    }
+
     /// The tools of LLVM `major` (`clang-<major>`, `llvm-link-<major>`,
     /// `opt-<major>`), on `PATH` or in the LLVM installation, unless
     /// [`BUILTINS_ENV`] is `0` or a tool is missing.
@@ -182,7 +211,7 @@ impl Builtins {
     /// `module` with the builtins it calls linked in, for devices whose
     /// work-groups hold at most `wg_max` work-items. A failure (the tools
     /// refusing) is a build failure with their message as the log.
-    pub fn link(&self, module: &[u8], wg_max: usize) -> Result<Vec<u8>> {
+    pub fn link(&self, module: &[u8], wg_max: usize) -> Result<Made> {
         let library = self.library(wg_max)?;
         let dir = scratch_dir()?;
         let input = dir.path().join("module.bc");
@@ -214,19 +243,25 @@ impl Builtins {
         run(cmd, &self.opt, "inlining the SPIR builtins")?;
         // The barriers the builtins brought in, with each region's own exit
         // tails (see `tails`).
-        if !self.separated(dir.path(), &text, &output)? {
+        let separation = self.separated(dir.path(), &text, &output)?;
+        if separation != Separation::Rewritten {
             self.assemble(&text, &output)?;
         }
-        std::fs::read(&output).map_err(|e| io("reading the linked module", e))
+        let bitcode = std::fs::read(&output).map_err(|e| io("reading the linked module", e))?;
+        Ok(Made {
+            bitcode,
+            exact: separation != Separation::Refused,
+        })
     }
 
     /// `module` (bitcode with barriers of its own and no builtin to link)
     /// with each barrier region's own copy of the exit tails it shares
     /// ([`tails`]): the module as it was where no kernel shares one, or
     /// where LLVM refuses to name its blocks or to read the rewrite back
-    /// (logged), so a module that built before still builds.
-    pub fn separate_tails(&self, module: &[u8]) -> Vec<u8> {
-        let rewrite = || -> Result<Option<Vec<u8>>> {
+    /// (logged), so a module that built before still builds (then not
+    /// [`Made::exact`]).
+    pub fn separate_tails(&self, module: &[u8]) -> Made {
+        let rewrite = || -> Result<Made> {
             let dir = scratch_dir()?;
             let input = dir.path().join("module.bc");
             let text = dir.path().join("named.ll");
@@ -238,37 +273,46 @@ impl Builtins {
                 .arg("-o")
                 .arg(&text);
             run(cmd, &self.opt, "naming the SPIR module's blocks")?;
-            if !self.separated(dir.path(), &text, &output)? {
-                return Ok(None);
-            }
-            let bc = std::fs::read(&output).map_err(|e| io("reading the rewritten module", e))?;
-            Ok(Some(bc))
+            let as_it_was = |exact| Made {
+                bitcode: module.to_vec(),
+                exact,
+            };
+            Ok(match self.separated(dir.path(), &text, &output)? {
+                Separation::Rewritten => Made {
+                    bitcode: std::fs::read(&output).map_err(|e| io("reading the rewritten module", e))?,
+                    exact: true,
+                },
+                Separation::NothingShared => as_it_was(true),
+                Separation::Refused => as_it_was(false),
+            })
         };
-        match rewrite() {
-            Ok(Some(bc)) => bc,
-            Ok(None) => module.to_vec(),
-            Err(e) => {
-                tracing::warn!(error = %e, "exit tails not separated");
-                module.to_vec()
+        rewrite().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "exit tails not separated");
+            Made {
+                bitcode: module.to_vec(),
+                exact: false,
             }
-        }
+        })
     }
 
     /// Writes to `output` the module in text form at `text` with its
     /// kernels' exit tails separated per barrier region, checked by LLVM
-    /// reading it back; false (`output` not written) where no kernel shares
-    /// a tail or LLVM refuses the rewrite (logged).
-    fn separated(&self, dir: &Path, text: &Path, output: &Path) -> Result<bool> {
+    /// reading it back; `output` is not written where no kernel shares a
+    /// tail or LLVM refuses the rewrite (logged).
+    fn separated(&self, dir: &Path, text: &Path, output: &Path) -> Result<Separation> {
         let ir = std::fs::read_to_string(text).map_err(|e| io("reading the module's text", e))?;
         let Some(separated) = tails::separate_exit_tails(&ir) else {
-            return Ok(false);
+            return Ok(Separation::NothingShared);
         };
         let rewritten = dir.join("tails.ll");
         write(&rewritten, separated.as_bytes())?;
-        Ok(self
-            .assemble(&rewritten, output)
-            .map_err(|e| tracing::warn!(error = %e, "exit tails not separated"))
-            .is_ok())
+        match self.assemble(&rewritten, output) {
+            Ok(()) => Ok(Separation::Rewritten),
+            Err(e) => {
+                tracing::warn!(error = %e, "exit tails not separated");
+                Ok(Separation::Refused)
+            }
+        }
     }
 
     /// The module in text form at `text`, checked and written as bitcode
@@ -301,7 +345,7 @@ impl Builtins {
         let kept = self
             .kept
             .as_ref()
-            .and_then(|k| Some((k, Kept::key(&self.clang, &inputs)?)));
+            .and_then(|k| Some((k, Kept::key(&[&self.clang], &inputs)?)));
         if let Some(bc) = kept.as_ref().and_then(|(k, key)| k.load(key)) {
             tracing::debug!(wg_max, bytes = bc.len(), "SPIR builtins kept from an earlier process");
             return Ok(bc.into());
@@ -451,7 +495,8 @@ printf 'BC\\300\\336lib{extra}' > \"$last\"\n",
             kept: None,
         };
         let out = b.link(b"module", 16).expect("the unrewritten module");
-        assert_eq!(out, super::super::tails::tests::SHARED.as_bytes());
+        assert_eq!(out.bitcode, super::super::tails::tests::SHARED.as_bytes());
+        assert!(!out.exact, "a refused rewrite is not kept");
         let refused = std::fs::read_to_string(dir.path().join("refused")).unwrap();
         assert_eq!(refused.lines().count(), 1, "the rewrite was tried once");
     }
@@ -486,14 +531,26 @@ printf 'BC\\300\\336lib{extra}' > \"$last\"\n",
         };
         let calls = || std::fs::read_to_string(dir.path().join("calls")).map_or(0, |c| c.lines().count());
         std::fs::write(&text, super::super::tails::tests::SHARED).unwrap();
-        let out = String::from_utf8(b.separate_tails(b"module")).unwrap();
+        let made = b.separate_tails(b"module");
+        let out = String::from_utf8(made.bitcode).unwrap();
         assert!(out.contains("llvm.sideeffect"), "the shared tail copied: {out}");
+        assert!(made.exact);
         assert_eq!(calls(), 2, "named, then read back");
         std::fs::write(&text, "define spir_kernel void @k() {\nentry:\n  ret void\n}\n").unwrap();
-        assert_eq!(b.separate_tails(b"module"), b"module", "nothing shared");
+        let made = b.separate_tails(b"module");
+        assert_eq!(
+            (made.bitcode.as_slice(), made.exact),
+            (&b"module"[..], true),
+            "nothing shared"
+        );
         assert_eq!(calls(), 3, "named only");
         super::super::tests::fake_tool(&opt, "#!/bin/sh\necho 'opt: error: no' >&2\nexit 1\n");
-        assert_eq!(b.separate_tails(b"module"), b"module", "opt failing");
+        let made = b.separate_tails(b"module");
+        assert_eq!(
+            (made.bitcode.as_slice(), made.exact),
+            (&b"module"[..], false),
+            "opt failing"
+        );
     }
 
     #[test]
@@ -514,6 +571,8 @@ printf 'BC\\300\\336lib{extra}' > \"$last\"\n",
             eprintln!("SKIP: clang-15, llvm-link-15, opt-15 or llvm-dis-15 not installed");
             return;
         };
+        // Compiled here, not read from an earlier process.
+        let b = Builtins { kept: None, ..b };
         let bc = b.library(4096).expect("the builtins compile");
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("builtins.bc");

@@ -20,9 +20,10 @@
 //!
 //! Where the runtime's kernel library lacks sub-groups and work-group
 //! collectives (PoCL 3.1), the translated module gets them linked in
-//! ([`builtins`], compiled once per compiler and kept between processes:
-//! [`kept`]), and a module with barriers has each barrier region's exit
-//! tails separated for PoCL's work-group compiler ([`tails`]).
+//! ([`builtins`]), and a module with barriers has each barrier region's
+//! exit tails separated for PoCL's work-group compiler ([`tails`]). The
+//! compiled builtins and each finished module are kept between processes
+//! ([`kept`]): a later process reads them instead of running the tools.
 //!
 //! Several modules that import each other's functions (SYCL runtimes link
 //! device images so, oneMKL's among them) are translated one by one and
@@ -43,7 +44,19 @@ pub mod kept;
 pub mod rewrite;
 pub mod tails;
 
-use builtins::Builtins;
+use builtins::{Builtins, Made};
+use kept::Kept;
+
+/// The code of ours that makes a module's bitcode from its SPIR-V (the
+/// renaming, the builtins, the exit-tail rewrite): part of a kept
+/// module's key, so a module made by an older version is not read back.
+const MADE_BY: [&str; 5] = [
+    include_str!("mod.rs"),
+    include_str!("rewrite.rs"),
+    include_str!("builtins.rs"),
+    include_str!("builtins.c"),
+    include_str!("tails.rs"),
+];
 
 /// The environment variable that names the translator, or `0` for none.
 pub const TRANSLATOR_ENV: &str = "UR_LLVM_SPIRV";
@@ -56,6 +69,8 @@ pub struct Translator {
     llvm_link: Option<PathBuf>,
     /// The group builtins of the same LLVM, where its tools are installed.
     builtins: Option<Builtins>,
+    /// Where finished modules are kept between processes ([`kept`]).
+    kept: Option<Kept>,
     /// Translated modules: SPIR-V bytes -> bitcode, per the builtins'
     /// scratch size (`None`: without the builtins).
     done: Mutex<HashMap<Arc<[u8]>, HashMap<Option<usize>, Spir>>>,
@@ -87,6 +102,7 @@ impl Translator {
             path,
             llvm_link: major.and_then(|major| versioned("llvm-link", major, std::env::var_os("PATH"))),
             builtins: major.and_then(Builtins::find),
+            kept: Kept::from_env(),
             done: Mutex::new(HashMap::new()),
         }))
     }
@@ -107,11 +123,7 @@ impl Translator {
         if let Some(spir) = self.done.lock().get(il).and_then(|m| m.get(&builtins_for)) {
             return Ok(spir.clone());
         }
-        let (bc, renamed) = self.translated(il)?;
-        let spir = Spir {
-            bitcode: self.with_builtins(bc, builtins_for)?.into(),
-            renamed: renamed.into(),
-        };
+        let spir = self.kept_or_made(il, builtins_for)?;
         self.done
             .lock()
             .entry(il.into())
@@ -149,9 +161,51 @@ impl Translator {
         run(cmd, llvm_link, "linking the SPIR-V modules")?;
         let bc = std::fs::read(&output).map_err(|e| io("reading the linked modules", e))?;
         Ok(Spir {
-            bitcode: self.with_builtins(bc, builtins_for)?.into(),
+            bitcode: self.with_builtins(bc, builtins_for)?.bitcode.into(),
             renamed: renamed.into(),
         })
+    }
+
+    /// `il` as [`Translator::bitcode`] makes it: read from the kept
+    /// modules of earlier processes where the same tools and the same code
+    /// of ours made it ([`kept`]), else made now and kept where every step
+    /// gave its own result (no fallback).
+    fn kept_or_made(&self, il: &[u8], builtins_for: Option<usize>) -> Result<Spir> {
+        let kept = self
+            .kept
+            .as_ref()
+            .and_then(|k| Some((k, self.kept_key(il, builtins_for)?)));
+        if let Some(bc) = kept.as_ref().and_then(|(k, key)| k.load(key)) {
+            let renamed = rewrite::shorten_kernel_names(il).map_or_else(Vec::new, |(_, names)| names);
+            tracing::debug!(bytes = bc.len(), "SPIR module kept from an earlier process");
+            return Ok(Spir {
+                bitcode: bc.into(),
+                renamed: renamed.into(),
+            });
+        }
+        let (bc, renamed) = self.translated(il)?;
+        let made = self.with_builtins(bc, builtins_for)?;
+        if let Some((k, key)) = kept.as_ref().filter(|_| made.exact) {
+            k.store(key, &made.bitcode);
+        }
+        Ok(Spir {
+            bitcode: made.bitcode.into(),
+            renamed: renamed.into(),
+        })
+    }
+
+    /// The key of `il`'s module: the module, the builtins' scratch size,
+    /// the tools that make it and the code of ours that rewrites it
+    /// ([`MADE_BY`]).
+    fn kept_key(&self, il: &[u8], builtins_for: Option<usize>) -> Option<String> {
+        let mut tools = vec![self.path.as_path()];
+        if let (Some(_), Some(b)) = (builtins_for, &self.builtins) {
+            tools.extend(b.tools());
+        }
+        let scratch = format!("{builtins_for:?}");
+        let mut inputs: Vec<&[u8]> = vec![il, scratch.as_bytes()];
+        inputs.extend(MADE_BY.iter().map(|code| code.as_bytes()));
+        Kept::key(&tools, &inputs)
     }
 
     /// `il` translated, with the kernels [`rewrite::shorten_kernel_names`]
@@ -167,11 +221,14 @@ impl Translator {
     /// its kernels' exit tails separated per barrier region where it has
     /// barriers ([`tails`]: for PoCL 3.1's work-group compiler, the runtime
     /// the builtins are for).
-    fn with_builtins(&self, bc: Vec<u8>, builtins_for: Option<usize>) -> Result<Vec<u8>> {
+    fn with_builtins(&self, bc: Vec<u8>, builtins_for: Option<usize>) -> Result<Made> {
         match (builtins_for, &self.builtins) {
             (Some(wg_max), Some(b)) if Builtins::wanted_by(&bc) => b.link(&bc, wg_max),
             (Some(_), Some(b)) if tails::may_call_a_barrier(&bc) => Ok(b.separate_tails(&bc)),
-            _ => Ok(bc),
+            _ => Ok(Made {
+                bitcode: bc,
+                exact: true,
+            }),
         }
     }
 
@@ -299,6 +356,7 @@ mod tests {
             path: exe,
             llvm_link: None,
             builtins: None,
+            kept: None,
             done: Mutex::new(HashMap::new()),
         };
         match t.bitcode(b"not spir-v", None).map(|s| s.bitcode) {
@@ -321,11 +379,52 @@ mod tests {
             path: exe,
             llvm_link: None,
             builtins: None,
+            kept: None,
             done: Mutex::new(HashMap::new()),
         };
         assert_eq!(&*t.bitcode(b"one", None).unwrap().bitcode, b"one");
         assert_eq!(&*t.bitcode(b"one", Some(16)).unwrap().bitcode, b"one");
         assert_eq!(&*t.bitcode(b"two", None).unwrap().bitcode, b"two");
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
+    }
+
+    /// A translated module is kept for later processes: a second
+    /// translator (another process) reads it instead of translating; another
+    /// module, another translator file, or a translation that is not
+    /// bitcode is made again.
+    #[test]
+    fn translations_are_kept_between_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("fake-llvm-spirv");
+        let count = dir.path().join("count");
+        let translator = |tag: &str| {
+            // Bitcode's magic, then the input, then `tag`; counts its runs.
+            fake_tool(
+                &exe,
+                &format!(
+                    "#!/bin/sh\necho x >> {}\nprintf 'BC\\300\\336' > \"$4\"\ncat \"$2\" >> \"$4\"\nprintf '{tag}' >> \"$4\"\n",
+                    count.display()
+                ),
+            )
+        };
+        let runs = || std::fs::read_to_string(&count).map_or(0, |c| c.lines().count());
+        let process = || Translator {
+            path: exe.clone(),
+            llvm_link: None,
+            builtins: None,
+            kept: Some(Kept::at(dir.path().join("kept"))),
+            done: Mutex::new(HashMap::new()),
+        };
+        translator("");
+        let first = process().bitcode(b"one", None).unwrap().bitcode;
+        assert_eq!(&*first, b"BC\xC0\xDEone");
+        assert_eq!(runs(), 1);
+        assert_eq!(process().bitcode(b"one", None).unwrap().bitcode, first, "read back");
+        assert_eq!(runs(), 1, "not translated again");
+        process().bitcode(b"two", None).unwrap();
+        assert_eq!(runs(), 2, "another module");
+        translator(" v2");
+        assert_eq!(&*process().bitcode(b"one", None).unwrap().bitcode, b"BC\xC0\xDEone v2");
+        assert_eq!(runs(), 3, "another translator");
     }
 }
