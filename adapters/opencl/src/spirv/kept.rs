@@ -5,12 +5,12 @@
 //! and every process that built a program calling a group function on PoCL
 //! needed it again: a Python process sorting with dpnp on PoCL spent most
 //! of its first sort there. Each module then costs a translation and, with
-//! the builtins, a link and two `opt` runs (about 40 + 40 + 2 x 120 ms; in
-//! dpnp's `test_sum.py` on PoCL 39 s of 133). Both depend only on their
-//! inputs, the tools and this crate's rewriting code, so both are kept in a
-//! folder ([`KEPT_ENV`], else `$XDG_CACHE_HOME/unified-runtime/spir` or
-//! `~/.cache/unified-runtime/spir`) as files named after the SHA-256 of
-//! those: the inputs' bytes and each tool's resolved path, size and
+//! the builtins, a link and two `opt` runs, again in every process (dpnp's
+//! `test_sum.py` on PoCL: about 40 s, 25-29 s with them kept). Both depend
+//! only on their inputs, the tools and this crate's rewriting code, so both
+//! are kept in a folder ([`KEPT_ENV`], else
+//! `$XDG_CACHE_HOME/unified-runtime/spir` or `~/.cache/unified-runtime/spir`)
+//! as files named after the SHA-256 of those: the inputs' bytes and each tool's resolved path, size and
 //! modification time (an upgraded tool is a new key, so a stale file is
 //! never read for it). A module is kept only where every step gave its own
 //! result: a rewrite that fell back to the module as it was
