@@ -426,5 +426,12 @@ mod tests {
         translator(" v2");
         assert_eq!(&*process().bitcode(b"one", None).unwrap().bitcode, b"BC\xC0\xDEone v2");
         assert_eq!(runs(), 3, "another translator");
+        fake_tool(
+            &exe,
+            &format!("#!/bin/sh\necho x >> {}\necho text > \"$4\"\n", count.display()),
+        );
+        assert_eq!(&*process().bitcode(b"one", None).unwrap().bitcode, b"text\n");
+        assert_eq!(&*process().bitcode(b"one", None).unwrap().bitcode, b"text\n");
+        assert_eq!(runs(), 5, "what is not bitcode is not read back");
     }
 }
