@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use ur_api::{Error, Result};
@@ -71,6 +71,10 @@ pub struct Translator {
     builtins: Option<Builtins>,
     /// Where finished modules are kept between processes ([`kept`]).
     kept: Option<Kept>,
+    /// The part of a kept module's key that is the same for every module
+    /// of this process (the tools' files and [`MADE_BY`]), without and with
+    /// the builtins: computed once, not per module.
+    stamps: [OnceLock<Option<String>>; 2],
     /// Translated modules: SPIR-V bytes -> bitcode, per the builtins'
     /// scratch size (`None`: without the builtins).
     done: Mutex<HashMap<Arc<[u8]>, HashMap<Option<usize>, Spir>>>,
@@ -103,6 +107,7 @@ impl Translator {
             llvm_link: major.and_then(|major| versioned("llvm-link", major, std::env::var_os("PATH"))),
             builtins: major.and_then(Builtins::find),
             kept: Kept::from_env(),
+            stamps: Default::default(),
             done: Mutex::new(HashMap::new()),
         }))
     }
@@ -198,14 +203,17 @@ impl Translator {
     /// the tools that make it and the code of ours that rewrites it
     /// ([`MADE_BY`]).
     fn kept_key(&self, il: &[u8], builtins_for: Option<usize>) -> Option<String> {
-        let mut tools = vec![self.path.as_path()];
-        if let (Some(_), Some(b)) = (builtins_for, &self.builtins) {
-            tools.extend(b.tools());
-        }
+        let builtins = builtins_for.and(self.builtins.as_ref());
+        let stamp = self.stamps[usize::from(builtins.is_some())]
+            .get_or_init(|| {
+                let mut tools = vec![self.path.as_path()];
+                tools.extend(builtins.map(Builtins::tools).into_iter().flatten());
+                let code: Vec<&[u8]> = MADE_BY.iter().map(|code| code.as_bytes()).collect();
+                Kept::key(&tools, &code)
+            })
+            .as_ref()?;
         let scratch = format!("{builtins_for:?}");
-        let mut inputs: Vec<&[u8]> = vec![il, scratch.as_bytes()];
-        inputs.extend(MADE_BY.iter().map(|code| code.as_bytes()));
-        Kept::key(&tools, &inputs)
+        Kept::key(&[], &[stamp.as_bytes(), il, scratch.as_bytes()])
     }
 
     /// `il` translated, with the kernels [`rewrite::shorten_kernel_names`]
@@ -357,6 +365,7 @@ mod tests {
             llvm_link: None,
             builtins: None,
             kept: None,
+            stamps: Default::default(),
             done: Mutex::new(HashMap::new()),
         };
         match t.bitcode(b"not spir-v", None).map(|s| s.bitcode) {
@@ -380,6 +389,7 @@ mod tests {
             llvm_link: None,
             builtins: None,
             kept: None,
+            stamps: Default::default(),
             done: Mutex::new(HashMap::new()),
         };
         assert_eq!(&*t.bitcode(b"one", None).unwrap().bitcode, b"one");
@@ -413,6 +423,7 @@ mod tests {
             llvm_link: None,
             builtins: None,
             kept: Some(Kept::at(dir.path().join("kept"))),
+            stamps: Default::default(),
             done: Mutex::new(HashMap::new()),
         };
         translator("");
